@@ -1,0 +1,59 @@
+"""Command-line interface: ``codex-app-bridge <command>``.
+
+Each command lives in its own private module exposing ``register(subparsers)``; this module only
+builds the parser, sets up logging (stderr only; ``LOG_FORMAT=json`` for JSON lines) and dispatches.
+
+The top-level parser also accepts, and ignores, the flags that clients pass to a ``codex`` binary
+(``-c/--config k=v``, ``--enable X``, ``--disable X``, ``--profile P``) so that this program can be
+handed to any client as its codex executable.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from collections.abc import Sequence
+from typing import Any, Protocol
+
+from codex_app_bridge._version import CODEX_PROTOCOL_VERSION, __version__
+from codex_app_bridge.cli._common import add_codex_compat_flags
+from codex_app_bridge.cli._logging import configure_logging
+
+
+class _Command(Protocol):
+    def register(self, subparsers: Any) -> None: ...
+
+# Command modules, in help order, one per line. Each exposes ``register(subparsers)``.
+_COMMANDS: tuple[_Command, ...] = (
+)
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="codex-app-bridge",
+        description=(
+            "A Python codex app-server bridge, wire-compatible with codex app-server "
+            f"{CODEX_PROTOCOL_VERSION}."
+        ),
+    )
+    parser.add_argument(
+        "--version", action="version", version=f"codex-app-bridge {__version__}"
+    )
+    add_codex_compat_flags(parser)
+    subparsers = parser.add_subparsers(dest="command", metavar="COMMAND")
+    for module in _COMMANDS:
+        module.register(subparsers)
+    return parser
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Run the CLI; returns the process exit code."""
+    configure_logging()
+    parser = build_parser()
+    args = parser.parse_args(list(sys.argv[1:] if argv is None else argv))
+    handler = getattr(args, "handler", None)
+    if handler is None:
+        parser.print_help(sys.stderr)
+        return 2
+    result: int = handler(args)
+    return result

@@ -1,0 +1,50 @@
+"""Helpers shared by the CLI commands: codex-compatible ignored flags and JSONL input reading."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from collections.abc import Iterator
+from pathlib import Path
+from typing import BinaryIO
+
+
+def add_codex_compat_flags(parser: argparse.ArgumentParser) -> None:
+    """Accept (and ignore) the flags clients pass to a ``codex`` binary."""
+    group = parser.add_argument_group("codex compatibility (accepted and ignored)")
+    group.add_argument(
+        "-c", "--config", action="append", default=None, metavar="KEY=VALUE",
+        dest="codex_config", help=argparse.SUPPRESS,
+    )
+    group.add_argument(
+        "--enable", action="append", default=None, metavar="FEATURE",
+        dest="codex_enable", help=argparse.SUPPRESS,
+    )
+    group.add_argument(
+        "--disable", action="append", default=None, metavar="FEATURE",
+        dest="codex_disable", help=argparse.SUPPRESS,
+    )
+    group.add_argument(
+        "--profile", default=None, metavar="PROFILE", dest="codex_profile",
+        help=argparse.SUPPRESS,
+    )
+
+
+def open_input(path: str) -> BinaryIO:
+    """Open ``path`` for binary reading; ``-`` means standard input."""
+    if path == "-":
+        return sys.stdin.buffer
+    return Path(path).open("rb")
+
+
+def iter_lines(stream: BinaryIO) -> Iterator[tuple[int, bytes]]:
+    """Yield ``(line_number, line)`` for every non-blank line (1-based, newline stripped)."""
+    for number, raw in enumerate(stream, start=1):
+        line = raw.rstrip(b"\r\n")
+        if line.strip():
+            yield number, line
+
+
+def report_bad_line(command: str, number: int, reason: str) -> None:
+    """Report an input line that could not be processed, with its line number, on stderr."""
+    print(f"{command}: line {number}: {reason}", file=sys.stderr)

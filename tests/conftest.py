@@ -1,0 +1,36 @@
+"""Shared fixtures: the anyio backend, paths to the captured real-server traffic, and how to run
+the ``codex-app-bridge`` CLI as a subprocess from the source tree or an installed package."""
+
+from __future__ import annotations
+
+import os
+import sys
+from pathlib import Path
+
+import pytest
+
+import codex_app_bridge
+
+DATA_DIR = Path(__file__).parent / "data"
+CAPTURES_DIR = DATA_DIR / "captures"
+CAPTURE_NAMES = sorted(p.name for p in CAPTURES_DIR.iterdir() if p.is_dir())
+
+
+@pytest.fixture
+def anyio_backend() -> str:
+    return "asyncio"
+
+
+def bridge_command() -> list[str]:
+    """argv that runs the CLI of the package under test, whether or not it is installed."""
+    return [sys.executable, "-m", "codex_app_bridge"]
+
+
+def bridge_env(extra: dict[str, str] | None = None) -> dict[str, str]:
+    """Environment for a CLI subprocess that imports the package under test."""
+    env = dict(os.environ)
+    src = str(Path(codex_app_bridge.__file__).resolve().parent.parent)
+    env["PYTHONPATH"] = os.pathsep.join(p for p in (src, env.get("PYTHONPATH", "")) if p)
+    if extra:
+        env.update(extra)
+    return env
