@@ -1,0 +1,68 @@
+"""Base classes and JSON helpers shared by every model of the protocol layer.
+
+``WireModel`` is the base of the v2 wire models generated from the upstream JSON Schema;
+``CoreModel`` is the base of the hand-written Codex core models (EventMsg, ResponseItem, TurnItem,
+rollout lines). Both keep unknown fields (``extra="allow"``) so that parsing and re-serializing is
+lossless, accept Python names and wire aliases on input, and are written with their wire aliases.
+
+Null versus absent is decided per field by the model (``exclude_if=is_none`` on the fields the real
+binary omits when empty); dump helpers never pass ``exclude_none`` or ``exclude_unset``.
+"""
+
+from __future__ import annotations
+
+from typing import Any, TypeVar
+
+import orjson
+from pydantic import BaseModel, ConfigDict, TypeAdapter
+
+__all__ = [
+    "CoreModel",
+    "WireModel",
+    "dump_json",
+    "dump_jsonable",
+    "is_none",
+    "is_none_or_empty",
+]
+
+T = TypeVar("T")
+
+
+class WireModel(BaseModel):
+    """Base of the app-server v2 wire models (generated; never edited by hand)."""
+
+    model_config = ConfigDict(extra="allow", populate_by_name=True, serialize_by_alias=True)
+
+
+class CoreModel(BaseModel):
+    """Base of the hand-written Codex core models."""
+
+    model_config = ConfigDict(extra="allow", populate_by_name=True, serialize_by_alias=True)
+
+
+def is_none(value: object) -> bool:
+    """``exclude_if`` predicate for fields the real binary omits when they are ``None``."""
+    return value is None
+
+
+def is_none_or_empty(value: object) -> bool:
+    """``exclude_if`` predicate for fields omitted when ``None`` or an empty collection."""
+    return value is None or value == [] or value == {}
+
+
+def dump_jsonable(value: Any, adapter: TypeAdapter[Any] | None = None) -> Any:
+    """Plain JSON-able Python data (dicts, lists, str, ...) for a model, a union value or a list."""
+    if isinstance(value, BaseModel):
+        return value.model_dump(mode="json", by_alias=True)
+    if adapter is None:
+        adapter = TypeAdapter(type(value))
+    return adapter.dump_python(value, mode="json", by_alias=True)
+
+
+def dump_json(value: Any, adapter: TypeAdapter[Any] | None = None) -> bytes:
+    """JSON bytes (orjson) for a model, a union value validated by ``adapter``, or plain data."""
+    if isinstance(value, BaseModel):
+        return value.__pydantic_serializer__.to_json(value, by_alias=True)
+    if adapter is not None:
+        return adapter.dump_json(value, by_alias=True)
+    return orjson.dumps(value)
