@@ -27,8 +27,12 @@ def test_codex_compat_flags_are_accepted_before_the_command() -> None:
 
 def test_module_entry_point_reports_version() -> None:
     proc = subprocess.run(
-        [*bridge_command(), "--version"], capture_output=True, text=True, timeout=60,
-        env=bridge_env(), check=False,
+        [*bridge_command(), "--version"],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        env=bridge_env(),
+        check=False,
     )
     assert proc.returncode == 0
     assert proc.stdout.startswith("codex-app-bridge ")

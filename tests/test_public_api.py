@@ -11,8 +11,16 @@ def test_all_names_are_exported_and_public() -> None:
     public = {n for n in vars(codex_app_bridge) if not n.startswith("_")}
     # submodules imported as a side effect are not part of the surface
     public -= {
-        "annotations", "cli", "protocol", "projection", "mapping", "listener",
-        "rpc", "transport", "sources", "server",
+        "annotations",
+        "cli",
+        "protocol",
+        "projection",
+        "mapping",
+        "listener",
+        "rpc",
+        "transport",
+        "sources",
+        "server",
     }
     assert public <= set(codex_app_bridge.__all__), public - set(codex_app_bridge.__all__)
 

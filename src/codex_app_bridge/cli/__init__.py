@@ -23,9 +23,9 @@ from codex_app_bridge.cli._logging import configure_logging
 class _Command(Protocol):
     def register(self, subparsers: Any) -> None: ...
 
+
 # Command modules, in help order, one per line. Each exposes ``register(subparsers)``.
-_COMMANDS: tuple[_Command, ...] = (
-)
+_COMMANDS: tuple[_Command, ...] = ()
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -36,9 +36,7 @@ def build_parser() -> argparse.ArgumentParser:
             f"{CODEX_PROTOCOL_VERSION}."
         ),
     )
-    parser.add_argument(
-        "--version", action="version", version=f"codex-app-bridge {__version__}"
-    )
+    parser.add_argument("--version", action="version", version=f"codex-app-bridge {__version__}")
     add_codex_compat_flags(parser)
     subparsers = parser.add_subparsers(dest="command", metavar="COMMAND")
     for module in _COMMANDS:

@@ -13,19 +13,35 @@ def add_codex_compat_flags(parser: argparse.ArgumentParser) -> None:
     """Accept (and ignore) the flags clients pass to a ``codex`` binary."""
     group = parser.add_argument_group("codex compatibility (accepted and ignored)")
     group.add_argument(
-        "-c", "--config", action="append", default=None, metavar="KEY=VALUE",
-        dest="codex_config", help=argparse.SUPPRESS,
+        "-c",
+        "--config",
+        action="append",
+        default=None,
+        metavar="KEY=VALUE",
+        dest="codex_config",
+        help=argparse.SUPPRESS,
     )
     group.add_argument(
-        "--enable", action="append", default=None, metavar="FEATURE",
-        dest="codex_enable", help=argparse.SUPPRESS,
+        "--enable",
+        action="append",
+        default=None,
+        metavar="FEATURE",
+        dest="codex_enable",
+        help=argparse.SUPPRESS,
     )
     group.add_argument(
-        "--disable", action="append", default=None, metavar="FEATURE",
-        dest="codex_disable", help=argparse.SUPPRESS,
+        "--disable",
+        action="append",
+        default=None,
+        metavar="FEATURE",
+        dest="codex_disable",
+        help=argparse.SUPPRESS,
     )
     group.add_argument(
-        "--profile", default=None, metavar="PROFILE", dest="codex_profile",
+        "--profile",
+        default=None,
+        metavar="PROFILE",
+        dest="codex_profile",
         help=argparse.SUPPRESS,
     )
 

@@ -55,7 +55,7 @@ def dump_jsonable(value: Any, adapter: TypeAdapter[Any] | None = None) -> Any:
     if isinstance(value, BaseModel):
         return value.model_dump(mode="json", by_alias=True)
     if adapter is None:
-        adapter = TypeAdapter(type(value))
+        return orjson.loads(orjson.dumps(value))
     return adapter.dump_python(value, mode="json", by_alias=True)
 
 
