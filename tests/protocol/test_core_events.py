@@ -924,7 +924,7 @@ def test_event_without_a_type_names_the_eventmsg_contract() -> None:
     with pytest.raises(ValidationError) as caught:
         parse_event_msg('{"delta": "x"}')
     assert caught.value.title == "EventMsg"
-    assert caught.value.errors()[0]["type"] == "invalid_event_msg"
+    assert caught.value.errors()[0]["type"] == "missing_tag"
 
 
 # --- the envelope ---------------------------------------------------------------------------

@@ -247,7 +247,7 @@ def test_malformed_known_rollout_line_gives_a_validation_error_with_its_location
 def test_rollout_line_without_a_string_type_is_rejected_clearly(raw: str) -> None:
     with pytest.raises(ValidationError) as caught:
         ROLLOUT_LINE_ADAPTER.validate_json(raw)
-    assert caught.value.errors()[0]["type"] == "invalid_rollout_line"
+    assert caught.value.errors()[0]["type"] == "missing_tag"
 
 
 def test_dump_of_a_rollout_line_is_compact_json_bytes() -> None:
