@@ -11,6 +11,7 @@ from __future__ import annotations
 import json
 from typing import Any
 
+import jsonschema
 import pytest
 from pydantic import BaseModel, ValidationError
 
@@ -1176,3 +1177,29 @@ def test_event_msg_schema_has_one_alternative_per_variant_and_the_fallback() -> 
     variant_models = {type(parse_event_msg(json.dumps(p))).__name__ for p in ALL_EXAMPLES}
     assert len(schema["oneOf"]) == len(variant_models) + 1
     assert schema["title"] == "EventMsg"
+
+
+def _event_schema_validator() -> jsonschema.Draft202012Validator:
+    return jsonschema.Draft202012Validator(core_json_schemas()["EventMsg"])
+
+
+def test_every_event_example_validates_against_the_exported_event_msg_schema() -> None:
+    validator = _event_schema_validator()
+    for payload in ALL_EXAMPLES:
+        assert list(validator.iter_errors(payload)) == [], payload["type"]
+
+
+@pytest.mark.parametrize(
+    ("payload", "valid"),
+    [
+        ({"type": "never_seen_before", "x": 1}, True),
+        ({"type": "turn_diff"}, False),  # a known tag cannot escape into the unknown fallback
+        ({"type": "exec_command_output_delta", "call_id": "c", "stream": "stdout"}, False),
+        ({"delta": "no tag"}, False),
+    ],
+    ids=["unknown-type", "known-type-missing-field", "delta-missing-chunk", "no-type"],
+)
+def test_exported_event_msg_schema_accepts_unknown_types_but_not_broken_known_ones(
+    payload: dict[str, Any], valid: bool
+) -> None:
+    assert _event_schema_validator().is_valid(payload) is valid
