@@ -19,12 +19,15 @@ from codex_app_bridge.protocol.core import (
     EVENT_ENVELOPE_ADAPTER,
     EVENT_MSG_ADAPTER,
     EVENT_MSG_TAGS,
+    TURN_ITEM_ADAPTER,
     AgentMessageContentDeltaEvent,
     AgentReasoningSectionBreakEvent,
     AgentStatusCompleted,
     AgentStatusErrored,
     CollabWaitingEndEvent,
+    CoreDuration,
     Duration,
+    DynamicToolCallItem,
     DynamicToolCallRequestEvent,
     EventEnvelope,
     ExecCommandBeginEvent,
@@ -54,7 +57,11 @@ from codex_app_bridge.protocol.core import (
     parse_event_envelope,
     parse_event_msg,
 )
-from codex_app_bridge.protocol.core._event_msg import I64_MAX
+from codex_app_bridge.protocol.core._event_msg import (
+    I64_MAX,
+    duration_whole_ms,
+    duration_whole_ms_saturating,
+)
 
 
 def _roundtrip(payload: dict[str, Any]) -> Any:
@@ -1003,6 +1010,23 @@ def test_duration_beyond_i64_milliseconds_is_none_or_saturated() -> None:
     assert huge.whole_ms_saturating() == I64_MAX
     edge = Duration(secs=I64_MAX // 1000, nanos=(I64_MAX % 1000) * 1_000_000)
     assert edge.whole_ms() == I64_MAX
+
+
+def test_duration_helpers_also_serve_turn_item_durations() -> None:
+    item = TURN_ITEM_ADAPTER.validate_python(
+        {
+            "type": "DynamicToolCall",
+            "id": "d",
+            "tool": "t",
+            "arguments": None,
+            "status": "completed",
+            "duration": {"secs": 0, "nanos": 2853521},
+        }
+    )
+    assert isinstance(item, DynamicToolCallItem)
+    assert item.duration is not None
+    assert duration_whole_ms(item.duration) == 2
+    assert duration_whole_ms_saturating(CoreDuration(secs=2**64, nanos=0)) == I64_MAX
 
 
 def test_duration_from_millis_is_the_serde_secs_nanos_form() -> None:
