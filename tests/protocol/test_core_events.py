@@ -25,7 +25,6 @@ from codex_app_bridge.protocol.core import (
     AgentStatusCompleted,
     AgentStatusErrored,
     CollabWaitingEndEvent,
-    CoreDuration,
     Duration,
     DynamicToolCallItem,
     DynamicToolCallRequestEvent,
@@ -57,11 +56,7 @@ from codex_app_bridge.protocol.core import (
     parse_event_envelope,
     parse_event_msg,
 )
-from codex_app_bridge.protocol.core._event_msg import (
-    I64_MAX,
-    duration_whole_ms,
-    duration_whole_ms_saturating,
-)
+from codex_app_bridge.protocol.core._turn_item import I64_MAX
 
 
 def _roundtrip(payload: dict[str, Any]) -> Any:
@@ -1012,7 +1007,7 @@ def test_duration_beyond_i64_milliseconds_is_none_or_saturated() -> None:
     assert edge.whole_ms() == I64_MAX
 
 
-def test_duration_helpers_also_serve_turn_item_durations() -> None:
+def test_turn_item_and_event_durations_share_one_model_with_the_helpers() -> None:
     item = TURN_ITEM_ADAPTER.validate_python(
         {
             "type": "DynamicToolCall",
@@ -1024,9 +1019,8 @@ def test_duration_helpers_also_serve_turn_item_durations() -> None:
         }
     )
     assert isinstance(item, DynamicToolCallItem)
-    assert item.duration is not None
-    assert duration_whole_ms(item.duration) == 2
-    assert duration_whole_ms_saturating(CoreDuration(secs=2**64, nanos=0)) == I64_MAX
+    assert isinstance(item.duration, Duration)
+    assert item.duration.whole_ms() == 2
 
 
 def test_duration_from_millis_is_the_serde_secs_nanos_form() -> None:

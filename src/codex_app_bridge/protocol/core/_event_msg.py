@@ -45,7 +45,7 @@ from codex_app_bridge.protocol.core._response_item import (
 )
 from codex_app_bridge.protocol.core._tagged import UNKNOWN_TAG, tagged_union_discriminator
 from codex_app_bridge.protocol.core._turn_item import (
-    CoreDuration,
+    Duration,
     DynamicToolCallOutputContentItem,
     FileChange,
     MemoryCitation,
@@ -57,7 +57,6 @@ from codex_app_bridge.protocol.core._user_input import TextElement
 __all__ = [
     "EVENT_MSG_ADAPTER",
     "EVENT_MSG_TAGS",
-    "I64_MAX",
     "AgentMessageContentDeltaEvent",
     "AgentMessageEvent",
     "AgentReasoningEvent",
@@ -85,7 +84,6 @@ __all__ = [
     "ContextCompactedEvent",
     "CreditsSnapshot",
     "DeprecationNoticeEvent",
-    "Duration",
     "DynamicToolCallRequestEvent",
     "DynamicToolCallResponseEvent",
     "ElicitationAbandonedEvent",
@@ -172,14 +170,9 @@ __all__ = [
     "agent_status_kind",
     "agent_status_message",
     "dump_event_msg",
-    "duration_whole_ms",
-    "duration_whole_ms_saturating",
     "omit_none",
     "parse_event_msg",
 ]
-
-I64_MAX = 2**63 - 1
-"""Largest value of a Rust ``i64``: the saturation point of millisecond conversions."""
 
 
 def omit_none() -> Any:
@@ -215,41 +208,6 @@ def tagged_discriminator(tags: Mapping[str, str], union_name: str) -> Discrimina
 # ---------------------------------------------------------------------------------------------
 # Shared payload building blocks
 # ---------------------------------------------------------------------------------------------
-
-
-def duration_whole_ms(duration: CoreDuration) -> int | None:
-    """Truncated milliseconds as an ``i64``, or ``None`` when they overflow it.
-
-    This is how MCP and dynamic tool call items fill ``durationMs``.
-    """
-    millis = duration.total_ms()
-    return millis if millis <= I64_MAX else None
-
-
-def duration_whole_ms_saturating(duration: CoreDuration) -> int:
-    """Truncated milliseconds, saturating at ``i64::MAX`` (command execution items)."""
-    return min(duration.total_ms(), I64_MAX)
-
-
-class Duration(CoreDuration):
-    """Rust ``std::time::Duration`` in serde's default JSON form ``{"secs": u64, "nanos": u32}``.
-
-    The event-side twin of ``CoreDuration`` (turn items) with the millisecond helpers; the free
-    functions ``duration_whole_ms*`` accept either.
-    """
-
-    @classmethod
-    def from_millis(cls, millis: int) -> Duration:
-        """The duration of ``millis`` whole milliseconds."""
-        return cls(secs=millis // 1000, nanos=(millis % 1000) * 1_000_000)
-
-    def whole_ms(self) -> int | None:
-        """Truncated milliseconds, ``None`` beyond ``i64::MAX`` (see ``duration_whole_ms``)."""
-        return duration_whole_ms(self)
-
-    def whole_ms_saturating(self) -> int:
-        """Truncated milliseconds saturating at ``i64::MAX``."""
-        return duration_whole_ms_saturating(self)
 
 
 class AgentStatusCompleted(CoreModel):

@@ -36,13 +36,14 @@ from codex_app_bridge.protocol.core._tagged import UNKNOWN_TAG, tagged_union_dis
 from codex_app_bridge.protocol.core._user_input import UserInput
 
 __all__ = [
+    "I64_MAX",
     "TURN_ITEM_ADAPTER",
     "AgentMessageContent",
     "AgentMessageItem",
     "CollabAgentToolCallItem",
     "CommandExecutionItem",
     "ContextCompactionItem",
-    "CoreDuration",
+    "Duration",
     "DynamicToolCallItem",
     "DynamicToolCallOutputContentItem",
     "DynamicToolInputAudio",
@@ -85,15 +86,36 @@ __all__ = [
 ]
 
 
-class CoreDuration(CoreModel):
-    """Rust ``std::time::Duration`` as serde writes it: ``{"secs": …, "nanos": …}``."""
+I64_MAX = 2**63 - 1
+"""Largest value of a Rust ``i64``: the saturation point of millisecond conversions."""
 
-    secs: int
-    nanos: int
 
-    def total_ms(self) -> int:
-        """Whole milliseconds, truncating (``secs * 1000 + nanos // 1_000_000``)."""
+class Duration(CoreModel):
+    """Rust ``std::time::Duration`` in serde's default JSON form ``{"secs": u64, "nanos": u32}``."""
+
+    secs: int = 0
+    nanos: int = 0
+
+    @classmethod
+    def from_millis(cls, millis: int) -> Duration:
+        """The duration of ``millis`` whole milliseconds."""
+        return cls(secs=millis // 1000, nanos=(millis % 1000) * 1_000_000)
+
+    def total_millis(self) -> int:
+        """Whole milliseconds, sub-millisecond nanos truncated (Rust ``as_millis``)."""
         return self.secs * 1000 + self.nanos // 1_000_000
+
+    def whole_ms(self) -> int | None:
+        """Truncated milliseconds as an ``i64``, or ``None`` when they overflow it.
+
+        This is how MCP and dynamic tool call items fill ``durationMs``.
+        """
+        millis = self.total_millis()
+        return millis if millis <= I64_MAX else None
+
+    def whole_ms_saturating(self) -> int:
+        """Truncated milliseconds, saturating at ``i64::MAX`` (command execution items)."""
+        return min(self.total_millis(), I64_MAX)
 
 
 # --------------------------------------------------------------------------- messages
@@ -267,7 +289,7 @@ class CommandExecutionItem(CoreModel):
     status: Literal["in_progress", "completed", "failed", "declined"]
     aggregated_output: str | None = Field(default=None, exclude_if=is_none)
     exit_code: int | None = Field(default=None, exclude_if=is_none)
-    duration: CoreDuration | None = Field(default=None, exclude_if=is_none)
+    duration: Duration | None = Field(default=None, exclude_if=is_none)
 
 
 class DynamicToolInputText(CoreModel):
@@ -323,7 +345,7 @@ class DynamicToolCallItem(CoreModel):
     )
     success: bool | None = Field(default=None, exclude_if=is_none)
     error: str | None = Field(default=None, exclude_if=is_none)
-    duration: CoreDuration | None = Field(default=None, exclude_if=is_none)
+    duration: Duration | None = Field(default=None, exclude_if=is_none)
 
 
 class McpToolCallError(CoreModel):
@@ -353,7 +375,7 @@ class McpToolCallItem(CoreModel):
     status: Literal["inProgress", "completed", "failed"]
     result: dict[str, Any] | None = Field(default=None, exclude_if=is_none)
     error: McpToolCallError | None = Field(default=None, exclude_if=is_none)
-    duration: CoreDuration | None = Field(default=None, exclude_if=is_none)
+    duration: Duration | None = Field(default=None, exclude_if=is_none)
 
 
 # --------------------------------------------------------------------------- agents
