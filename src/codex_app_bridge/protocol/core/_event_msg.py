@@ -7,7 +7,9 @@ Role: the input contract of the bridge on the core side. An event is internally 
 ``UnknownEventMsg``, which keeps every field and writes it back unchanged (never rejected).
 
 Boundary: models and the small pure helpers that belong to them (base64 ``chunk`` decoding,
-``Duration`` to milliseconds, ``AgentStatus`` kinds). No mapping to v2 notifications here.
+``AgentStatus`` kinds, MCP result success). Shapes shared with turn items (``Duration`` with its
+whole-millisecond helpers, ``FileChange``, ``ParsedCommand``, ...) come from ``_turn_item``. No
+mapping to v2 notifications here.
 
 Where the shapes come from, in order of trust:
 
