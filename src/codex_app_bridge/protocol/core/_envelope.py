@@ -1,0 +1,40 @@
+"""The core event envelope ``{"id": <submission/turn id>, "msg": <EventMsg>}``.
+
+Role: the unit a source hands to the listener. The app-server calls ``id`` the *event turn id*;
+the stateless mapper uses it as ``turnId``. Boundary: the model and its adapter only; an unknown
+``msg.type`` parses into ``UnknownEventMsg`` instead of failing the envelope.
+"""
+
+from __future__ import annotations
+
+from pydantic import TypeAdapter
+
+from codex_app_bridge.protocol._base import CoreModel
+from codex_app_bridge.protocol.core._event_msg import EventMsg
+
+__all__ = [
+    "EVENT_ENVELOPE_ADAPTER",
+    "EventEnvelope",
+    "dump_event_envelope",
+    "parse_event_envelope",
+]
+
+
+class EventEnvelope(CoreModel):
+    """One core event: ``id`` correlates it with a submission (the turn), ``msg`` is the event."""
+
+    id: str
+    msg: EventMsg
+
+
+EVENT_ENVELOPE_ADAPTER: TypeAdapter[EventEnvelope] = TypeAdapter(EventEnvelope)
+
+
+def parse_event_envelope(data: bytes | str) -> EventEnvelope:
+    """Validate one JSON-encoded envelope (``pydantic.ValidationError`` when malformed)."""
+    return EVENT_ENVELOPE_ADAPTER.validate_json(data)
+
+
+def dump_event_envelope(envelope: EventEnvelope) -> bytes:
+    """The envelope as compact JSON bytes, with the model's null-versus-absent choices."""
+    return EVENT_ENVELOPE_ADAPTER.dump_json(envelope, by_alias=True)
