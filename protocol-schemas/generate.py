@@ -242,7 +242,9 @@ OMIT_WHEN_NONE: dict[str, tuple[str, ...]] = {
     "OutputTextContentItem": ("annotations", "logprobs"),
     "PermissionsRequestApprovalResponse": ("strictAutoReview",),
     "PluginListParams": ("forceRefetch",),
-    "ReasoningResponseItem": ("id", "content", "internal_chat_message_metadata_passthrough"),
+    # not "content": serde skips it only when it holds no reasoning_text part, and writes None
+    # as null (captured rollouts: "content": null), though the bindings call it optional
+    "ReasoningResponseItem": ("id", "internal_chat_message_metadata_passthrough"),
     "RemoteControlDisableParams": ("ephemeral",),
     "RemoteControlEnableParams": ("ephemeral",),
     "Resource": ("annotations", "description", "mimeType", "size", "title", "icons", "_meta"),
@@ -377,7 +379,7 @@ def vendor(upstream_dir: Path) -> None:
         "upstreamFiles": upstream_files,
     }
     PINNED_PATH.write_text(dump_json_text(pinned), encoding="utf-8")
-    print(f"vendored {len(files)} schema files into {VENDORED_DIR.relative_to(ROOT)}")
+    print(f"vendored {len(files)} schema files into {VENDORED_DIR}")
 
 
 def verify_pinned() -> None:

@@ -5808,10 +5808,7 @@ ReasoningItemContent = TypeAliasType(
 
 
 class ReasoningResponseItem(WireModel):
-    content: Annotated[
-        list[ReasoningItemContent] | None,
-        Field(exclude_if=is_none),
-    ] = None
+    content: list[ReasoningItemContent] | None = None
     encrypted_content: str | None = None
     id: Annotated[str | None, Field(exclude_if=is_none)] = None
     internal_chat_message_metadata_passthrough: Annotated[

@@ -1,0 +1,1 @@
+"""Tests of the protocol layer: wire models, core models, JSON-RPC envelope."""
