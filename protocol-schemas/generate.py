@@ -109,11 +109,17 @@ EXTRA_SERVER_NOTIFICATIONS = {
 # real 0.163.0 binary leaves out when they are ``None`` (``exclude_if=is_none``), and only they.
 # Source: the TypeScript bindings the same binary writes (``codex app-server generate-ts``) mark
 # them optional without null (``name?: T``), which ts-rs emits for upstream's
-# ``#[serde(default, skip_serializing_if = "Option::is_none")] #[ts(optional)]``; fields marked
-# ``name?: T | null`` (``#[ts(optional = nullable)]``, the convention for request params) are
-# written as null like the rest. The round-trip tests over the real captures confirm the fields
-# they contain. Keys are definition names after ``build_bundle`` (union variants by their
-# generated names; an entry for a union applies to all its variants); values are wire names.
+# ``#[serde(default, skip_serializing_if = "Option::is_none")] #[ts(optional)]``. Fields marked
+# ``name?: T | null`` (``#[ts(optional = nullable)]``) say nothing about serde: they are listed
+# only where upstream's source skips them (CommandExecutionRequestApprovalParams, and a probed
+# 0.163.0 approval request leaves them out); the server-written others are written as null
+# (FileChangeRequestApprovalParams, ChatgptAuthTokensRefreshParams.previousAccountId and
+# GetAccountTokenUsageResponse.threadUsage by upstream's source; McpServerOauthLoginCompleted-
+# Notification.loginId and MisalignmentErrorDetails.reviewTarget unconfirmed), as are those of
+# client request params, which only the server reads (null and absent mean the same to it).
+# The round-trip tests over the real captures confirm the fields they contain. Keys are
+# definition names after ``build_bundle`` (union variants by their generated names; an entry for
+# a union applies to all its variants); values are wire names.
 OMIT_WHEN_NONE: dict[str, tuple[str, ...]] = {
     "AccountRateLimitsReadClientRequest": ("params",),
     "AccountUsageReadClientRequest": ("params",),
@@ -133,6 +139,16 @@ OMIT_WHEN_NONE: dict[str, tuple[str, ...]] = {
         "disableTimeout",
     ),
     "CommandExecWriteParams": ("closeStdin",),
+    "CommandExecutionRequestApprovalParams": (
+        "approvalId",
+        "reason",
+        "networkApprovalContext",
+        "command",
+        "cwd",
+        "commandActions",
+        "proposedExecpolicyAmendment",
+        "proposedNetworkPolicyAmendments",
+    ),
     "CompactionResponseItem": ("id", "internal_chat_message_metadata_passthrough"),
     "ConfigBatchWriteParams": ("reloadUserConfig",),
     "ConfigReadParams": ("includeLayers",),

@@ -6653,24 +6653,38 @@ CommandExecutionApprovalDecision = TypeAliasType(
 
 
 class CommandExecutionRequestApprovalParams(WireModel):
-    approval_id: Annotated[str | None, Field(alias="approvalId")] = None
-    command: str | None = None
-    command_actions: Annotated[list[CommandAction] | None, Field(alias="commandActions")] = None
-    cwd: LegacyAppPathString | None = None
+    approval_id: Annotated[
+        str | None,
+        Field(alias="approvalId", exclude_if=is_none),
+    ] = None
+    command: Annotated[str | None, Field(exclude_if=is_none)] = None
+    command_actions: Annotated[
+        list[CommandAction] | None,
+        Field(alias="commandActions", exclude_if=is_none),
+    ] = None
+    cwd: Annotated[LegacyAppPathString | None, Field(exclude_if=is_none)] = None
     environment_id: Annotated[str | None, Field(alias="environmentId")] = None
     item_id: Annotated[str, Field(alias="itemId")]
     kind: CommandExecutionApprovalKind = "command"
     network_approval_context: Annotated[
-        NetworkApprovalContext | None, Field(alias="networkApprovalContext")
+        NetworkApprovalContext | None,
+        Field(alias="networkApprovalContext", exclude_if=is_none),
     ] = None
     proposed_execpolicy_amendment: Annotated[
-        list[str] | None, Field(alias="proposedExecpolicyAmendment")
+        list[str] | None,
+        Field(
+            alias="proposedExecpolicyAmendment",
+            exclude_if=is_none,
+        ),
     ] = None
     proposed_network_policy_amendments: Annotated[
         list[NetworkPolicyAmendment] | None,
-        Field(alias="proposedNetworkPolicyAmendments"),
+        Field(
+            alias="proposedNetworkPolicyAmendments",
+            exclude_if=is_none,
+        ),
     ] = None
-    reason: str | None = None
+    reason: Annotated[str | None, Field(exclude_if=is_none)] = None
     started_at_ms: Annotated[int, Field(alias="startedAtMs")]
     thread_id: Annotated[str, Field(alias="threadId")]
     turn_id: Annotated[str, Field(alias="turnId")]
