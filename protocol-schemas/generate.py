@@ -339,8 +339,10 @@ def strip_descriptions(schema: Any) -> Any:
     for key, value in schema.items():
         if key == "description" and isinstance(value, str):
             continue
-        if key in _SCHEMA_MAPS and isinstance(value, dict):
-            out[key] = {name: _strip_map_entry(sub) for name, sub in value.items()}
+        if key in ("definitions", "$defs") and isinstance(value, dict):
+            out[key] = {name: _strip_definition(sub) for name, sub in value.items()}
+        elif key in _SCHEMA_MAPS and isinstance(value, dict):
+            out[key] = {name: strip_descriptions(sub) for name, sub in value.items()}
         elif key in _DATA_KEYWORDS:
             out[key] = value
         else:
@@ -348,16 +350,16 @@ def strip_descriptions(schema: Any) -> Any:
     return out
 
 
-def _strip_map_entry(entry: Any) -> Any:
+def _strip_definition(entry: Any) -> Any:
     # ``definitions`` of the full bundle nests the v2 definitions one level deeper, under "v2": a
-    # map of definitions rather than a schema (no schema keyword, only object values).
+    # namespace (no schema keyword; only definitions, named like types) rather than a schema.
     if (
         isinstance(entry, dict)
         and entry
         and not (set(entry) & _SCHEMA_KEYWORDS)
-        and all(isinstance(v, dict) for v in entry.values())
+        and all(isinstance(v, dict) and k[:1].isupper() for k, v in entry.items())
     ):
-        return {name: _strip_map_entry(sub) for name, sub in entry.items()}
+        return {name: _strip_definition(sub) for name, sub in entry.items()}
     return strip_descriptions(entry)
 
 
