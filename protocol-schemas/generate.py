@@ -62,6 +62,7 @@ GENERATED_PATH = ROOT / "src" / "codex_app_bridge" / "protocol" / "v2" / "_gener
 V2_BUNDLE = "codex_app_server_protocol.v2.schemas.json"
 FULL_BUNDLE = "codex_app_server_protocol.schemas.json"
 BASE_CLASS = "codex_app_bridge.protocol._base.WireModel"
+CORE_MODULE = "codex_app_bridge.protocol.core"
 
 # Definitions of the full (v1 + v2) bundle that are not generated: the JSON-RPC envelope is small
 # and hand-written (protocol/jsonrpc.py), and ``v2`` is the namespace holding the v2 definitions.
@@ -810,8 +811,10 @@ def render_core_schemas() -> dict[Path, str] | None:
     core models are not present in this checkout."""
     sys.path.insert(0, str(ROOT / "src"))
     try:
-        core = importlib.import_module("codex_app_bridge.protocol.core")
-    except ModuleNotFoundError:
+        core = importlib.import_module(CORE_MODULE)
+    except ModuleNotFoundError as error:
+        if error.name != CORE_MODULE:
+            raise  # the core models exist but something they import does not
         print("core models not present; skipping core schemas")
         return None
     finally:

@@ -199,3 +199,36 @@ def test_omit_table_entries_must_name_optional_properties(
     monkeypatch.setattr(gen, "OMIT_WHEN_NONE", table)
     with pytest.raises(SystemExit, match="omit table"):
         gen.build_bundle()
+
+
+def test_core_model_schemas_are_written_one_file_per_model(
+    gen: ModuleType, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    core = ModuleType(gen.CORE_MODULE)
+    schemas = {"TurnItem": {"title": "TurnItem", "oneOf": []}, "EventMsg": {"title": "EventMsg"}}
+    core.core_json_schemas = lambda: schemas  # type: ignore[attr-defined]
+    monkeypatch.setitem(sys.modules, gen.CORE_MODULE, core)
+    monkeypatch.setattr(gen, "ROOT", tmp_path)
+    monkeypatch.setattr(gen, "CORE_DIR", tmp_path / "core")
+    rendered = gen.render_core_schemas()
+    assert rendered == {
+        tmp_path / "core" / "EventMsg.json": '{\n  "title": "EventMsg"\n}\n',
+        tmp_path / "core" / "TurnItem.json": '{\n  "title": "TurnItem",\n  "oneOf": []\n}\n',
+    }
+    gen.write(rendered, core_present=True)
+    (tmp_path / "core" / "Stale.json").write_text("{}\n", encoding="utf-8")
+    assert gen.check(rendered, core_present=True) == 1
+    gen.write(rendered, core_present=True)
+    assert sorted(p.name for p in (tmp_path / "core").iterdir()) == [
+        "EventMsg.json",
+        "TurnItem.json",
+    ]
+    assert gen.check(rendered, core_present=True) == 0
+
+
+def test_missing_core_models_are_skipped_with_a_notice(
+    gen: ModuleType, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    monkeypatch.setitem(sys.modules, gen.CORE_MODULE, None)  # import raises ModuleNotFoundError
+    assert gen.render_core_schemas() is None
+    assert "core models not present; skipping core schemas" in capsys.readouterr().out
