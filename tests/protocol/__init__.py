@@ -1,1 +1,0 @@
-"""Tests of the protocol layer: wire models, core models, JSON-RPC envelope."""
