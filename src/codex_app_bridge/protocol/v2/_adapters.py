@@ -1,0 +1,248 @@
+"""The five wire unions as lenient, validated-once ``TypeAdapter``s, and JSON helpers.
+
+Each adapter accepts every variant the schema names, picked by its tag in one dictionary lookup,
+and turns a tag it does not know into an ``Unknown*`` model that keeps every field and is written
+back unchanged (architecture: unknown variants are preserved, never rejected). A known tag with
+a malformed body is a ``pydantic.ValidationError`` whose location starts with the tag
+(``item/started.params.item``). Nothing here does I/O; the rpc layer decides what an unknown
+client request is answered with.
+
+Naming: ``<UNION>_ADAPTER`` validates ``Any<Union>``, the generated schema union ``<Union>`` plus
+the ``Unknown<Union>`` fallback (and, for notifications, the two raw-response notifications the
+schema leaves out); ``parse_<union>(data)`` is ``<UNION>_ADAPTER.validate_json(data)``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from typing import Annotated, Any, TypeAlias, Union, cast, get_args, get_origin
+
+from pydantic import ConfigDict, Discriminator, Tag, TypeAdapter
+from typing_extensions import TypeAliasType
+
+from codex_app_bridge.protocol._base import WireModel
+from codex_app_bridge.protocol.v2._generated import (
+    ClientRequest,
+    RawResponseCompletedServerNotification,
+    RawResponseItemCompletedServerNotification,
+    ServerNotification,
+    ServerRequest,
+    ThreadItem,
+    UserInput,
+)
+
+__all__ = [
+    "CLIENT_REQUEST_ADAPTER",
+    "SERVER_NOTIFICATION_ADAPTER",
+    "SERVER_REQUEST_ADAPTER",
+    "THREAD_ITEM_ADAPTER",
+    "USER_INPUT_ADAPTER",
+    "AnyClientRequest",
+    "AnyServerNotification",
+    "AnyServerRequest",
+    "AnyThreadItem",
+    "AnyUserInput",
+    "UnknownClientRequest",
+    "UnknownServerNotification",
+    "UnknownServerRequest",
+    "UnknownThreadItem",
+    "UnknownUserInput",
+    "dump_dict",
+    "dump_json",
+    "parse_client_request",
+    "parse_server_notification",
+    "parse_server_request",
+    "parse_thread_item",
+    "parse_user_input",
+    "tags_of",
+]
+
+# The choice an unknown tag selects; no wire tag looks like this.
+_UNKNOWN = "<unknown>"
+
+
+class UnknownServerNotification(WireModel):
+    """A notification whose ``method`` this protocol version does not define.
+
+    ``params``, ``emittedAtMs`` and anything else are kept as extra fields, in order.
+    """
+
+    method: str
+
+    @property
+    def params(self) -> Any:
+        """The ``params`` member as received (``None`` when absent)."""
+        return (self.model_extra or {}).get("params")
+
+
+class UnknownClientRequest(WireModel):
+    """A client request whose ``method`` is not in the stable schema: an experimental or legacy
+    method (see ``methods``) or one the real server answers with ``unknown variant``."""
+
+    id: str | int
+    method: str
+
+    @property
+    def params(self) -> Any:
+        """The ``params`` member as received (``None`` when absent)."""
+        return (self.model_extra or {}).get("params")
+
+
+class UnknownServerRequest(WireModel):
+    """A server-to-client request whose ``method`` this protocol version does not define."""
+
+    id: str | int
+    method: str
+
+    @property
+    def params(self) -> Any:
+        """The ``params`` member as received (``None`` when absent)."""
+        return (self.model_extra or {}).get("params")
+
+
+class UnknownThreadItem(WireModel):
+    """A thread item of a ``type`` this protocol version does not define; every field is kept."""
+
+    type: str
+
+
+class UnknownUserInput(WireModel):
+    """A user input of a ``type`` this protocol version does not define; every field is kept."""
+
+    type: str
+
+
+AnyServerNotification: TypeAlias = Union[  # noqa: UP007 - evaluated at runtime on TypeAliasTypes
+    ServerNotification,
+    RawResponseItemCompletedServerNotification,
+    RawResponseCompletedServerNotification,
+    UnknownServerNotification,
+]
+AnyClientRequest: TypeAlias = Union[ClientRequest, UnknownClientRequest]  # noqa: UP007
+AnyServerRequest: TypeAlias = Union[ServerRequest, UnknownServerRequest]  # noqa: UP007
+AnyThreadItem: TypeAlias = Union[ThreadItem, UnknownThreadItem]  # noqa: UP007
+AnyUserInput: TypeAlias = Union[UserInput, UnknownUserInput]  # noqa: UP007
+
+
+def _models(tp: Any) -> list[type[WireModel]]:
+    """The model classes of a (possibly aliased, annotated, nested) union, in order."""
+    if isinstance(tp, TypeAliasType):
+        return _models(tp.__value__)
+    if get_origin(tp) is Annotated:
+        return _models(get_args(tp)[0])
+    args = get_args(tp)
+    if args:
+        return [model for arg in args for model in _models(arg)]
+    if isinstance(tp, type) and issubclass(tp, WireModel):
+        return [tp]
+    raise TypeError(f"not a union of wire models: {tp!r}")
+
+
+def _tag_value(model: type[WireModel], tag: str) -> str:
+    default = model.model_fields[tag].default
+    if not isinstance(default, str):
+        raise TypeError(f"{model.__name__}.{tag} is not a one-value Literal")
+    return default
+
+
+def tags_of(union: Any, tag: str) -> tuple[str, ...]:
+    """The tag values of a generated union, in schema order (``method`` of each notification)."""
+    seen: dict[str, None] = {}
+    for model in _models(union):
+        seen.setdefault(_tag_value(model, tag), None)
+    return tuple(seen)
+
+
+def _lenient_union(variants: Iterable[Any], tag: str, unknown: type[WireModel]) -> Any:
+    """A runtime union type discriminated by ``tag`` with ``unknown`` for any other tag value.
+
+    Variants sharing one tag value (``image`` user input by URL or by file id) form one choice,
+    told apart by pydantic's smart union mode.
+    """
+    by_tag: dict[str, list[type[WireModel]]] = {}
+    for variant in variants:
+        for model in _models(variant):
+            by_tag.setdefault(_tag_value(model, tag), []).append(model)
+    known = frozenset(by_tag)
+
+    def discriminate(value: Any) -> str:
+        # JSON input arrives as a dict, a model being re-validated or dumped as itself
+        found: object = (
+            cast(dict[str, object], value).get(tag)
+            if isinstance(value, dict)
+            else getattr(value, tag, None)
+        )
+        return found if isinstance(found, str) and found in known else _UNKNOWN
+
+    choices: list[Any] = [
+        Annotated[Union[tuple(models)] if len(models) > 1 else models[0], Tag(value)]  # noqa: UP007
+        for value, models in by_tag.items()
+    ]
+    choices.append(Annotated[unknown, Tag(_UNKNOWN)])
+    return Annotated[Union[tuple(choices)], Discriminator(discriminate)]  # noqa: UP007
+
+
+def _adapter(title: str, variants: Iterable[Any], tag: str, unknown: type[WireModel]) -> Any:
+    return TypeAdapter(_lenient_union(variants, tag, unknown), config=ConfigDict(title=title))
+
+
+SERVER_NOTIFICATION_ADAPTER: TypeAdapter[AnyServerNotification] = _adapter(
+    "ServerNotification",
+    [
+        ServerNotification,
+        RawResponseItemCompletedServerNotification,
+        RawResponseCompletedServerNotification,
+    ],
+    "method",
+    UnknownServerNotification,
+)
+CLIENT_REQUEST_ADAPTER: TypeAdapter[AnyClientRequest] = _adapter(
+    "ClientRequest", [ClientRequest], "method", UnknownClientRequest
+)
+SERVER_REQUEST_ADAPTER: TypeAdapter[AnyServerRequest] = _adapter(
+    "ServerRequest", [ServerRequest], "method", UnknownServerRequest
+)
+THREAD_ITEM_ADAPTER: TypeAdapter[AnyThreadItem] = _adapter(
+    "ThreadItem", [ThreadItem], "type", UnknownThreadItem
+)
+USER_INPUT_ADAPTER: TypeAdapter[AnyUserInput] = _adapter(
+    "UserInput", [UserInput], "type", UnknownUserInput
+)
+
+
+def parse_server_notification(data: str | bytes | bytearray) -> AnyServerNotification:
+    """One server notification (``{"method", "params", "emittedAtMs"}``) from JSON text."""
+    return SERVER_NOTIFICATION_ADAPTER.validate_json(data)
+
+
+def parse_client_request(data: str | bytes | bytearray) -> AnyClientRequest:
+    """One client request (``{"id", "method", "params"}``) from JSON text."""
+    return CLIENT_REQUEST_ADAPTER.validate_json(data)
+
+
+def parse_server_request(data: str | bytes | bytearray) -> AnyServerRequest:
+    """One server-to-client request (``{"id", "method", "params"}``) from JSON text."""
+    return SERVER_REQUEST_ADAPTER.validate_json(data)
+
+
+def parse_thread_item(data: str | bytes | bytearray) -> AnyThreadItem:
+    """One thread item from JSON text."""
+    return THREAD_ITEM_ADAPTER.validate_json(data)
+
+
+def parse_user_input(data: str | bytes | bytearray) -> AnyUserInput:
+    """One user input from JSON text."""
+    return USER_INPUT_ADAPTER.validate_json(data)
+
+
+def dump_json(model: WireModel) -> bytes:
+    """The wire JSON of any wire model (a union variant, params, a response), as compact bytes.
+
+    Written by pydantic-core with wire names; null versus absent as the model declares it.
+    """
+    return model.__pydantic_serializer__.to_json(model, by_alias=True)
+
+
+def dump_dict(model: WireModel) -> dict[str, Any]:
+    """The wire form of a wire model as plain JSON-able Python data."""
+    return model.model_dump(mode="json", by_alias=True)

@@ -1,0 +1,234 @@
+"""protocol-schemas/generate.py: the committed outputs are what it generates, the vendored
+schema is what PINNED.json pins, and its normalisation steps do what they claim."""
+
+from __future__ import annotations
+
+import importlib.util
+import json
+import shutil
+import subprocess
+import sys
+import tomllib
+from pathlib import Path
+from types import ModuleType
+from typing import Any
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[2]
+SCRIPT = ROOT / "protocol-schemas" / "generate.py"
+
+
+@pytest.fixture(scope="module")
+def gen() -> ModuleType:
+    spec = importlib.util.spec_from_file_location("codex_wire_generate", SCRIPT)
+    assert spec is not None
+    assert spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def test_generate_check_passes_on_the_committed_tree() -> None:
+    result = subprocess.run(
+        [sys.executable, str(SCRIPT), "--check"],
+        capture_output=True,
+        text=True,
+        timeout=300,
+        cwd=ROOT,
+        check=False,
+    )
+    assert result.returncode == 0, result.stdout + result.stderr
+    assert "up to date" in result.stdout
+
+
+def test_check_reports_drift_with_a_diff_and_passes_when_equal(
+    gen: ModuleType,
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    monkeypatch.setattr(gen, "ROOT", tmp_path)
+    committed = tmp_path / "out.py"
+    committed.write_text("a = 1\n", encoding="utf-8")
+    assert gen.check({committed: "a = 2\n"}, core_present=False) == 1
+    report = capsys.readouterr().out
+    assert "out.py: out of date" in report
+    assert "-a = 1" in report
+    assert "+a = 2" in report
+    assert gen.check({tmp_path / "new.py": "x\n"}, core_present=False) == 1
+    assert "new.py: missing" in capsys.readouterr().out
+    assert gen.check({committed: "a = 1\n"}, core_present=False) == 0
+
+
+@pytest.fixture
+def vendored_copy(gen: ModuleType, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    copy = tmp_path / "0.163.0"
+    shutil.copytree(gen.VENDORED_DIR, copy)
+    monkeypatch.setattr(gen, "VENDORED_DIR", copy)
+    monkeypatch.setattr(gen, "PINNED_PATH", copy / "PINNED.json")
+    return copy
+
+
+@pytest.mark.parametrize(
+    ("tamper", "complaint"),
+    [
+        (lambda d: (d / "v2/TurnStartResponse.json").write_text("{}\n"), "sha256 mismatch: v2/TurnStartResponse.json"),
+        (lambda d: (d / "v1/InitializeResponse.json").unlink(), "missing: v1/InitializeResponse.json"),
+        (lambda d: (d / "v2/Extra.json").write_text("{}\n"), "not pinned: v2/Extra.json"),
+    ],
+)  # fmt: skip
+def test_pinned_hashes_catch_any_change_to_the_vendored_schema(
+    gen: ModuleType, vendored_copy: Path, tamper: Any, complaint: str
+) -> None:
+    gen.verify_pinned()
+    tamper(vendored_copy)
+    with pytest.raises(SystemExit, match=complaint):
+        gen.verify_pinned()
+
+
+def test_vendored_bundle_is_complete_and_free_of_description_annotations(gen: ModuleType) -> None:
+    files = sorted(p for p in gen.VENDORED_DIR.rglob("*.json") if p.name != "PINNED.json")
+    assert len(files) == 318
+    pinned = json.loads(gen.PINNED_PATH.read_text(encoding="utf-8"))
+    assert pinned["codexVersion"] == "0.163.0"
+    assert (
+        set(pinned["files"])
+        == set(pinned["upstreamFiles"])
+        == {p.relative_to(gen.VENDORED_DIR).as_posix() for p in files}
+    )
+    for path in files:
+        text = path.read_text(encoding="utf-8")
+        assert gen.dump_json_text(gen.strip_descriptions(json.loads(text))) == text, path
+
+
+def test_stripping_descriptions_keeps_properties_and_data_named_description(
+    gen: ModuleType,
+) -> None:
+    schema = {
+        "description": "doc",
+        "definitions": {
+            "Tool": {
+                "description": "doc",
+                "type": "object",
+                "properties": {"description": {"type": "string", "description": "doc"}},
+                "required": ["description"],
+                "default": {"description": "data"},
+            },
+            # the full bundle nests the v2 definitions under a namespace
+            "v2": {"Thread": {"description": "doc", "type": "object"}},
+        },
+        "oneOf": [{"description": "doc", "enum": ["description"]}],
+    }
+    assert gen.strip_descriptions(schema) == {
+        "definitions": {
+            "Tool": {
+                "type": "object",
+                "properties": {"description": {"type": "string"}},
+                "required": ["description"],
+                "default": {"description": "data"},
+            },
+            "v2": {"Thread": {"type": "object"}},
+        },
+        "oneOf": [{"enum": ["description"]}],
+    }
+
+
+def test_vendoring_writes_the_same_bytes_and_pins_every_file(
+    gen: ModuleType, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    upstream = tmp_path / "upstream"
+    (upstream / "v2").mkdir(parents=True)
+    (upstream / "A.json").write_text('{"title":"A","description":"x"}', encoding="utf-8")
+    (upstream / "v2" / "B.json").write_text('{"title":"B","type":"string"}', encoding="utf-8")
+    target = tmp_path / "vendored"
+    monkeypatch.setattr(gen, "VENDORED_DIR", target)
+    monkeypatch.setattr(gen, "PINNED_PATH", target / "PINNED.json")
+    gen.vendor(upstream)
+    first = {p: p.read_bytes() for p in sorted(target.rglob("*.json"))}
+    gen.vendor(upstream)
+    assert {p: p.read_bytes() for p in sorted(target.rglob("*.json"))} == first
+    assert (target / "A.json").read_text(encoding="utf-8") == '{\n  "title": "A"\n}\n'
+    pinned = json.loads((target / "PINNED.json").read_text(encoding="utf-8"))
+    assert sorted(pinned["files"]) == ["A.json", "v2/B.json"]
+    gen.verify_pinned()
+
+
+def test_generator_pins_match_the_test_extra(gen: ModuleType) -> None:
+    pyproject = tomllib.loads((ROOT / "pyproject.toml").read_text(encoding="utf-8"))
+    test_extra = pyproject["project"]["optional-dependencies"]["test"]
+    assert f"datamodel-code-generator=={gen.DATAMODEL_CODEGEN_VERSION}" in test_extra
+    assert f"ruff=={gen.RUFF_VERSION}" in test_extra
+
+
+def test_another_generator_version_is_refused_with_a_clear_message(
+    gen: ModuleType, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(gen.importlib.metadata, "version", lambda dist: "0.1.0")
+    with pytest.raises(SystemExit, match=r"datamodel-code-generator 0\.1\.0 is installed but"):
+        gen.check_tool_versions()
+
+
+def test_bundle_names_union_variants_and_adds_discriminators(gen: ModuleType) -> None:
+    definitions = gen.build_bundle()["definitions"]
+    assert definitions["ThreadItem"]["discriminator"]["mapping"]["agentMessage"] == (
+        "#/definitions/AgentMessageThreadItem"
+    )
+    notification = definitions["ServerNotification"]["discriminator"]
+    assert notification["propertyName"] == "method"
+    assert notification["mapping"]["item/started"] == "#/definitions/ItemStartedServerNotification"
+    assert definitions["TurnStartClientRequest"]["properties"]["method"]["enum"] == ["turn/start"]
+    # the envelope's emittedAtMs is every variant's, and left out when None
+    started = definitions["ItemStartedServerNotification"]["properties"]["emittedAtMs"]
+    assert started["x-exclude_if"] == "is_none"
+    raw = definitions["RawResponseItemCompletedServerNotification"]["properties"]
+    assert raw["method"]["enum"] == ["rawResponseItem/completed"]
+    assert raw["emittedAtMs"]["x-exclude_if"] == "is_none"
+    # v1-only definitions are merged in, the JSON-RPC envelope is not
+    assert "InitializeResponse" in definitions
+    assert "ServerRequest" in definitions
+    assert "JSONRPCMessage" not in definitions
+
+
+@pytest.mark.parametrize(
+    "table", [{"Turn": ("id",)}, {"Turn": ("noSuchField",)}, {"NoSuchModel": ("id",)}]
+)
+def test_omit_table_entries_must_name_optional_properties(
+    gen: ModuleType, monkeypatch: pytest.MonkeyPatch, table: dict[str, tuple[str, ...]]
+) -> None:
+    monkeypatch.setattr(gen, "OMIT_WHEN_NONE", table)
+    with pytest.raises(SystemExit, match="omit table"):
+        gen.build_bundle()
+
+
+def test_core_model_schemas_are_written_one_file_per_model(
+    gen: ModuleType, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    core = ModuleType(gen.CORE_MODULE)
+    schemas = {"TurnItem": {"title": "TurnItem", "oneOf": []}, "EventMsg": {"title": "EventMsg"}}
+    core.core_json_schemas = lambda: schemas  # type: ignore[attr-defined]
+    monkeypatch.setitem(sys.modules, gen.CORE_MODULE, core)
+    monkeypatch.setattr(gen, "ROOT", tmp_path)
+    monkeypatch.setattr(gen, "CORE_DIR", tmp_path / "core")
+    rendered = gen.render_core_schemas()
+    assert rendered == {
+        tmp_path / "core" / "EventMsg.json": '{\n  "title": "EventMsg"\n}\n',
+        tmp_path / "core" / "TurnItem.json": '{\n  "title": "TurnItem",\n  "oneOf": []\n}\n',
+    }
+    gen.write(rendered, core_present=True)
+    (tmp_path / "core" / "Stale.json").write_text("{}\n", encoding="utf-8")
+    assert gen.check(rendered, core_present=True) == 1
+    gen.write(rendered, core_present=True)
+    assert sorted(p.name for p in (tmp_path / "core").iterdir()) == [
+        "EventMsg.json",
+        "TurnItem.json",
+    ]
+    assert gen.check(rendered, core_present=True) == 0
+
+
+def test_missing_core_models_are_skipped_with_a_notice(
+    gen: ModuleType, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    monkeypatch.setitem(sys.modules, gen.CORE_MODULE, None)  # import raises ModuleNotFoundError
+    assert gen.render_core_schemas() is None
+    assert "core models not present; skipping core schemas" in capsys.readouterr().out
