@@ -806,17 +806,11 @@ def render_models() -> str:
     return format_source(_postprocess(source), str(GENERATED_PATH.relative_to(ROOT)))
 
 
-def render_core_schemas() -> dict[Path, str] | None:
-    """``protocol-schemas/core/<Name>.json`` for every hand-written core model, or None when the
-    core models are not present in this checkout."""
+def render_core_schemas() -> dict[Path, str]:
+    """``protocol-schemas/core/<Name>.json`` for every hand-written core model."""
     sys.path.insert(0, str(ROOT / "src"))
     try:
         core = importlib.import_module(CORE_MODULE)
-    except ModuleNotFoundError as error:
-        if error.name != CORE_MODULE:
-            raise  # the core models exist but something they import does not
-        print("core models not present; skipping core schemas")
-        return None
     finally:
         sys.path.pop(0)
     schemas: dict[str, dict[str, Any]] = core.core_json_schemas()
@@ -829,9 +823,7 @@ def render_core_schemas() -> dict[Path, str] | None:
 def outputs() -> dict[Path, str]:
     """Every generated file, path -> text."""
     result = {GENERATED_PATH: render_models()}
-    core = render_core_schemas()
-    if core is not None:
-        result.update(core)
+    result.update(render_core_schemas())
     return result
 
 
