@@ -28,7 +28,9 @@ from codex_app_bridge.rpc import (
     RpcError,
     SerialScopes,
     ServerRequests,
+    outbound_policy_for,
 )
+from codex_app_bridge.transport import TransportKind
 from tests.rpc._support import (
     TABLE,
     TIMEOUT,
@@ -589,3 +591,55 @@ async def test_handler_can_use_its_context() -> None:
     assert seen["id"] == "r"
     assert seen["method"] == seen["spec"] == "ctx"
     assert seen["probe"] is served.probe
+
+
+async def test_at_most_max_in_flight_requests_are_handled_at_once() -> None:
+    async with serving(max_in_flight=1) as served:
+        client, state = served.client, served.probe
+        await client.send(
+            {"id": "a", "method": "test/wait", "params": {"key": "a", "threadId": "1"}}
+        )
+        await client.send(
+            {"id": "b", "method": "test/wait", "params": {"key": "b", "threadId": "2"}}
+        )
+        with anyio.fail_after(TIMEOUT):
+            await state.started_event("a").wait()
+        await anyio.wait_all_tasks_blocked()
+        assert "start:b" not in state.order
+        state.gate("b").set()
+        state.gate("a").set()
+        assert [(await client.receive())["id"], (await client.receive())["id"]] == ["a", "b"]
+
+
+async def test_server_request_after_end_of_input_fails_at_once() -> None:
+    async def handler(ctx: RequestContext, params: dict[str, Any]) -> str:
+        await probe(ctx).gate("go").wait()
+        try:
+            await ctx.connection.request("item/tool/call", {})
+        except Exception as exc:
+            return type(exc).__name__
+        return "answered"
+
+    table = MethodTable([MethodSpec("ask", RawParams(), handler)])
+    async with serving(table, drain_timeout=60) as served:
+        await served.client.send({"id": 1, "method": "ask", "params": {}})
+        await served.client.close()
+        await anyio.wait_all_tasks_blocked()
+        served.probe.gate("go").set()
+        reply = await served.client.receive()
+    assert reply == {"id": 1, "result": "ConnectionClosedError"}
+
+
+@pytest.mark.parametrize(
+    ("kind", "policy"),
+    [
+        (TransportKind.STDIO, OutboundPolicy.BACKPRESSURE),
+        (TransportKind.MEMORY, OutboundPolicy.BACKPRESSURE),
+        (TransportKind.UNIX, OutboundPolicy.DISCONNECT_SLOW),
+        (TransportKind.WEBSOCKET, OutboundPolicy.DISCONNECT_SLOW),
+    ],
+)
+async def test_socket_kinds_disconnect_slow_clients_and_stdio_waits(
+    kind: TransportKind, policy: OutboundPolicy
+) -> None:
+    assert outbound_policy_for(kind) is policy

@@ -206,6 +206,7 @@ class Connection:
 
         self._opt_out: frozenset[str] = frozenset()
         self._closed = False
+        self._input_closed = False
         self._started = False
         self._cancel_scope = anyio.CancelScope()
         self._active = 0
@@ -256,6 +257,8 @@ class Connection:
         Raises ``ServerRequestError`` if the client answers an error and ``ConnectionClosedError``
         if the connection goes away first.
         """
+        if self._input_closed or self._closed:
+            raise ConnectionClosedError(f"{method}: the client can no longer answer")
         pending = self.server_requests.create()
         self._own_requests.add(pending.id)
         try:
@@ -319,6 +322,7 @@ class Connection:
             except (anyio.ClosedResourceError, anyio.BrokenResourceError):
                 pass
         # End of input: nothing this client owes us can arrive any more.
+        self._input_closed = True
         self._cancel_own_requests()
 
     async def _receive(self, item: object, ingress: MemoryObjectSendStream[Request]) -> None:

@@ -232,6 +232,8 @@ async def stdio_transport(
                 outbound_recv.close()
                 inbound_recv.close()
                 chunks_recv.close()
+                # The reader thread may still be blocked on a read that never returns.
+                chunks_send.close()
                 tg.cancel_scope.cancel()
     finally:
         diversion.restore(
