@@ -49,7 +49,7 @@ import logging
 from collections.abc import Awaitable, Callable, Iterable
 from dataclasses import dataclass, field
 from enum import Enum
-from typing import Any, Final
+from typing import TYPE_CHECKING, Any, Final
 
 import anyio
 import anyio.abc
@@ -78,7 +78,7 @@ from codex_app_bridge.rpc.errors import (
     overloaded_error,
 )
 from codex_app_bridge.rpc.methods import MethodSpec, MethodTable
-from codex_app_bridge.rpc.outbox import EncodedParams, OutboundNotification
+from codex_app_bridge.rpc.outbox import EncodedParams, OutboundNotification, Outbox
 from codex_app_bridge.rpc.scopes import ScopeTicket, SerialScopes
 from codex_app_bridge.rpc.server_requests import ConnectionClosedError, ServerRequests
 from codex_app_bridge.transport import DecodeError, TransportKind, TransportStreams
@@ -441,3 +441,8 @@ class Connection:
             self.close()
             return False
         return True
+
+
+if TYPE_CHECKING:
+    # Static check only: a Connection is what upper layers know as an Outbox.
+    _CONNECTION_IS_AN_OUTBOX: type[Outbox] = Connection
