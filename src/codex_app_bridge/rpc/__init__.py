@@ -1,2 +1,82 @@
 """RPC layer: JSON-RPC message classification, request ids, dispatch, the single
-exception -> JSON-RPC error boundary, outbound queues and server -> client requests."""
+exception -> JSON-RPC error boundary, outbound queues and server -> client requests.
+
+Pieces, bottom-up: ``errors`` (codes, ``RpcError``, ``error_object``, serde-worded params errors),
+``methods`` (``MethodSpec`` / ``MethodTable`` / params decoding), ``scopes`` (FIFO per scope key),
+``server_requests`` (process-wide ids, awaitable client answers), ``outbox`` (what upper layers send
+through), ``connection`` (one client: read, classify, dispatch through jsonrpcserver, answer).
+Nothing here knows threads, turns or items: a scope key is just a hashable value.
+"""
+
+from codex_app_bridge.rpc.connection import (
+    INGRESS_QUEUE_CAPACITY,
+    MAX_IN_FLIGHT,
+    Connection,
+    Gate,
+    OutboundPolicy,
+    RequestContext,
+    outbound_policy_for,
+)
+from codex_app_bridge.rpc.errors import (
+    INTERNAL_ERROR,
+    INVALID_PARAMS,
+    INVALID_REQUEST,
+    METHOD_NOT_FOUND,
+    OVERLOADED,
+    OVERLOADED_MESSAGE,
+    RpcError,
+    error_object,
+    invalid_request,
+    params_error,
+)
+from codex_app_bridge.rpc.methods import (
+    Handler,
+    MethodSpec,
+    MethodTable,
+    ModelParams,
+    ParamsSpec,
+    RawParams,
+)
+from codex_app_bridge.rpc.outbox import EncodedParams, OutboundNotification, Outbox
+from codex_app_bridge.rpc.scopes import ScopeTicket, SerialScopes
+from codex_app_bridge.rpc.server_requests import (
+    ConnectionClosedError,
+    PendingServerRequest,
+    ServerRequestError,
+    ServerRequests,
+)
+
+__all__ = [
+    "INGRESS_QUEUE_CAPACITY",
+    "INTERNAL_ERROR",
+    "INVALID_PARAMS",
+    "INVALID_REQUEST",
+    "MAX_IN_FLIGHT",
+    "METHOD_NOT_FOUND",
+    "OVERLOADED",
+    "OVERLOADED_MESSAGE",
+    "Connection",
+    "ConnectionClosedError",
+    "EncodedParams",
+    "Gate",
+    "Handler",
+    "MethodSpec",
+    "MethodTable",
+    "ModelParams",
+    "OutboundNotification",
+    "OutboundPolicy",
+    "Outbox",
+    "ParamsSpec",
+    "PendingServerRequest",
+    "RawParams",
+    "RequestContext",
+    "RpcError",
+    "ScopeTicket",
+    "SerialScopes",
+    "ServerRequestError",
+    "ServerRequests",
+    "error_object",
+    "invalid_request",
+    "outbound_policy_for",
+    "params_error",
+]

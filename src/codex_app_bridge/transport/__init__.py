@@ -1,2 +1,50 @@
 """Transport layer: bytes <-> messages. Each transport is an async context manager yielding a pair
-of anyio memory object streams; it frames and encodes, nothing more."""
+of anyio memory object streams; it frames and encodes, nothing more.
+
+Per connection a transport yields ``TransportStreams = (read_stream, write_stream)``:
+
+* the read stream yields one decoded JSON value per frame (any JSON value: classifying it as
+  JSON-RPC is the rpc layer's job), or a ``DecodeError`` for a frame that is not JSON; a bad frame
+  never ends the stream; end of stream is end of input (EOF, socket closed);
+* the write stream takes ``bytes`` (one already-encoded JSON message) or an object that orjson
+  encodes; its buffer (``OUTBOUND_QUEUE_CAPACITY``) is the connection's outbound queue; a send
+  that fails with ``anyio.BrokenResourceError`` means the peer is gone.
+
+Single-connection transports (``stdio_transport``, ``create_memory_transport_pair``) are context
+managers yielding that pair. Listening transports (unix socket, websocket: later) hand one such
+pair per accepted connection to a callback, with the same framing contract (websocket: one message
+per text frame), so the rpc layer serves every kind the same way. ``TransportKind`` tells the rpc
+layer which outbound policy applies (stdio waits for a slow reader, socket kinds disconnect it).
+"""
+
+from codex_app_bridge.transport._framing import (
+    DecodeError,
+    InboundItem,
+    JsonValue,
+    LineSplitter,
+    OutboundItem,
+    decode_line,
+    encode_item,
+)
+from codex_app_bridge.transport._streams import (
+    OUTBOUND_QUEUE_CAPACITY,
+    TransportKind,
+    TransportStreams,
+)
+from codex_app_bridge.transport.memory import create_memory_transport_pair
+from codex_app_bridge.transport.stdio import stdio_transport
+
+__all__ = [
+    "OUTBOUND_QUEUE_CAPACITY",
+    "DecodeError",
+    "InboundItem",
+    "JsonValue",
+    "LineSplitter",
+    "OutboundItem",
+    "TransportKind",
+    "TransportStreams",
+    "create_memory_transport_pair",
+    "decode_line",
+    "encode_item",
+    "stdio_transport",
+]

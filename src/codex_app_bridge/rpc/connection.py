@@ -1,0 +1,448 @@
+"""One client connection: reads its transport, classifies, dispatches, answers, and is its outbox.
+
+Reading (``_read_loop``, one task): each inbound item is classified (``protocol.jsonrpc``).
+Malformed JSON, batches and other undecodable values are logged and get no reply; client
+notifications are logged; client responses settle server -> client requests (``ServerRequests``;
+unknown ids are logged); requests enter the ingress queue (``INGRESS_QUEUE_CAPACITY`` = 128, as
+the real server). When that queue is full the request is answered ``-32001 "Server overloaded;
+retry later."`` at once. Unlike the real server, which drops that overload answer when the
+outbound queue is full too (leaving the request unanswered), we never drop it: the reader waits
+for room (stdio) and so stops reading, which pushes back on the client; on socket kinds a full
+outbound queue disconnects the client instead (it is not reading).
+
+Processing (``_process_loop``, the ``run`` task), per request, in arrival order:
+
+1. unknown method -> ``-32600 Invalid request: unknown variant `x`, expected one of …`` (before
+   anything else, so also before initialize);
+2. params decoded by the method's ``ParamsSpec`` (serde-worded ``-32600`` errors);
+3. the gate hook (the server layer's initialize / experimental checks) may raise ``RpcError``;
+4. ``inline`` methods (``initialize``) run right here; the others run in their own task, at most
+   ``max_in_flight`` at a time (when the limit is reached, processing waits and the ingress queue
+   fills, which is what overload means), FIFO behind earlier requests with the same scope key.
+
+Handling: the handler runs through jsonrpcserver (``_dispatch``); every error goes through the one
+boundary (``errors.error_object``); the response is queued; then, only after a successful response
+is queued, the callbacks the handler registered with ``ctx.after_response`` run in order (so a
+``turn/start`` result precedes ``turn/started``).
+
+Outbound: everything goes through the transport's write stream (the per-connection queue). Policy
+``BACKPRESSURE`` (stdio) waits for room; ``DISCONNECT_SLOW`` (unix socket, websocket) never waits:
+if the queue is full the connection is closed ("slow consumer"), so other connections are not held
+up. Notifications honour the connection's opt-out list; responses, errors and server requests never
+do.
+
+Shutdown rules:
+
+* end of input (EOF): reading stops; server -> client requests this connection was waiting on fail
+  with ``ConnectionClosedError`` (no answer can arrive); every request already received is still
+  processed and answered and running handlers complete, for at most ``drain_timeout`` seconds,
+  after which the rest are cancelled unanswered; then the outbound stream is closed (the transport
+  flushes it) and ``run`` returns. So ``printf '<requests>' | codex-app-bridge serve`` answers all.
+* ``close()`` (server shutdown, slow consumer, peer gone): everything is cancelled at once, queued
+  requests are dropped (there is no one left to answer), the outbound stream is closed.
+"""
+
+from __future__ import annotations
+
+import itertools
+import logging
+from collections.abc import Awaitable, Callable, Iterable
+from dataclasses import dataclass, field
+from enum import Enum
+from typing import TYPE_CHECKING, Any, Final
+
+import anyio
+import anyio.abc
+import orjson
+from anyio.streams.memory import MemoryObjectReceiveStream, MemoryObjectSendStream
+from pydantic import BaseModel
+
+from codex_app_bridge.protocol.jsonrpc import (
+    ErrorResponse,
+    JsonValue,
+    Notification,
+    Request,
+    RequestId,
+    Response,
+    Undecodable,
+    classify,
+    encode_error,
+    encode_response,
+    encode_server_request,
+)
+from codex_app_bridge.rpc._dispatch import Dispatcher, Failed
+from codex_app_bridge.rpc.errors import (
+    INTERNAL_ERROR,
+    RpcError,
+    error_object,
+    overloaded_error,
+)
+from codex_app_bridge.rpc.methods import MethodSpec, MethodTable
+from codex_app_bridge.rpc.outbox import EncodedParams, OutboundNotification, Outbox
+from codex_app_bridge.rpc.scopes import ScopeTicket, SerialScopes
+from codex_app_bridge.rpc.server_requests import ConnectionClosedError, ServerRequests
+from codex_app_bridge.transport import DecodeError, TransportKind, TransportStreams
+
+__all__ = [
+    "INGRESS_QUEUE_CAPACITY",
+    "MAX_IN_FLIGHT",
+    "Connection",
+    "Gate",
+    "OutboundPolicy",
+    "RequestContext",
+    "outbound_policy_for",
+]
+
+logger = logging.getLogger(__name__)
+
+INGRESS_QUEUE_CAPACITY: Final = 128
+"""Requests accepted but not yet processed, per connection (the real server's bound)."""
+
+MAX_IN_FLIGHT: Final = 1024
+"""Requests being handled (or queued behind a scope) at once, per connection."""
+
+_connection_ids = itertools.count()
+
+
+class OutboundPolicy(Enum):
+    """What a connection does when its outbound queue is full."""
+
+    BACKPRESSURE = "backpressure"
+    """Wait for room (stdio: the single client is slowed down, never cut off)."""
+    DISCONNECT_SLOW = "disconnect_slow"
+    """Close the connection at once (socket kinds: a slow client must not hold up the others)."""
+
+
+def outbound_policy_for(kind: TransportKind) -> OutboundPolicy:
+    """The real server's policy for a transport kind (the in-memory twin behaves like stdio)."""
+    if kind in (TransportKind.UNIX, TransportKind.WEBSOCKET):
+        return OutboundPolicy.DISCONNECT_SLOW
+    return OutboundPolicy.BACKPRESSURE
+
+
+@dataclass(eq=False)
+class RequestContext:
+    """What a handler (and the gate) gets besides its decoded params."""
+
+    connection: Connection
+    request: Request
+    spec: MethodSpec[Any]
+    params: Any
+    _after_response: list[Callable[[], Awaitable[None]]] = field(
+        default_factory=list[Callable[[], Awaitable[None]]]
+    )
+
+    @property
+    def request_id(self) -> RequestId:
+        return self.request.id
+
+    @property
+    def method(self) -> str:
+        return self.request.method
+
+    def after_response(self, callback: Callable[[], Awaitable[None]]) -> None:
+        """Run ``callback`` once this request's successful response is queued (never on error)."""
+        self._after_response.append(callback)
+
+
+Gate = Callable[[RequestContext], Awaitable[None]]
+"""Runs before dispatch with the decoded request; raises ``RpcError`` to refuse it."""
+
+
+def _result_json(value: object) -> object:
+    if isinstance(value, BaseModel):
+        return orjson.Fragment(type(value).__pydantic_serializer__.to_json(value, by_alias=True))
+    if isinstance(value, bytes):
+        return orjson.Fragment(value)
+    return value
+
+
+def _orjson_default(value: object) -> object:
+    # Models nested in plain containers (``{"data": [thread_model, ...]}``).
+    if isinstance(value, BaseModel):
+        return orjson.Fragment(type(value).__pydantic_serializer__.to_json(value, by_alias=True))
+    raise TypeError(f"Type is not JSON serializable: {type(value).__name__}")
+
+
+def _encode_result(request_id: RequestId, value: object) -> bytes:
+    result = _result_json(value)
+    if isinstance(result, orjson.Fragment):
+        return encode_response(request_id, result)
+    return orjson.dumps({"id": request_id, "result": result}, default=_orjson_default)
+
+
+class Connection:
+    """Serves one client over a transport's stream pair (see the module docstring)."""
+
+    def __init__(
+        self,
+        streams: TransportStreams,
+        table: MethodTable,
+        *,
+        policy: OutboundPolicy = OutboundPolicy.BACKPRESSURE,
+        gate: Gate | None = None,
+        scopes: SerialScopes | None = None,
+        server_requests: ServerRequests | None = None,
+        connection_id: int | None = None,
+        ingress_capacity: int = INGRESS_QUEUE_CAPACITY,
+        max_in_flight: int = MAX_IN_FLIGHT,
+        drain_timeout: float = 10.0,
+        state: Any = None,
+    ) -> None:
+        self._inbound: MemoryObjectReceiveStream[Any] = streams[0]
+        self._outbound: MemoryObjectSendStream[Any] = streams[1]
+        self._table = table
+        self._dispatcher = Dispatcher(table)
+        self.policy = policy
+        self._gate = gate
+        self._scopes = scopes if scopes is not None else SerialScopes()
+        self.server_requests = server_requests if server_requests is not None else ServerRequests()
+        self._connection_id = next(_connection_ids) if connection_id is None else connection_id
+        self._ingress_capacity = ingress_capacity
+        self._in_flight = anyio.Semaphore(max_in_flight)
+        self._drain_timeout = drain_timeout
+        self.state: Any = state
+        """Free slot for the server layer's per-connection state (initialized, capabilities)."""
+
+        self._opt_out: frozenset[str] = frozenset()
+        self._closed = False
+        self._input_closed = False
+        self._started = False
+        self._cancel_scope = anyio.CancelScope()
+        self._active = 0
+        self._idle = anyio.Event()
+        self._tickets: set[ScopeTicket] = set()
+        self._own_requests: set[int] = set()
+
+    # ---------------------------------------------------------------------------- outbox surface
+
+    @property
+    def connection_id(self) -> int:
+        return self._connection_id
+
+    @property
+    def closed(self) -> bool:
+        return self._closed
+
+    def set_notification_opt_out(self, methods: Iterable[str]) -> None:
+        """Exact notification method names this client does not want (``initialize``)."""
+        self._opt_out = frozenset(methods)
+
+    def wants(self, method: str) -> bool:
+        return method not in self._opt_out
+
+    async def send_notification(self, notification: OutboundNotification) -> bool:
+        if notification.method in self._opt_out:
+            return False
+        return await self._emit(notification.data)
+
+    async def notify(
+        self, method: str, params: EncodedParams, *, emitted_at_ms: int | None = None
+    ) -> bool:
+        """Encode and send one notification to this connection (opt-out applies)."""
+        if method in self._opt_out:
+            return False
+        encoded = OutboundNotification.encode(method, params, emitted_at_ms=emitted_at_ms)
+        return await self._emit(encoded.data)
+
+    async def send_server_request(
+        self, request_id: RequestId, method: str, params: EncodedParams
+    ) -> bool:
+        params_json = orjson.Fragment(params) if isinstance(params, bytes) else params
+        return await self._emit(encode_server_request(request_id, method, params_json))
+
+    async def request(self, method: str, params: EncodedParams) -> JsonValue:
+        """Send a server -> client request and wait for the client's result.
+
+        Raises ``ServerRequestError`` if the client answers an error and ``ConnectionClosedError``
+        if the connection goes away first.
+        """
+        if self._input_closed or self._closed:
+            raise ConnectionClosedError(f"{method}: the client can no longer answer")
+        pending = self.server_requests.create()
+        self._own_requests.add(pending.id)
+        try:
+            if not await self.send_server_request(pending.id, method, params):
+                self.server_requests.cancel(pending.id, ConnectionClosedError(method))
+            return await pending.wait()
+        finally:
+            self._own_requests.discard(pending.id)
+
+    # ---------------------------------------------------------------------------- lifecycle
+
+    def close(self) -> None:
+        """Stop serving now: cancel handlers, drop queued requests, close the outbound stream."""
+        if not self._closed:
+            self._closed = True
+            self._cancel_own_requests()
+        self._cancel_scope.cancel()
+        self._outbound.close()
+
+    async def run(self) -> None:
+        """Serve until end of input or ``close()``; returns when the connection is done."""
+        if self._started:
+            raise RuntimeError("a Connection runs once")
+        self._started = True
+        ingress_send, ingress_recv = anyio.create_memory_object_stream[Request](
+            self._ingress_capacity
+        )
+        try:
+            with self._cancel_scope:
+                async with anyio.create_task_group() as tg:
+                    tg.start_soon(self._read_loop, ingress_send)
+                    await self._process_loop(ingress_recv, tg)
+                    with anyio.move_on_after(self._drain_timeout):
+                        while self._active:
+                            self._idle = anyio.Event()
+                            await self._idle.wait()
+                    tg.cancel_scope.cancel()
+        finally:
+            self._closed = True
+            self._cancel_own_requests()
+            for ticket in list(self._tickets):
+                ticket.release()
+            self._tickets.clear()
+            ingress_send.close()
+            ingress_recv.close()
+            self._inbound.close()
+            self._outbound.close()
+
+    def _cancel_own_requests(self) -> None:
+        for request_id in list(self._own_requests):
+            self.server_requests.cancel(request_id, ConnectionClosedError("connection closed"))
+        self._own_requests.clear()
+
+    # ---------------------------------------------------------------------------- reading
+
+    async def _read_loop(self, ingress: MemoryObjectSendStream[Request]) -> None:
+        async with ingress:
+            try:
+                async for item in self._inbound:
+                    await self._receive(item, ingress)
+            except (anyio.ClosedResourceError, anyio.BrokenResourceError):
+                pass
+        # End of input: nothing this client owes us can arrive any more.
+        self._input_closed = True
+        self._cancel_own_requests()
+
+    async def _receive(self, item: object, ingress: MemoryObjectSendStream[Request]) -> None:
+        if isinstance(item, DecodeError):
+            logger.warning("Failed to deserialize JSONRPCMessage: %s", item.reason)
+            return
+        message = classify(item)
+        if isinstance(message, Request):
+            try:
+                ingress.send_nowait(message)
+            except anyio.WouldBlock:
+                logger.warning(
+                    "ingress queue full on connection %s; answering request %r overloaded",
+                    self._connection_id,
+                    message.id,
+                )
+                await self._send_error(message.id, overloaded_error())
+        elif isinstance(message, Notification):
+            logger.info("<- notification: %s", message.method)
+        elif isinstance(message, Response | ErrorResponse):
+            if not self.server_requests.resolve(message):
+                logger.warning("could not find callback for request id %r", message.id)
+        else:
+            assert isinstance(message, Undecodable)
+            logger.warning("Failed to deserialize JSONRPCMessage: %s", message.reason)
+
+    # ---------------------------------------------------------------------------- processing
+
+    async def _process_loop(
+        self, ingress: MemoryObjectReceiveStream[Request], tg: anyio.abc.TaskGroup
+    ) -> None:
+        async with ingress:
+            async for request in ingress:
+                await self._accept(request, tg)
+
+    async def _accept(self, request: Request, tg: anyio.abc.TaskGroup) -> None:
+        spec = self._table.get(request.method)
+        if spec is None:
+            await self._send_error(request.id, self._table.unknown_method_error(request.method))
+            return
+        try:
+            params = spec.params.decode(request.params)
+            ctx = RequestContext(self, request, spec, params)
+            if self._gate is not None:
+                await self._gate(ctx)
+            key = spec.scope_key(params, self._connection_id)
+        except Exception as exc:
+            await self._send_error(request.id, exc)
+            return
+        if spec.inline:
+            await self._execute(ctx)
+            return
+        await self._in_flight.acquire()
+        ticket = None if key is None else self._scopes.enter(key)
+        if ticket is not None:
+            self._tickets.add(ticket)
+        self._active += 1
+        tg.start_soon(self._run_spawned, ctx, ticket)
+
+    async def _run_spawned(self, ctx: RequestContext, ticket: ScopeTicket | None) -> None:
+        try:
+            if ticket is not None:
+                await ticket.wait_turn()
+            await self._execute(ctx)
+        finally:
+            if ticket is not None:
+                ticket.release()
+                self._tickets.discard(ticket)
+            self._in_flight.release()
+            self._active -= 1
+            if not self._active:
+                self._idle.set()
+
+    async def _execute(self, ctx: RequestContext) -> None:
+        outcome = await self._dispatcher.invoke(ctx)
+        if isinstance(outcome, Failed):
+            await self._send_error(ctx.request_id, outcome.error)
+            return
+        try:
+            data = _encode_result(ctx.request_id, outcome.value)
+        except (TypeError, ValueError) as exc:
+            failure = RpcError(INTERNAL_ERROR, f"failed to serialize response: {exc}")
+            await self._send_error(ctx.request_id, failure)
+            return
+        if not await self._emit(data):
+            return
+        for callback in ctx._after_response:  # pyright: ignore[reportPrivateUsage]
+            try:
+                await callback()
+            except Exception:
+                logger.exception("after-response callback of %s failed", ctx.method)
+
+    # ---------------------------------------------------------------------------- writing
+
+    async def _send_error(self, request_id: RequestId, exc: BaseException) -> bool:
+        return await self._emit(encode_error(request_id, error_object(exc)))
+
+    async def _emit(self, data: bytes) -> bool:
+        if self._closed:
+            logger.debug("dropping message for disconnected connection %s", self._connection_id)
+            return False
+        try:
+            if self.policy is OutboundPolicy.BACKPRESSURE:
+                await self._outbound.send(data)
+            else:
+                self._outbound.send_nowait(data)
+        except anyio.WouldBlock:
+            logger.warning(
+                "disconnecting slow connection after outbound queue filled: connection %s",
+                self._connection_id,
+            )
+            self.close()
+            return False
+        except (anyio.BrokenResourceError, anyio.ClosedResourceError):
+            logger.info("connection %s: peer gone", self._connection_id)
+            self.close()
+            return False
+        return True
+
+
+if TYPE_CHECKING:
+    # Static check only: a Connection is what upper layers know as an Outbox.
+    _CONNECTION_IS_AN_OUTBOX: type[Outbox] = Connection

@@ -1,0 +1,215 @@
+"""The method table: one list of ``MethodSpec`` drives dispatch, errors and completeness tests.
+
+A ``MethodSpec`` names a client request method and says how to serve it:
+
+* ``params``: how the raw ``params`` member is decoded (``ModelParams`` for a pydantic model with
+  the real server's serde-worded errors, ``RawParams`` for a plain object); decoding happens
+  before the gate, as in the real server (a bad ``params`` is reported even before initialize);
+* ``handler``: ``async (ctx, params) -> result``; ``None`` marks a method the protocol has but this
+  server does not support: it is still a *known* method (never "unknown variant"), and calling it
+  answers the table's ``unsupported_error`` naming the method (the server layer decides the text);
+* ``scope``: ``params -> key | None``; requests with the same non-``None`` key are handled FIFO
+  (e.g. the ``threadId`` of thread/* and turn/* methods), others run concurrently;
+  ``connection_scoped`` keys are namespaced by connection (for connection-owned resources);
+* ``experimental``: for the server layer's gate (``… requires experimentalApi capability``);
+* ``inline``: handled on the connection's processing loop itself, before the next request is even
+  looked at (``initialize``: the following request must see the connection initialized).
+
+The table keeps the declaration order: the unknown-method error lists every name in that order.
+This module knows nothing of threads or turns: a scope key is just a hashable value.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Awaitable, Callable, Hashable, Iterable, Iterator
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any, Generic, Protocol, TypeAlias, TypeVar
+
+import orjson
+from pydantic import BaseModel, ValidationError
+
+from codex_app_bridge.protocol.jsonrpc import ABSENT, Absent, JsonValue
+from codex_app_bridge.rpc.errors import (
+    METHOD_NOT_FOUND,
+    RpcError,
+    missing_params_error,
+    params_error,
+    params_length_error,
+    params_type_error,
+    unknown_method_error,
+)
+
+if TYPE_CHECKING:
+    from codex_app_bridge.rpc.connection import RequestContext
+
+__all__ = [
+    "Handler",
+    "MethodSpec",
+    "MethodTable",
+    "ModelParams",
+    "ParamsSpec",
+    "RawParams",
+    "default_unsupported_error",
+]
+
+P = TypeVar("P")
+P_co = TypeVar("P_co", covariant=True)
+M = TypeVar("M", bound=BaseModel)
+
+RawParamsValue: TypeAlias = "JsonValue | Absent"
+
+Handler: TypeAlias = "Callable[[RequestContext, P], Awaitable[object]]"
+"""``async (ctx, params) -> result``: the result is a pydantic model, ``bytes``/``orjson.Fragment``
+(pre-encoded JSON) or plain JSON-able data; raising ``RpcError`` answers an error."""
+
+
+class ParamsSpec(Protocol[P_co]):
+    """Decodes the raw ``params`` member (``ABSENT`` when missing); raises ``RpcError``."""
+
+    def decode(self, raw: RawParamsValue) -> P_co: ...
+
+
+class ModelParams(Generic[M]):
+    """Params validated by a pydantic model, strictly as serde would (no ``"1"`` -> ``1``).
+
+    ``struct_name`` and ``field_count`` are the Rust struct's name and number of fields, used by
+    the messages for non-object params (``… expected struct ThreadListParams with 16 elements``);
+    they default to the model's class name and field count.
+    """
+
+    def __init__(
+        self,
+        model: type[M],
+        *,
+        struct_name: str | None = None,
+        field_count: int | None = None,
+    ) -> None:
+        self.model = model
+        self.struct_name = struct_name or model.__name__
+        self.field_count = len(model.model_fields) if field_count is None else field_count
+
+    def decode(self, raw: RawParamsValue) -> M:
+        if raw is ABSENT or raw is None:
+            raise missing_params_error()
+        if isinstance(raw, dict):
+            return self._validate(raw)
+        if isinstance(raw, list):
+            return self._decode_positional(raw)
+        raise params_type_error(raw, f"struct {self.struct_name}")
+
+    def _validate(self, obj: dict[str, JsonValue]) -> M:
+        # Validate the JSON text in strict mode: JSON-mode strictness is serde's (strings for
+        # enums are fine, "1" for an integer or 1 for a boolean are not).
+        try:
+            return self.model.model_validate_json(orjson.dumps(obj), strict=True)
+        except ValidationError as exc:
+            error = params_error(exc, self.model, obj)
+            assert error is not None
+            raise error from None
+
+    def _decode_positional(self, items: list[JsonValue]) -> M:
+        # Serde reads a struct from a sequence field by field; errors in present elements come
+        # first, then a short sequence is "invalid length".
+        wire_names = [info.alias or name for name, info in self.model.model_fields.items()]
+        given = dict(zip(wire_names, items, strict=False))
+        try:
+            value = self.model.model_validate_json(orjson.dumps(given), strict=True)
+        except ValidationError as exc:
+            error = params_error(exc, self.model, given, ignore_missing=True)
+            if error is not None:
+                raise error from None
+            value = None
+        if len(items) < self.field_count or value is None:
+            raise params_length_error(len(items), self.struct_name, self.field_count)
+        return value
+
+
+class RawParams:
+    """Params kept as the raw JSON object (for unsupported methods and generic handlers)."""
+
+    def __init__(self, struct_name: str | None = None) -> None:
+        self.expected = f"struct {struct_name}" if struct_name else "a map"
+
+    def decode(self, raw: RawParamsValue) -> dict[str, JsonValue]:
+        if raw is ABSENT or raw is None:
+            raise missing_params_error()
+        if not isinstance(raw, dict):
+            raise params_type_error(raw, self.expected)
+        return raw
+
+
+@dataclass(frozen=True, slots=True)
+class MethodSpec(Generic[P]):
+    """One client request method (see the module docstring)."""
+
+    name: str
+    params: ParamsSpec[P]
+    handler: Handler[P] | None = None
+    scope: Callable[[P], Hashable | None] | None = None
+    connection_scoped: bool = False
+    experimental: bool = False
+    inline: bool = False
+
+    @property
+    def supported(self) -> bool:
+        return self.handler is not None
+
+    def scope_key(self, params: P, connection_id: int) -> Hashable | None:
+        """The serialization key of a request with these params, or ``None`` (concurrent)."""
+        if self.scope is None:
+            return None
+        key = self.scope(params)
+        if key is None:
+            return None
+        return (connection_id, key) if self.connection_scoped else key
+
+
+def default_unsupported_error(spec: MethodSpec[Any]) -> RpcError:
+    """What a known but unsupported method answers unless the server layer says otherwise."""
+    return RpcError(METHOD_NOT_FOUND, f"{spec.name} is not supported by codex-app-bridge")
+
+
+class MethodTable:
+    """An ordered, name-unique collection of ``MethodSpec``."""
+
+    def __init__(
+        self,
+        specs: Iterable[MethodSpec[Any]],
+        *,
+        unsupported_error: Callable[[MethodSpec[Any]], RpcError] = default_unsupported_error,
+    ) -> None:
+        self._specs: dict[str, MethodSpec[Any]] = {}
+        for spec in specs:
+            if spec.name in self._specs:
+                raise ValueError(f"method {spec.name!r} is listed twice")
+            self._specs[spec.name] = spec
+        self._unsupported_error = unsupported_error
+        self.names: tuple[str, ...] = tuple(self._specs)
+
+    def __iter__(self) -> Iterator[MethodSpec[Any]]:
+        return iter(self._specs.values())
+
+    def __len__(self) -> int:
+        return len(self._specs)
+
+    def __contains__(self, name: object) -> bool:
+        return name in self._specs
+
+    def get(self, name: str) -> MethodSpec[Any] | None:
+        return self._specs.get(name)
+
+    @property
+    def supported_names(self) -> tuple[str, ...]:
+        return tuple(spec.name for spec in self if spec.supported)
+
+    @property
+    def unsupported_names(self) -> tuple[str, ...]:
+        return tuple(spec.name for spec in self if not spec.supported)
+
+    def unknown_method_error(self, method: str) -> RpcError:
+        """``Invalid request: unknown variant `x`, expected one of `…`, …`` (every name, in order)."""
+        return unknown_method_error(method, self.names)
+
+    def unsupported_error(self, spec: MethodSpec[Any]) -> RpcError:
+        """The error a known but unsupported method answers."""
+        return self._unsupported_error(spec)

@@ -1,0 +1,65 @@
+"""The per-connection outbox: how upper layers (the listener, the server) send to one client.
+
+A notification is encoded once (``OutboundNotification.encode``: method, pre-encoded params and
+the emission time) and the same bytes are handed to every subscribed connection's outbox. Each
+outbox applies its connection's ``optOutNotificationMethods`` (exact method names, from
+``initialize``) to notifications only; responses, errors and server -> client requests are never
+filtered.
+
+What happens when a connection's outbound queue is full is the connection's policy, not the
+caller's concern: on stdio the send waits (backpressure), on socket kinds the slow connection is
+disconnected and the send returns at once, so one slow client never slows the others.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Protocol, TypeAlias
+
+import orjson
+
+from codex_app_bridge.protocol.jsonrpc import RequestId, encode_notification
+
+__all__ = ["EncodedParams", "OutboundNotification", "Outbox"]
+
+EncodedParams: TypeAlias = "orjson.Fragment | bytes | object"
+"""Params as pre-encoded JSON (``orjson.Fragment`` or ``bytes``) or anything orjson encodes."""
+
+
+@dataclass(frozen=True, slots=True)
+class OutboundNotification:
+    """A server notification encoded once: its method (for opt-out) and its wire bytes."""
+
+    method: str
+    data: bytes
+
+    @classmethod
+    def encode(
+        cls, method: str, params: EncodedParams, *, emitted_at_ms: int | None = None
+    ) -> OutboundNotification:
+        """``{"method","params","emittedAtMs"}``; ``emittedAtMs`` defaults to now."""
+        return cls(method, encode_notification(method, params, emitted_at_ms=emitted_at_ms))
+
+
+class Outbox(Protocol):
+    """What upper layers need from a connection to send it messages."""
+
+    @property
+    def connection_id(self) -> int: ...
+
+    @property
+    def closed(self) -> bool: ...
+
+    def wants(self, method: str) -> bool:
+        """False if the client opted out of notifications with this exact method name."""
+        ...
+
+    async def send_notification(self, notification: OutboundNotification) -> bool:
+        """Queue a notification unless opted out; True if it was queued."""
+        ...
+
+    async def send_server_request(
+        self, request_id: RequestId, method: str, params: EncodedParams
+    ) -> bool:
+        """Queue a server -> client request with an id from ``ServerRequests``; True if queued."""
+        ...

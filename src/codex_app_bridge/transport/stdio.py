@@ -1,0 +1,242 @@
+"""JSON Lines over the process's stdin/stdout: the single-client transport of ``--listen stdio://``.
+
+One JSON value per ``\\n``-terminated line in each direction, no line-length limit. Bytes are moved
+by two daemon threads (a blocking read or write on a pipe must never hold up the event loop, a
+cancellation or interpreter exit); the event loop side decodes, encodes and batches. A daemon
+thread still blocked on a pipe whose peer neither writes nor reads is abandoned at exit instead of
+being joined.
+
+Stdout only ever carries protocol lines: while the transport is open, file descriptor 1 points at
+stderr (stray ``print`` or child-process output lands there) and descriptor 0 at ``/dev/null``;
+the wire is served from private duplicates, and both descriptors are restored on exit. Passing
+explicit ``stdin_fd`` / ``stdout_fd`` skips that diversion (tests use pipes this way).
+
+On exit, messages already written to the write stream are flushed (bounded by ``flush_timeout``),
+so closing the write stream after the last response is enough to deliver it.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import logging
+import os
+import select
+import sys
+import threading
+from collections.abc import AsyncGenerator, Awaitable, Callable
+from contextlib import asynccontextmanager
+
+import anyio
+from anyio.from_thread import BlockingPortal
+from anyio.streams.memory import MemoryObjectReceiveStream, MemoryObjectSendStream
+
+from codex_app_bridge.transport._framing import (
+    InboundItem,
+    LineSplitter,
+    OutboundItem,
+    decode_line,
+    encode_item,
+)
+from codex_app_bridge.transport._streams import OUTBOUND_QUEUE_CAPACITY, TransportStreams
+
+__all__ = ["stdio_transport"]
+
+logger = logging.getLogger(__name__)
+
+_READ_CHUNK = 1 << 20
+_WRITE_BATCH = 1 << 20  # bytes joined into one write when several messages are queued
+
+
+def _read_some(fd: int) -> bytes:
+    while True:
+        try:
+            return os.read(fd, _READ_CHUNK)
+        except BlockingIOError:
+            # The descriptor was inherited in non-blocking mode: wait for data instead of spinning.
+            select.select([fd], [], [])
+
+
+def _write_all(fd: int, data: bytes) -> None:
+    view = memoryview(data)
+    while view:
+        try:
+            written = os.write(fd, view)
+        except BlockingIOError:
+            select.select([], [fd], [])
+            continue
+        view = view[written:]
+
+
+def _call(portal: BlockingPortal, func: Callable[..., object], *args: object) -> bool:
+    """Run ``func(*args)`` on the event loop from a thread; False once the loop side is gone."""
+    try:
+        portal.call(func, *args)
+    except BaseException:
+        return False
+    return True
+
+
+def _reader_thread(fd: int, portal: BlockingPortal, chunks: MemoryObjectSendStream[bytes]) -> None:
+    try:
+        while True:
+            try:
+                chunk = _read_some(fd)
+            except OSError as exc:
+                logger.warning("stdin read failed, treating it as end of input: %s", exc)
+                chunk = b""
+            if not chunk:
+                return
+            if not _call(portal, chunks.send, chunk):
+                return
+    finally:
+        _call(portal, chunks.close)
+
+
+def _writer_thread(
+    fd: int,
+    portal: BlockingPortal,
+    next_batch: Callable[[], Awaitable[bytes | None]],
+    on_broken: Callable[[], None],
+    on_done: Callable[[], None],
+) -> None:
+    try:
+        while True:
+            try:
+                batch = portal.call(next_batch)
+            except BaseException:
+                return
+            if batch is None:
+                return
+            try:
+                _write_all(fd, batch)
+            except OSError as exc:
+                logger.info("stdout closed by the peer: %s", exc)
+                _call(portal, on_broken)
+                return
+    finally:
+        _call(portal, on_done)
+
+
+async def _decode_chunks(
+    chunks: MemoryObjectReceiveStream[bytes], inbound: MemoryObjectSendStream[InboundItem]
+) -> None:
+    splitter = LineSplitter()
+    async with chunks, inbound:
+        try:
+            async for chunk in chunks:
+                for line in splitter.feed(chunk):
+                    item = decode_line(line)
+                    if item is not None:
+                        await inbound.send(item)
+            tail = splitter.finish()
+            item = None if tail is None else decode_line(tail)
+            if item is not None:
+                await inbound.send(item)
+        except (anyio.BrokenResourceError, anyio.ClosedResourceError):
+            return
+
+
+class _StdDiversion:
+    """Points fd 0 at /dev/null and fd 1 at stderr, keeping private duplicates for the wire."""
+
+    def __init__(self, divert_stdin: bool, divert_stdout: bool) -> None:
+        self.wire_in: int | None = None
+        self.wire_out: int | None = None
+        if divert_stdin:
+            self.wire_in = os.dup(0)
+            devnull = os.open(os.devnull, os.O_RDONLY)
+            os.dup2(devnull, 0)
+            os.close(devnull)
+        if divert_stdout:
+            with contextlib.suppress(Exception):
+                sys.stdout.flush()
+            self.wire_out = os.dup(1)
+            os.dup2(2, 1)
+
+    def restore(self, reader_alive: bool, writer_alive: bool) -> None:
+        if self.wire_out is not None:
+            with contextlib.suppress(Exception):
+                sys.stdout.flush()
+            os.dup2(self.wire_out, 1)
+            # A thread still blocked on the duplicate must never see its number recycled.
+            if not writer_alive:
+                os.close(self.wire_out)
+        if self.wire_in is not None:
+            os.dup2(self.wire_in, 0)
+            if not reader_alive:
+                os.close(self.wire_in)
+
+
+@asynccontextmanager
+async def stdio_transport(
+    *,
+    stdin_fd: int | None = None,
+    stdout_fd: int | None = None,
+    capacity: int = OUTBOUND_QUEUE_CAPACITY,
+    flush_timeout: float = 5.0,
+) -> AsyncGenerator[TransportStreams]:
+    """Serve JSON Lines on stdin/stdout (or the given descriptors); yields ``(read, write)``."""
+    diversion = _StdDiversion(stdin_fd is None, stdout_fd is None)
+    in_fd = stdin_fd if stdin_fd is not None else diversion.wire_in
+    out_fd = stdout_fd if stdout_fd is not None else diversion.wire_out
+    assert in_fd is not None
+    assert out_fd is not None
+
+    inbound_send, inbound_recv = anyio.create_memory_object_stream[InboundItem](0)
+    outbound_send, outbound_recv = anyio.create_memory_object_stream[OutboundItem](capacity)
+    chunks_send, chunks_recv = anyio.create_memory_object_stream[bytes](0)
+    flushed = anyio.Event()
+
+    async def next_batch() -> bytes | None:
+        try:
+            first = await outbound_recv.receive()
+        except (anyio.EndOfStream, anyio.ClosedResourceError):
+            return None
+        parts = [encode_item(first), b"\n"]
+        size = len(parts[0])
+        while size < _WRITE_BATCH:
+            try:
+                item = outbound_recv.receive_nowait()
+            except (anyio.WouldBlock, anyio.EndOfStream, anyio.ClosedResourceError):
+                break
+            data = encode_item(item)
+            parts += (data, b"\n")
+            size += len(data)
+        return b"".join(parts)
+
+    reader = writer = None
+    try:
+        async with BlockingPortal() as portal, anyio.create_task_group() as tg:
+            tg.start_soon(_decode_chunks, chunks_recv, inbound_send)
+            reader = threading.Thread(
+                target=_reader_thread,
+                args=(in_fd, portal, chunks_send),
+                name="codex-app-bridge stdin",
+                daemon=True,
+            )
+            writer = threading.Thread(
+                target=_writer_thread,
+                args=(out_fd, portal, next_batch, outbound_recv.close, flushed.set),
+                name="codex-app-bridge stdout",
+                daemon=True,
+            )
+            reader.start()
+            writer.start()
+            try:
+                yield inbound_recv, outbound_send
+            finally:
+                # Deliver what the caller queued, then stop reading.
+                outbound_send.close()
+                with anyio.move_on_after(flush_timeout, shield=True):
+                    await flushed.wait()
+                outbound_recv.close()
+                inbound_recv.close()
+                chunks_recv.close()
+                # The reader thread may still be blocked on a read that never returns.
+                chunks_send.close()
+                tg.cancel_scope.cancel()
+    finally:
+        diversion.restore(
+            reader_alive=reader is not None and reader.is_alive(),
+            writer_alive=writer is not None and writer.is_alive(),
+        )

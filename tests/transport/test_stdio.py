@@ -1,0 +1,149 @@
+"""JSON Lines over stdin/stdout: in-process over pipes, and through a real subprocess boundary."""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import subprocess
+import sys
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import anyio
+import anyio.to_thread
+import orjson
+import pytest
+
+from codex_app_bridge.transport import DecodeError, stdio_transport
+from tests.conftest import bridge_env
+
+TIMEOUT = 30
+SERVER = Path(__file__).with_name("stdio_server_main.py")
+TWENTY_MIB = 20 * 1024 * 1024
+
+
+def _write_all(fd: int, data: bytes) -> None:
+    view = memoryview(data)
+    while view:
+        view = view[os.write(fd, view) :]
+
+
+def _read_until_eof(fd: int) -> bytes:
+    chunks: list[bytes] = []
+    while chunk := os.read(fd, 1 << 20):
+        chunks.append(chunk)
+    return b"".join(chunks)
+
+
+@pytest.fixture
+def pipes() -> Iterator[tuple[int, int, int, int]]:
+    """(server stdin read end, client write end, client read end, server stdout write end)."""
+    in_r, in_w = os.pipe()
+    out_r, out_w = os.pipe()
+    yield in_r, in_w, out_r, out_w
+    for fd in (in_r, in_w, out_r, out_w):
+        with contextlib.suppress(OSError):
+            os.close(fd)
+
+
+@pytest.mark.anyio
+async def test_lines_in_become_values_and_values_out_become_lines(
+    pipes: tuple[int, int, int, int],
+) -> None:
+    in_r, in_w, out_r, out_w = pipes
+    with anyio.fail_after(TIMEOUT):
+        async with stdio_transport(stdin_fd=in_r, stdout_fd=out_w) as (read, write):
+            _write_all(in_w, b'{"id":1,"method":"a"}\n\n{"id":2,\n[1]\nlast')
+            os.close(in_w)
+            received: list[Any] = [item async for item in read]
+            await write.send({"id": 1, "result": {}})
+            await write.send(b'{"method":"n","params":{},"emittedAtMs":1}')
+        os.close(out_w)
+        output = await anyio.to_thread.run_sync(_read_until_eof, out_r)
+    assert received[0] == {"id": 1, "method": "a"}
+    assert isinstance(received[1], DecodeError)
+    assert received[1].raw == b'{"id":2,'
+    assert received[2:] == [[1], DecodeError(received[3].reason, b"last")]
+    assert output == b'{"id":1,"result":{}}\n{"method":"n","params":{},"emittedAtMs":1}\n'
+
+
+@pytest.mark.anyio
+async def test_a_20_mib_line_is_read_whole(pipes: tuple[int, int, int, int]) -> None:
+    in_r, in_w, _out_r, out_w = pipes
+    line = orjson.dumps({"id": 1, "method": "m", "params": {"junk": "x" * TWENTY_MIB}})
+    with anyio.fail_after(TIMEOUT):
+        async with (
+            stdio_transport(stdin_fd=in_r, stdout_fd=out_w) as (read, _write),
+            anyio.create_task_group() as tg,
+        ):
+            tg.start_soon(anyio.to_thread.run_sync, _write_all, in_w, line + b"\n")
+            item = await read.receive()
+    assert isinstance(item, dict)
+    assert len(item["params"]["junk"]) == TWENTY_MIB
+
+
+@pytest.mark.anyio
+async def test_writes_fail_once_the_reader_of_stdout_is_gone(
+    pipes: tuple[int, int, int, int],
+) -> None:
+    in_r, _in_w, out_r, out_w = pipes
+    os.close(out_r)
+    with anyio.fail_after(TIMEOUT):
+        async with stdio_transport(stdin_fd=in_r, stdout_fd=out_w, capacity=1) as (_read, write):
+            with pytest.raises(anyio.BrokenResourceError):  # noqa: PT012
+                for index in range(100):
+                    await write.send({"n": index})
+
+
+def _run_server(stdin: bytes) -> subprocess.CompletedProcess[bytes]:
+    return subprocess.run(
+        [sys.executable, str(SERVER)],
+        input=stdin,
+        capture_output=True,
+        env=bridge_env(),
+        timeout=120,
+        check=False,
+    )
+
+
+def test_stdio_server_exits_0_on_eof_and_writes_only_protocol_lines() -> None:
+    requests = [
+        b'{"id":1,"method":"test/echo","params":{"a":1}}',
+        b'{"id":2,"method":',  # malformed: no reply
+        b'[{"id":3,"method":"test/echo","params":{}}]',  # batch: no reply
+        b'{"id":"p","method":"test/print","params":{}}',
+        b'{"jsonrpc":"2.0","id":4,"method":"test/echo","params":{}}',
+        b'{"id":5,"method":"nope","params":{}}',
+    ]
+    proc = _run_server(b"\n".join(requests) + b"\n")
+    assert proc.returncode == 0, proc.stderr.decode()
+    lines = proc.stdout.splitlines()
+    replies = {reply["id"]: reply for reply in map(orjson.loads, lines)}
+    assert len(lines) == len(replies) == 4
+    assert replies[1] == {"id": 1, "result": {"a": 1}}
+    assert replies["p"] == {"id": "p", "result": "printed"}
+    assert replies[4] == {"id": 4, "result": {}}
+    assert replies[5]["error"]["code"] == -32600
+    stderr = proc.stderr.decode()
+    assert "stray print output" in stderr
+    assert "stray fd 1 output" in stderr
+    assert "Failed to deserialize JSONRPCMessage" in stderr
+
+
+def test_stdio_server_answers_a_20_mib_line_and_keeps_answering() -> None:
+    big = orjson.dumps({"id": 1, "method": "test/size", "params": {"junk": "y" * TWENTY_MIB}})
+    after = b'{"id":2,"method":"test/echo","params":{"after":true}}'
+    proc = _run_server(big + b"\n" + after + b"\n")
+    assert proc.returncode == 0, proc.stderr.decode()
+    replies = [orjson.loads(line) for line in proc.stdout.splitlines()]
+    assert sorted(replies, key=lambda reply: reply["id"]) == [
+        {"id": 1, "result": TWENTY_MIB},
+        {"id": 2, "result": {"after": True}},
+    ]
+
+
+def test_stdio_server_with_no_input_exits_0_silently() -> None:
+    proc = _run_server(b"")
+    assert proc.returncode == 0, proc.stderr.decode()
+    assert proc.stdout == b""
