@@ -115,10 +115,13 @@ def params_type_error(value: object, expected: str) -> RpcError:
 
 
 def params_length_error(length: int, struct_name: str, field_count: int) -> RpcError:
-    """``params`` given as an array (serde reads a struct from a sequence by position)."""
+    """``params`` given as an array (serde reads a struct from a sequence by position).
+
+    serde writes ``with 1 element`` for a one-field struct (``ThreadUnsubscribeParams``)."""
+    noun = "element" if field_count == 1 else "elements"
     return invalid_request(
         f"Invalid request: invalid length {length}, expected struct {struct_name} "
-        f"with {field_count} elements"
+        f"with {field_count} {noun}"
     )
 
 

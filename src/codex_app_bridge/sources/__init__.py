@@ -1,2 +1,56 @@
 """Event sources: where EventMsg streams come from (the built-in agent, scripts, rollouts,
-producer processes, test-harness injection)."""
+producer processes, test-harness injection).
+
+The contract (``EventSource``, ``TurnRequest``) is in ``_base``: a source yields the core events of
+one turn; the server's turn runner feeds them to the thread's listener and owns interrupts,
+steering and the guarantee that every turn ends. Sources never touch connections.
+
+* ``DefaultAgent``: the built-in deterministic agent (``codex-app-bridge serve`` with no flags).
+* ``ScriptSource`` / ``load_script``: ``--script FILE``, recorded turns replayed with live ids.
+"""
+
+from codex_app_bridge.sources._base import (
+    DEFAULT_CONTEXT_WINDOW,
+    EventSource,
+    SourceDefaults,
+    TurnRequest,
+    input_text,
+)
+from codex_app_bridge.sources._default import (
+    DEFAULT_MODEL,
+    DEFAULT_MODEL_PROVIDER,
+    DefaultAgent,
+    answer_for,
+    split_deltas,
+)
+from codex_app_bridge.sources._script import (
+    RECORDED,
+    RecordedEvent,
+    RecordedTurn,
+    ScriptError,
+    ScriptPacing,
+    ScriptSource,
+    load_script,
+    parse_script,
+)
+
+__all__ = [
+    "DEFAULT_CONTEXT_WINDOW",
+    "DEFAULT_MODEL",
+    "DEFAULT_MODEL_PROVIDER",
+    "RECORDED",
+    "DefaultAgent",
+    "EventSource",
+    "RecordedEvent",
+    "RecordedTurn",
+    "ScriptError",
+    "ScriptPacing",
+    "ScriptSource",
+    "SourceDefaults",
+    "TurnRequest",
+    "answer_for",
+    "input_text",
+    "load_script",
+    "parse_script",
+    "split_deltas",
+]

@@ -1,0 +1,523 @@
+"""Request handlers of the supported methods, grouped by namespace: ``initialize``, ``thread/*``,
+``turn/*``. Each is ``async (ctx, params) -> response model`` and raises ``RpcError`` to refuse.
+
+Rules they share (probed from the 0.163.0 binary, see the errors in ``_errors``):
+
+* Thread ids are parsed as the real server parses them (``_ids.parse_thread_id``) and reported in
+  canonical form.
+* A response always precedes the notifications it causes: everything a handler triggers is
+  registered with ``ctx.after_response`` (``thread/started`` broadcasts, starting a turn runner,
+  steering input); notifications that *precede* a response in the real server
+  (``deprecationNotice`` on full-history hydration) are sent to the caller before returning.
+* ``turn/start`` answers at once with the new turn (``inProgress``, ``startedAt: null``) and starts
+  its runner after the response; while a turn is running, ``turn/start`` answers that running turn
+  and adds its input to it (0.163.0 behaviour: no error).
+* ``turn/interrupt`` answers ``{}`` only once the abort has happened and before ``turn/completed``:
+  it waits (at most ``INTERRUPT_TIMEOUT``) for the turn's end hook, which in turn holds the fan-out
+  of the terminal notifications until the response is queued (at most ``RESPONSE_WAIT``).
+
+Not implemented (documented deviations): ``thread/goal/cleared`` after a resume, token-usage
+replay to a resuming connection, ``thread/readState/changed``; thread ``path`` is ``null`` (threads
+live in memory).
+"""
+
+from __future__ import annotations
+
+import os
+import time
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass, replace
+from typing import TYPE_CHECKING, Any, Final
+
+import anyio
+
+from codex_app_bridge.protocol.jsonrpc import JsonValue
+from codex_app_bridge.protocol.v2 import (
+    DeprecationNoticeNotification,
+    InitializeParams,
+    InitializeResponse,
+    RemoteControlStatusChangedNotification,
+    ThreadForkParams,
+    ThreadForkResponse,
+    ThreadListParams,
+    ThreadListResponse,
+    ThreadLoadedListParams,
+    ThreadLoadedListResponse,
+    ThreadReadParams,
+    ThreadReadResponse,
+    ThreadResumeParams,
+    ThreadResumeResponse,
+    ThreadStartedNotification,
+    ThreadStartParams,
+    ThreadStartResponse,
+    ThreadUnsubscribeParams,
+    ThreadUnsubscribeResponse,
+    Turn,
+    TurnInterruptParams,
+    TurnInterruptResponse,
+    TurnStartParams,
+    TurnStartResponse,
+    TurnSteerParams,
+    TurnSteerResponse,
+    dump_json,
+)
+from codex_app_bridge.rpc import RequestContext
+from codex_app_bridge.server._errors import (
+    active_turn_mismatch,
+    empty_input,
+    invalid_cursor,
+    list_turns_unsupported,
+    no_active_turn,
+    no_rollout,
+    steer_turn_mismatch,
+    thread_not_found,
+    thread_not_loaded,
+)
+from codex_app_bridge.server._handshake import (
+    codex_home,
+    platform_family,
+    platform_os,
+    user_agent,
+    validate_initialize,
+)
+from codex_app_bridge.server._history import build_thread_turns, fork_events
+from codex_app_bridge.server._ids import new_uuid7, parse_thread_id
+from codex_app_bridge.server._inputs import core_inputs
+from codex_app_bridge.server._threads import ThreadRecord, ThreadSettings, sandbox_policy
+from codex_app_bridge.server._turns import TurnRun
+from codex_app_bridge.sources import TurnRequest, input_text
+
+if TYPE_CHECKING:
+    from codex_app_bridge.server._server import BridgeServer
+
+__all__ = [
+    "INTERRUPT_TIMEOUT",
+    "READ_DEPRECATION",
+    "RESPONSE_WAIT",
+    "RESUME_DEPRECATION",
+    "THREAD_LIST_DEFAULT_LIMIT",
+    "Handlers",
+]
+
+INTERRUPT_TIMEOUT: Final = 10.0
+"""Longest a ``turn/interrupt`` waits for the abort before answering anyway."""
+RESPONSE_WAIT: Final = 2.0
+"""Longest the terminal notifications of an interrupted turn wait for the interrupt's response."""
+THREAD_LIST_DEFAULT_LIMIT: Final = 25
+
+READ_DEPRECATION: Final = (
+    "Full-history hydration is deprecated for paginated threads; omit `includeTurns` or set it to "
+    "`false`, then page with `thread/turns/list` and `thread/items/list`."
+)
+RESUME_DEPRECATION: Final = (
+    "Full-history hydration is deprecated for paginated threads; use `excludeTurns: true`, then "
+    "page with `thread/turns/list` and `thread/items/list`."
+)
+_INTERACTIVE_SOURCES: Final = frozenset({"cli", "vscode"})
+
+
+def _extra_flag(params: Any, name: str) -> bool:
+    extra: dict[str, JsonValue] | None = getattr(params, "model_extra", None)
+    return bool(extra) and extra is not None and extra.get(name) is True
+
+
+def _page(ids: list[str], cursor: str | None, limit: int | None) -> tuple[list[str], str | None]:
+    """One page of ``ids`` after ``cursor`` (an id of the list; opaque to clients)."""
+    start = 0
+    if cursor is not None:
+        if cursor not in ids:
+            raise invalid_cursor(cursor)
+        start = ids.index(cursor) + 1
+    end = len(ids) if not limit else min(len(ids), start + limit)
+    page = ids[start:end]
+    next_cursor = page[-1] if end < len(ids) and page else None
+    return page, next_cursor
+
+
+def _pending_turn(turn_id: str) -> Turn:
+    """A turn as ``turn/start`` answers it: just accepted, not started yet."""
+    return Turn(
+        id=turn_id,
+        root_turn_id=turn_id,
+        items=[],
+        items_view="notLoaded",
+        status="inProgress",
+        error=None,
+        started_at=None,
+        completed_at=None,
+        duration_ms=None,
+    )
+
+
+@dataclass
+class _Overrides:
+    """Settings a request may change (thread/start, resume, fork, turn/start)."""
+
+    cwd: str | None = None
+    model: str | None = None
+    model_provider: str | None = None
+    approval_policy: Any = None
+    approvals_reviewer: Any = None
+    sandbox_mode: Any = None
+    sandbox_policy: Any = None
+    reasoning_effort: str | None = None
+    service_tier: str | None = None
+
+    def apply(self, settings: ThreadSettings) -> ThreadSettings:
+        cwd = os.path.abspath(self.cwd) if self.cwd else settings.cwd
+        updated = replace(
+            settings,
+            cwd=cwd,
+            model=self.model or settings.model,
+            model_provider=self.model_provider or settings.model_provider,
+            approval_policy=self.approval_policy or settings.approval_policy,
+            approvals_reviewer=self.approvals_reviewer or settings.approvals_reviewer,
+            reasoning_effort=self.reasoning_effort or settings.reasoning_effort,
+            service_tier=self.service_tier or settings.service_tier,
+        )
+        if self.sandbox_policy is not None:
+            updated.sandbox = self.sandbox_policy
+        elif self.sandbox_mode is not None:
+            updated.sandbox = sandbox_policy(self.sandbox_mode, cwd)
+        return updated
+
+
+class Handlers:
+    """The supported methods, bound to one ``BridgeServer``."""
+
+    def __init__(self, server: BridgeServer) -> None:
+        self.server = server
+
+    # ------------------------------------------------------------------ helpers
+
+    def _record(self, raw_id: str, missing: Callable[[str], Exception]) -> ThreadRecord:
+        thread_id = parse_thread_id(raw_id)
+        record = self.server.store.get(thread_id)
+        if record is None:
+            raise missing(thread_id)
+        return record
+
+    async def _broadcast_started(self, record: ThreadRecord) -> None:
+        notification = ThreadStartedNotification(thread=record.thread())
+        await self.server.hub.broadcast("thread/started", dump_json(notification))
+
+    @staticmethod
+    async def _deprecation(ctx: RequestContext, summary: str) -> None:
+        notice = DeprecationNoticeNotification(summary=summary, details=None)
+        await ctx.connection.notify("deprecationNotice", dump_json(notice))
+
+    def _default_settings(self) -> ThreadSettings:
+        defaults = self.server.source.defaults
+        return ThreadSettings(
+            cwd=self.server.default_cwd,
+            model=defaults.model,
+            model_provider=defaults.model_provider,
+        )
+
+    def _new_record(
+        self,
+        settings: ThreadSettings,
+        *,
+        ephemeral: bool,
+        forked_from_id: str | None = None,
+        thread_source: str | None = None,
+    ) -> ThreadRecord:
+        thread_id = new_uuid7()
+        listener = self.server.hub.create_thread(thread_id)
+        record = ThreadRecord(
+            id=thread_id,
+            settings=settings,
+            listener=listener,
+            originator=self.server.originator,
+            ephemeral=ephemeral,
+            forked_from_id=forked_from_id,
+            thread_source=thread_source,
+        )
+        self.server.store.add(record)
+        return record
+
+    # ------------------------------------------------------------------ initialize
+
+    async def initialize(self, ctx: RequestContext, params: InitializeParams) -> InitializeResponse:
+        state = validate_initialize(ctx, params)
+        server = self.server
+        if server.originator is None:
+            server.originator = params.client_info.name
+        assert state.client_name is not None and state.client_version is not None
+
+        async def welcome() -> None:
+            # What the real server sends this connection only, before it may get broadcasts.
+            status = RemoteControlStatusChangedNotification(
+                status="disabled",
+                server_name=server.server_name,
+                installation_id=server.installation_id,
+                environment_id=None,
+            )
+            await ctx.connection.notify("remoteControl/status/changed", dump_json(status))
+            server.hub.add_connection(ctx.connection)
+
+        ctx.after_response(welcome)
+        return InitializeResponse(
+            user_agent=user_agent(server.originator, state.client_name, state.client_version),
+            codex_home=codex_home(),
+            platform_family=platform_family(),
+            platform_os=platform_os(),
+        )
+
+    # ------------------------------------------------------------------ thread/*
+
+    async def thread_start(
+        self, ctx: RequestContext, params: ThreadStartParams
+    ) -> ThreadStartResponse:
+        settings = _Overrides(
+            cwd=params.cwd,
+            model=params.model,
+            model_provider=params.model_provider,
+            approval_policy=params.approval_policy,
+            approvals_reviewer=params.approvals_reviewer,
+            sandbox_mode=params.sandbox,
+            service_tier=params.service_tier,
+        ).apply(self._default_settings())
+        record = self._new_record(
+            settings, ephemeral=bool(params.ephemeral), thread_source=params.thread_source
+        )
+        record.raw_events = _extra_flag(params, "experimentalRawEvents")
+        record.listener.subscribe(ctx.connection, raw_events=record.raw_events)
+        thread = record.thread()
+
+        async def started() -> None:
+            await self._broadcast_started(record)
+
+        ctx.after_response(started)
+        return ThreadStartResponse(thread=thread, **settings.response_fields())
+
+    async def thread_resume(
+        self, ctx: RequestContext, params: ThreadResumeParams
+    ) -> ThreadResumeResponse:
+        record = self._record(params.thread_id, no_rollout)
+        exclude_turns = bool(params.exclude_turns)
+        if not exclude_turns:
+            await self._deprecation(ctx, RESUME_DEPRECATION)
+            if not record.materialized:
+                raise list_turns_unsupported()
+        elif not record.materialized:
+            raise no_rollout(record.id)
+        record.settings = _Overrides(
+            cwd=params.cwd,
+            model=params.model,
+            model_provider=params.model_provider,
+            approval_policy=params.approval_policy,
+            approvals_reviewer=params.approvals_reviewer,
+            sandbox_mode=params.sandbox,
+            service_tier=params.service_tier,
+        ).apply(record.settings)
+        record.listener.subscribe(ctx.connection, raw_events=record.raw_events)
+        turns = None if exclude_turns else build_thread_turns(record.events)
+        return ThreadResumeResponse(
+            thread=record.thread(turns=turns), **record.settings.response_fields()
+        )
+
+    async def thread_fork(self, ctx: RequestContext, params: ThreadForkParams) -> ThreadForkResponse:
+        source = self._record(params.thread_id, no_rollout)
+        if not source.materialized:
+            raise no_rollout(source.id)
+        exclude_turns = bool(params.exclude_turns)
+        events = fork_events(
+            source.events, last_turn_id=params.last_turn_id, now_s=int(time.time())
+        )
+        if not exclude_turns:
+            await self._deprecation(ctx, RESUME_DEPRECATION)
+        settings = _Overrides(
+            cwd=params.cwd,
+            model=params.model,
+            model_provider=params.model_provider,
+            approval_policy=params.approval_policy,
+            approvals_reviewer=params.approvals_reviewer,
+            sandbox_mode=params.sandbox,
+            service_tier=params.service_tier,
+        ).apply(replace(source.settings))
+        record = self._new_record(
+            settings,
+            ephemeral=bool(params.ephemeral),
+            forked_from_id=source.id,
+            thread_source=params.thread_source,
+        )
+        record.events = events
+        record.preview = source.preview
+        record.turns_started = source.turns_started
+        record.raw_events = source.raw_events
+        record.listener.subscribe(ctx.connection, raw_events=record.raw_events)
+        turns = None if exclude_turns else build_thread_turns(events)
+
+        async def started() -> None:
+            await self._broadcast_started(record)
+
+        ctx.after_response(started)
+        return ThreadForkResponse(thread=record.thread(turns=turns), **settings.response_fields())
+
+    async def thread_read(self, ctx: RequestContext, params: ThreadReadParams) -> ThreadReadResponse:
+        record = self._record(params.thread_id, thread_not_loaded)
+        if not params.include_turns:
+            return ThreadReadResponse(thread=record.thread())
+        if not record.materialized:
+            raise list_turns_unsupported()
+        await self._deprecation(ctx, READ_DEPRECATION)
+        return ThreadReadResponse(thread=record.thread(turns=build_thread_turns(record.events)))
+
+    async def thread_list(self, ctx: RequestContext, params: ThreadListParams) -> ThreadListResponse:
+        records = self.server.store.list_materialized()
+        if params.archived:
+            records = []  # nothing is ever archived here
+        if params.cwd is not None:
+            wanted = {params.cwd} if isinstance(params.cwd, str) else set(params.cwd)
+            records = [r for r in records if r.settings.cwd in wanted]
+        if params.model_providers:
+            providers = set(params.model_providers)
+            records = [r for r in records if r.settings.model_provider in providers]
+        kinds = set(params.source_kinds or ()) or _INTERACTIVE_SOURCES
+        if "vscode" not in kinds:
+            records = []
+        if params.excluded_thread_ids:
+            excluded = set(params.excluded_thread_ids)
+            records = [r for r in records if r.id not in excluded]
+        if params.originators:
+            originators = set(params.originators)
+            records = [r for r in records if r.originator in originators]
+        if params.search_term:
+            term = params.search_term.casefold()
+            records = [r for r in records if term in (r.name or r.preview).casefold()]
+        if params.sort_key == "updated_at":
+            records.sort(key=lambda r: (r.updated_at, r.id))
+        else:
+            records.sort(key=lambda r: (r.created_at, r.id))
+        if params.sort_direction != "asc":
+            records.reverse()
+        by_id = {r.id: r for r in records}
+        page, next_cursor = _page(
+            list(by_id), params.cursor, params.limit or THREAD_LIST_DEFAULT_LIMIT
+        )
+        return ThreadListResponse(
+            data=[by_id[thread_id].thread() for thread_id in page],
+            next_cursor=next_cursor,
+            backwards_cursor=None,
+        )
+
+    async def thread_loaded_list(
+        self, ctx: RequestContext, params: ThreadLoadedListParams
+    ) -> ThreadLoadedListResponse:
+        page, next_cursor = _page(
+            list(self.server.hub.loaded_thread_ids()), params.cursor, params.limit
+        )
+        return ThreadLoadedListResponse(data=page, next_cursor=next_cursor)
+
+    async def thread_unsubscribe(
+        self, ctx: RequestContext, params: ThreadUnsubscribeParams
+    ) -> ThreadUnsubscribeResponse:
+        thread_id = parse_thread_id(params.thread_id)
+        listener = self.server.hub.get(thread_id)
+        if listener is None:
+            return ThreadUnsubscribeResponse(status="notLoaded")
+        return ThreadUnsubscribeResponse(status=listener.unsubscribe(ctx.connection.connection_id))
+
+    # ------------------------------------------------------------------ turn/*
+
+    async def turn_start(self, ctx: RequestContext, params: TurnStartParams) -> TurnStartResponse:
+        record = self._record(params.thread_id, thread_not_found)
+        inputs = core_inputs(params.input)
+        running = record.active_run
+        if running is not None:
+            # 0.163.0: a turn/start during a turn answers that turn and adds its input to it.
+            if inputs:
+                message_id = new_uuid7()
+
+                async def steer() -> None:
+                    running.steer(message_id, inputs)
+
+                ctx.after_response(steer)
+            return TurnStartResponse(turn=_pending_turn(running.turn_id))
+
+        record.settings = _Overrides(
+            cwd=params.cwd,
+            model=params.model,
+            approval_policy=params.approval_policy,
+            approvals_reviewer=params.approvals_reviewer,
+            sandbox_policy=params.sandbox_policy,
+            reasoning_effort=params.effort,
+            service_tier=params.service_tier,
+        ).apply(record.settings)
+        turn_id = new_uuid7()
+        request = TurnRequest(
+            thread_id=record.id,
+            turn_id=turn_id,
+            input=inputs,
+            user_message_id=new_uuid7(),
+            turn_index=record.turns_started,
+            model=record.settings.model,
+            cwd=record.settings.cwd,
+        )
+        record.turns_started += 1
+        if not record.preview:
+            record.preview = input_text(inputs)
+        record.touch()
+        run = TurnRun(record, self.server.source, request, previous=record.last_run)
+        record.active_run = run
+        record.last_run = run
+
+        async def start() -> None:
+            self.server.start_turn(run)
+
+        ctx.after_response(start)
+        return TurnStartResponse(turn=_pending_turn(turn_id))
+
+    async def turn_interrupt(
+        self, ctx: RequestContext, params: TurnInterruptParams
+    ) -> TurnInterruptResponse:
+        record = self._record(params.thread_id, thread_not_found)
+        run = record.active_run
+        if run is None:
+            raise no_active_turn("interrupt")
+        if params.turn_id != run.turn_id:
+            raise active_turn_mismatch(params.turn_id, run.turn_id)
+        aborted = anyio.Event()
+        answered = anyio.Event()
+
+        async def on_turn_end() -> None:
+            aborted.set()
+            # Hold turn/completed until the interrupt's response is out (or give up).
+            with anyio.move_on_after(RESPONSE_WAIT):
+                await answered.wait()
+
+        async def mark_answered() -> None:
+            answered.set()
+
+        run.add_end_hook(on_turn_end)
+        run.interrupt()
+        try:
+            with anyio.move_on_after(INTERRUPT_TIMEOUT):
+                await aborted.wait()
+        except BaseException:
+            answered.set()
+            raise
+        ctx.after_response(mark_answered)
+        return TurnInterruptResponse()
+
+    async def turn_steer(self, ctx: RequestContext, params: TurnSteerParams) -> TurnSteerResponse:
+        record = self._record(params.thread_id, thread_not_found)
+        run = record.active_run
+        if run is None:
+            raise no_active_turn("steer")
+        if params.expected_turn_id != run.turn_id:
+            raise steer_turn_mismatch(params.expected_turn_id, run.turn_id)
+        if not params.input:
+            raise empty_input()
+        inputs = core_inputs(params.input)
+        message_id = new_uuid7()
+
+        async def steer() -> None:
+            run.steer(message_id, inputs)
+
+        ctx.after_response(steer)
+        return TurnSteerResponse(turn_id=run.turn_id)
+
+
+MethodHandler = Callable[[RequestContext, Any], Awaitable[object]]

@@ -1,0 +1,70 @@
+"""A thread's turns for ``thread/read includeTurns`` / ``thread/resume`` / ``thread/fork``.
+
+The thread's event log (every envelope its listener was fed) goes through the projection layer's
+history builder, which rebuilds v2 ``Turn`` s with their items as the real ``ThreadHistoryBuilder``
+does; this module only adapts the call and cuts a log for ``thread/fork`` (``lastTurnId``, and an
+interruption marker for a turn still running in the source thread).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from codex_app_bridge.protocol.core import EventEnvelope, TurnAbortedEvent
+from codex_app_bridge.protocol.v2 import Turn
+from codex_app_bridge.rpc import invalid_request
+
+__all__ = ["build_thread_turns", "fork_events"]
+
+_TERMINAL = frozenset({"task_complete", "turn_complete", "turn_aborted"})
+_STARTED = frozenset({"task_started", "turn_started"})
+
+
+def build_thread_turns(events: Sequence[EventEnvelope]) -> list[Turn]:
+    """The turns of an event log, oldest first."""
+    from codex_app_bridge.projection import build_turns  # the history builder (projection layer)
+
+    return build_turns(events)
+
+
+def _turn_spans(events: Sequence[EventEnvelope]) -> list[tuple[str, int, int | None]]:
+    """``(turn_id, first_index, terminal_index | None)`` per turn, in order."""
+    spans: list[tuple[str, int, int | None]] = []
+    for index, envelope in enumerate(events):
+        kind = envelope.msg.type
+        if kind in _STARTED:
+            spans.append((envelope.id, index, None))
+        elif kind in _TERMINAL and spans and spans[-1][0] == envelope.id:
+            turn_id, first, _ = spans[-1]
+            spans[-1] = (turn_id, first, index)
+    return spans
+
+
+def fork_events(
+    events: Sequence[EventEnvelope], *, last_turn_id: str | None, now_s: int
+) -> list[EventEnvelope]:
+    """The log a fork starts from: through ``last_turn_id`` (inclusive) if given; a turn still
+    running at the end is closed with a ``turn_aborted`` marker (the fork never runs it)."""
+    log = list(events)
+    spans = _turn_spans(log)
+    if last_turn_id is not None:
+        match = next((span for span in spans if span[0] == last_turn_id), None)
+        if match is None:
+            raise invalid_request(f"turn not found: {last_turn_id}")
+        if match[2] is None:
+            raise invalid_request(f"cannot fork through turn {last_turn_id}: it is in progress")
+        return log[: match[2] + 1]
+    if spans and spans[-1][2] is None:
+        turn_id = spans[-1][0]
+        log.append(
+            EventEnvelope(
+                id=turn_id,
+                msg=TurnAbortedEvent(
+                    turn_id=turn_id,
+                    root_turn_id=turn_id,
+                    reason="interrupted",
+                    completed_at=now_s,
+                ),
+            )
+        )
+    return log

@@ -1,0 +1,192 @@
+"""The thread store: every thread this process knows, with its settings and its event history.
+
+Threads live in memory (``ThreadStore``), keyed by their canonical id, in creation order. A
+``ThreadRecord`` holds what the v2 ``Thread`` object and the thread/start-like responses report
+(settings chosen at thread/start, preview, timestamps) and the thread's event log: every core event
+envelope fed to its listener, in order, which the history builder turns into ``Turn`` s for
+``thread/read`` / ``thread/resume`` / ``thread/fork``. Per-thread *live* state (status, the active
+turn as the reducer sees it, subscribers) belongs to the thread's ``ThreadListener``; the record
+only keeps a reference to it and to the turn runner (``active_run``) the server started.
+
+A thread is *materialized* once a turn has started on it (the real server writes its rollout then):
+before that it is absent from ``thread/list`` and cannot be resumed or forked.
+
+Stored sessions plug in later behind the same surface (``get``, ``add``, ``list_materialized``):
+a record built from a rollout file carries its events the same way.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
+
+from codex_app_bridge._version import CODEX_PROTOCOL_VERSION
+from codex_app_bridge.protocol.core import EventEnvelope
+from codex_app_bridge.protocol.v2 import (
+    ActiveThreadStatus,
+    AskForApproval,
+    DangerFullAccessSandboxPolicy,
+    ReadOnlySandboxPolicy,
+    SandboxMode,
+    SandboxPolicy,
+    Thread,
+    ThreadStatus,
+    Turn,
+    WorkspaceWriteSandboxPolicy,
+)
+
+if TYPE_CHECKING:
+    from codex_app_bridge.listener import ThreadListener
+    from codex_app_bridge.server._turns import TurnRun
+
+__all__ = [
+    "THREAD_SOURCE",
+    "ThreadRecord",
+    "ThreadSettings",
+    "ThreadStore",
+    "sandbox_policy",
+]
+
+THREAD_SOURCE = "vscode"
+"""``Thread.source`` of every thread the app-server starts (what 0.163.0 reports)."""
+
+
+def sandbox_policy(mode: SandboxMode | None, cwd: str) -> SandboxPolicy:
+    """The policy object a sandbox mode stands for (the real defaults: read-only, no network)."""
+    if mode == "danger-full-access":
+        return DangerFullAccessSandboxPolicy()
+    if mode == "workspace-write":
+        return WorkspaceWriteSandboxPolicy(writable_roots=[cwd])
+    return ReadOnlySandboxPolicy()
+
+
+@dataclass
+class ThreadSettings:
+    """The settings a thread runs with (from thread/start, overridden by resume or fork)."""
+
+    cwd: str
+    model: str
+    model_provider: str
+    approval_policy: AskForApproval = "on-request"
+    approvals_reviewer: str = "user"
+    sandbox: SandboxPolicy = field(default_factory=ReadOnlySandboxPolicy)
+    reasoning_effort: str | None = None
+    service_tier: str | None = None
+
+    def response_fields(self) -> dict[str, Any]:
+        """The settings part of a thread/start, thread/resume or thread/fork response."""
+        return {
+            "model": self.model,
+            "model_provider": self.model_provider,
+            "service_tier": self.service_tier,
+            "cwd": self.cwd,
+            "approval_policy": self.approval_policy,
+            "approvals_reviewer": self.approvals_reviewer,
+            "sandbox": self.sandbox,
+            "reasoning_effort": self.reasoning_effort,
+        }
+
+
+@dataclass(eq=False)
+class ThreadRecord:
+    """One thread (see the module docstring)."""
+
+    id: str
+    settings: ThreadSettings
+    listener: ThreadListener
+    originator: str | None
+    ephemeral: bool = False
+    forked_from_id: str | None = None
+    thread_source: str | None = None
+    name: str | None = None
+    preview: str = ""
+    created_at: int = field(default_factory=lambda: int(time.time()))
+    updated_at: int = 0
+    events: list[EventEnvelope] = field(default_factory=list[EventEnvelope])
+    turns_started: int = 0
+    raw_events: bool = False
+    active_run: TurnRun | None = None
+    """The turn the server is running on this thread, from turn/start until its terminal event."""
+    last_run: TurnRun | None = None
+    """The most recent turn runner (the next one waits for it to finish feeding the listener)."""
+
+    def __post_init__(self) -> None:
+        if not self.updated_at:
+            self.updated_at = self.created_at
+
+    @property
+    def materialized(self) -> bool:
+        return self.turns_started > 0
+
+    @property
+    def session_id(self) -> str:
+        return self.id
+
+    def touch(self) -> None:
+        self.updated_at = int(time.time())
+
+    def status(self) -> ThreadStatus:
+        """The thread's status; ``active`` as soon as a turn was accepted, even if the listener
+        has not seen its ``task_started`` yet (as the real server reports it in responses)."""
+        status = self.listener.status
+        if self.active_run is not None and not isinstance(status, ActiveThreadStatus):
+            return ActiveThreadStatus(active_flags=[])
+        return status
+
+    def thread(self, *, turns: list[Turn] | None = None) -> Thread:
+        """The v2 ``Thread`` object (``turns`` only for read/resume/fork with history)."""
+        return Thread(
+            id=self.id,
+            session_id=self.session_id,
+            forked_from_id=self.forked_from_id,
+            parent_thread_id=None,
+            preview=self.preview,
+            ephemeral=self.ephemeral,
+            project_id=None,
+            history_mode="paginated",
+            model_provider=self.settings.model_provider,
+            model=self.settings.model,
+            reasoning_effort=self.settings.reasoning_effort,
+            created_at=self.created_at,
+            updated_at=self.updated_at,
+            recency_at=self.created_at,
+            status=self.status(),
+            path=None,
+            cwd=self.settings.cwd,
+            cli_version=CODEX_PROTOCOL_VERSION,
+            originator=self.originator,
+            source=THREAD_SOURCE,
+            thread_source=self.thread_source,
+            agent_nickname=None,
+            agent_role=None,
+            git_info=None,
+            name=self.name,
+            turns=turns or [],
+        )
+
+
+class ThreadStore:
+    """Threads by canonical id, in creation order (in memory)."""
+
+    def __init__(self) -> None:
+        self._threads: dict[str, ThreadRecord] = {}
+
+    def __len__(self) -> int:
+        return len(self._threads)
+
+    def __iter__(self) -> Iterator[ThreadRecord]:
+        return iter(list(self._threads.values()))
+
+    def get(self, thread_id: str) -> ThreadRecord | None:
+        return self._threads.get(thread_id)
+
+    def add(self, record: ThreadRecord) -> None:
+        if record.id in self._threads:
+            raise ValueError(f"thread {record.id} already exists")
+        self._threads[record.id] = record
+
+    def list_materialized(self) -> list[ThreadRecord]:
+        """Threads ``thread/list`` may show: materialized and not ephemeral."""
+        return [r for r in self._threads.values() if r.materialized and not r.ephemeral]
