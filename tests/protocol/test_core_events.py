@@ -11,6 +11,7 @@ from __future__ import annotations
 import json
 from typing import Any
 
+import jsonschema
 import pytest
 from pydantic import BaseModel, ValidationError
 
@@ -18,12 +19,14 @@ from codex_app_bridge.protocol.core import (
     EVENT_ENVELOPE_ADAPTER,
     EVENT_MSG_ADAPTER,
     EVENT_MSG_TAGS,
+    TURN_ITEM_ADAPTER,
     AgentMessageContentDeltaEvent,
     AgentReasoningSectionBreakEvent,
     AgentStatusCompleted,
     AgentStatusErrored,
     CollabWaitingEndEvent,
     Duration,
+    DynamicToolCallItem,
     DynamicToolCallRequestEvent,
     EventEnvelope,
     ExecCommandBeginEvent,
@@ -53,7 +56,7 @@ from codex_app_bridge.protocol.core import (
     parse_event_envelope,
     parse_event_msg,
 )
-from codex_app_bridge.protocol.core._event_msg import I64_MAX
+from codex_app_bridge.protocol.core._turn_item import I64_MAX
 
 
 def _roundtrip(payload: dict[str, Any]) -> Any:
@@ -924,7 +927,7 @@ def test_event_without_a_type_names_the_eventmsg_contract() -> None:
     with pytest.raises(ValidationError) as caught:
         parse_event_msg('{"delta": "x"}')
     assert caught.value.title == "EventMsg"
-    assert caught.value.errors()[0]["type"] == "invalid_event_msg"
+    assert caught.value.errors()[0]["type"] == "missing_tag"
 
 
 # --- the envelope ---------------------------------------------------------------------------
@@ -1002,6 +1005,22 @@ def test_duration_beyond_i64_milliseconds_is_none_or_saturated() -> None:
     assert huge.whole_ms_saturating() == I64_MAX
     edge = Duration(secs=I64_MAX // 1000, nanos=(I64_MAX % 1000) * 1_000_000)
     assert edge.whole_ms() == I64_MAX
+
+
+def test_turn_item_and_event_durations_share_one_model_with_the_helpers() -> None:
+    item = TURN_ITEM_ADAPTER.validate_python(
+        {
+            "type": "DynamicToolCall",
+            "id": "d",
+            "tool": "t",
+            "arguments": None,
+            "status": "completed",
+            "duration": {"secs": 0, "nanos": 2853521},
+        }
+    )
+    assert isinstance(item, DynamicToolCallItem)
+    assert isinstance(item.duration, Duration)
+    assert item.duration.whole_ms() == 2
 
 
 def test_duration_from_millis_is_the_serde_secs_nanos_form() -> None:
@@ -1176,3 +1195,29 @@ def test_event_msg_schema_has_one_alternative_per_variant_and_the_fallback() -> 
     variant_models = {type(parse_event_msg(json.dumps(p))).__name__ for p in ALL_EXAMPLES}
     assert len(schema["oneOf"]) == len(variant_models) + 1
     assert schema["title"] == "EventMsg"
+
+
+def _event_schema_validator() -> jsonschema.Draft202012Validator:
+    return jsonschema.Draft202012Validator(core_json_schemas()["EventMsg"])
+
+
+def test_every_event_example_validates_against_the_exported_event_msg_schema() -> None:
+    validator = _event_schema_validator()
+    for payload in ALL_EXAMPLES:
+        assert list(validator.iter_errors(payload)) == [], payload["type"]
+
+
+@pytest.mark.parametrize(
+    ("payload", "valid"),
+    [
+        ({"type": "never_seen_before", "x": 1}, True),
+        ({"type": "turn_diff"}, False),  # a known tag cannot escape into the unknown fallback
+        ({"type": "exec_command_output_delta", "call_id": "c", "stream": "stdout"}, False),
+        ({"delta": "no tag"}, False),
+    ],
+    ids=["unknown-type", "known-type-missing-field", "delta-missing-chunk", "no-type"],
+)
+def test_exported_event_msg_schema_accepts_unknown_types_but_not_broken_known_ones(
+    payload: dict[str, Any], valid: bool
+) -> None:
+    assert _event_schema_validator().is_valid(payload) is valid

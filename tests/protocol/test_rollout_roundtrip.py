@@ -10,6 +10,7 @@ import json
 from pathlib import Path
 from typing import Any
 
+import jsonschema
 import pytest
 from pydantic import ValidationError
 
@@ -24,8 +25,11 @@ from codex_app_bridge.protocol.core import (
     TokenUsageRecordLine,
     TurnContextLine,
     UnknownEventMsg,
+    UnknownResponseItem,
     UnknownRolloutLine,
+    UnknownTurnItem,
     WorldStateLine,
+    core_json_schemas,
     dump_rollout_line,
     iter_rollout_jsonl,
     parse_rollout_line,
@@ -71,6 +75,16 @@ def test_captured_rollout_line_parses_into_a_known_model(where: str, raw: bytes)
     assert not isinstance(line, UnknownRolloutLine), where
     if isinstance(line, EventMsgLine):
         assert not isinstance(line.payload, UnknownEventMsg), where
+        item = getattr(line.payload, "item", None)
+        assert not isinstance(item, UnknownTurnItem), where
+    if isinstance(line, ResponseItemLine):
+        assert not isinstance(line.payload, UnknownResponseItem), where
+
+
+def test_every_captured_rollout_line_validates_against_the_exported_schema() -> None:
+    validator = jsonschema.Draft202012Validator(core_json_schemas()["RolloutLine"])
+    invalid = [where for where, raw in CAPTURED_LINES if not validator.is_valid(json.loads(raw))]
+    assert invalid == []
 
 
 def test_captured_line_types_map_to_their_line_models() -> None:
@@ -247,7 +261,7 @@ def test_malformed_known_rollout_line_gives_a_validation_error_with_its_location
 def test_rollout_line_without_a_string_type_is_rejected_clearly(raw: str) -> None:
     with pytest.raises(ValidationError) as caught:
         ROLLOUT_LINE_ADAPTER.validate_json(raw)
-    assert caught.value.errors()[0]["type"] == "invalid_rollout_line"
+    assert caught.value.errors()[0]["type"] == "missing_tag"
 
 
 def test_dump_of_a_rollout_line_is_compact_json_bytes() -> None:

@@ -7,7 +7,9 @@ Role: the input contract of the bridge on the core side. An event is internally 
 ``UnknownEventMsg``, which keeps every field and writes it back unchanged (never rejected).
 
 Boundary: models and the small pure helpers that belong to them (base64 ``chunk`` decoding,
-``Duration`` to milliseconds, ``AgentStatus`` kinds). No mapping to v2 notifications here.
+``AgentStatus`` kinds, MCP result success). Shapes shared with turn items (``Duration`` with its
+whole-millisecond helpers, ``FileChange``, ``ParsedCommand``, ...) come from ``_turn_item``. No
+mapping to v2 notifications here.
 
 Where the shapes come from, in order of trust:
 
@@ -32,29 +34,31 @@ from __future__ import annotations
 
 import base64
 import binascii
-from collections.abc import Callable, Mapping
+from collections.abc import Mapping
 from typing import Annotated, Any, Literal, TypeAlias, cast, get_args
 
 from pydantic import BaseModel, ConfigDict, Discriminator, Field, JsonValue, Tag, TypeAdapter
 
 from codex_app_bridge.protocol._base import CoreModel, is_none
-from codex_app_bridge.protocol.core._response_item import ResponseItem
-from codex_app_bridge.protocol.core._turn_item import (
-    I64_MAX,
-    Duration,
-    FileChange,
-    FileChangeAdd,
-    FileChangeDelete,
-    FileChangeUpdate,
-    TurnItem,
-    UnknownFileChange,
+from codex_app_bridge.protocol.core._response_item import (
+    MessagePhase,
+    ResponseItem,
+    WebSearchAction,
 )
+from codex_app_bridge.protocol.core._tagged import UNKNOWN_TAG, tagged_union_discriminator
+from codex_app_bridge.protocol.core._turn_item import (
+    Duration,
+    DynamicToolCallOutputContentItem,
+    FileChange,
+    MemoryCitation,
+    ParsedCommand,
+    TurnItem,
+)
+from codex_app_bridge.protocol.core._user_input import TextElement
 
 __all__ = [
     "EVENT_MSG_ADAPTER",
     "EVENT_MSG_TAGS",
-    "I64_MAX",
-    "UNKNOWN_TAG",
     "AgentMessageContentDeltaEvent",
     "AgentMessageEvent",
     "AgentReasoningEvent",
@@ -82,7 +86,6 @@ __all__ = [
     "ContextCompactedEvent",
     "CreditsSnapshot",
     "DeprecationNoticeEvent",
-    "Duration",
     "DynamicToolCallRequestEvent",
     "DynamicToolCallResponseEvent",
     "ElicitationAbandonedEvent",
@@ -97,10 +100,6 @@ __all__ = [
     "ExecCommandEndEvent",
     "ExecCommandOutputDeltaEvent",
     "ExitedReviewModeEvent",
-    "FileChange",
-    "FileChangeAdd",
-    "FileChangeDelete",
-    "FileChangeUpdate",
     "GuardianAssessmentEvent",
     "GuardianWarningEvent",
     "HookCompletedEvent",
@@ -165,7 +164,6 @@ __all__ = [
     "TurnDiffEvent",
     "TurnModerationMetadataEvent",
     "UnknownEventMsg",
-    "UnknownFileChange",
     "UserMessageEvent",
     "ViewImageToolCallEvent",
     "WarningEvent",
@@ -178,57 +176,35 @@ __all__ = [
     "parse_event_msg",
 ]
 
-UNKNOWN_TAG = "__unknown__"
-"""Discriminator tag under which any unrecognised ``type`` is routed to its ``Unknown*`` model."""
-
 
 def omit_none() -> Any:
     """Field default for an optional value the real binary leaves out when it is ``None``."""
     return Field(default=None, exclude_if=is_none)
 
 
-def _type_literals(model: type[BaseModel]) -> tuple[str, ...]:
-    """The wire tags a variant model accepts: the values of its ``type`` Literal."""
-    return tuple(str(value) for value in get_args(model.model_fields["type"].annotation))
+def variant_tags(variants: Any) -> dict[str, str]:
+    """``wire tag -> union Tag`` for each member of a union of ``Annotated[Model, Tag(...)]``.
 
-
-def union_tag_map(union: Any) -> dict[str, str]:
-    """``wire tag -> union Tag`` for every member of an ``Annotated[Union[...], Discriminator]``."""
+    A model accepts every value of its ``type`` Literal (serde renames plus aliases); the
+    ``Unknown*`` fallback member is skipped.
+    """
     mapping: dict[str, str] = {}
-    for member in get_args(get_args(union)[0]):
+    for member in get_args(variants):
         model, tag = get_args(member)
         if not isinstance(tag, Tag):  # pragma: no cover - guards the declarations below
             raise TypeError(f"union member {member!r} lacks a Tag")
         if tag.tag == UNKNOWN_TAG:
             continue
-        for literal in _type_literals(model):
-            mapping[literal] = tag.tag
+        annotation = cast("type[BaseModel]", model).model_fields["type"].annotation
+        for literal in get_args(annotation):
+            mapping[str(literal)] = tag.tag
     return mapping
 
 
-def tag_discriminator(
-    get_known: Callable[[], Mapping[str, str]],
-    unknown_model: type[BaseModel],
-    key: str = "type",
-) -> Callable[[Any], str | None]:
-    """A callable discriminator: known tags to their variant, anything else to the fallback.
-
-    It serves validation (raw dicts) and serialization (model instances). ``None`` (no string
-    tag at all) makes pydantic raise its own clear "unable to extract tag" error.
-    """
-
-    def discriminate(value: Any) -> str | None:
-        if isinstance(value, unknown_model):
-            return UNKNOWN_TAG
-        if isinstance(value, dict):
-            tag = cast("Mapping[str, object]", value).get(key)
-        else:
-            tag = getattr(value, key, None)
-        if not isinstance(tag, str):
-            return None
-        return get_known().get(tag, UNKNOWN_TAG)
-
-    return discriminate
+def tagged_discriminator(tags: Mapping[str, str], union_name: str) -> Discriminator:
+    """The shared unknown-preserving discriminator for a union whose tags come from its members."""
+    aliases = {wire: tag for wire, tag in tags.items() if wire != tag}
+    return tagged_union_discriminator(set(tags.values()), aliases=aliases, union_name=union_name)
 
 
 # ---------------------------------------------------------------------------------------------
@@ -635,8 +611,8 @@ class AgentMessageEvent(CoreModel):
 
     type: Literal["agent_message"] = "agent_message"
     message: str
-    phase: str | None = None
-    memory_citation: JsonValue = None
+    phase: MessagePhase | str | None = None
+    memory_citation: MemoryCitation | None = None
 
 
 class UserMessageEvent(CoreModel):
@@ -650,7 +626,7 @@ class UserMessageEvent(CoreModel):
     message: str
     images: list[str] | None = omit_none()
     local_images: list[str] = Field(default_factory=list[str])
-    text_elements: list[JsonValue] = Field(default_factory=list[JsonValue])
+    text_elements: list[TextElement] = Field(default_factory=list[TextElement])
 
 
 class AgentReasoningEvent(CoreModel):
@@ -767,12 +743,12 @@ class WebSearchBeginEvent(CoreModel):
 
 
 class WebSearchEndEvent(CoreModel):
-    """``web_search_end``: ``action`` is the core ``WebSearchAction`` JSON."""
+    """``web_search_end``."""
 
     type: Literal["web_search_end"] = "web_search_end"
     call_id: str
     query: str
-    action: JsonValue
+    action: WebSearchAction
 
 
 class ImageGenerationBeginEvent(CoreModel):
@@ -803,7 +779,7 @@ class ExecCommandBeginEvent(CoreModel):
     started_at_ms: int = 0
     command: list[str]
     cwd: str
-    parsed_cmd: list[dict[str, JsonValue]] = Field(default_factory=list[dict[str, JsonValue]])
+    parsed_cmd: list[ParsedCommand] = Field(default_factory=list[ParsedCommand])
     source: str = "agent"
     interaction_input: str | None = omit_none()
     plugin_id: str | None = omit_none()
@@ -861,7 +837,7 @@ class ExecCommandEndEvent(CoreModel):
     completed_at_ms: int = 0
     command: list[str]
     cwd: str
-    parsed_cmd: list[dict[str, JsonValue]] = Field(default_factory=list[dict[str, JsonValue]])
+    parsed_cmd: list[ParsedCommand] = Field(default_factory=list[ParsedCommand])
     source: str = "agent"
     interaction_input: str | None = omit_none()
     plugin_id: str | None = omit_none()
@@ -899,7 +875,7 @@ class ExecApprovalRequestEvent(CoreModel):
     proposed_network_policy_amendments: list[JsonValue] | None = omit_none()
     additional_permissions: JsonValue = omit_none()
     available_decisions: list[JsonValue] | None = omit_none()
-    parsed_cmd: list[dict[str, JsonValue]] = Field(default_factory=list[dict[str, JsonValue]])
+    parsed_cmd: list[ParsedCommand] = Field(default_factory=list[ParsedCommand])
 
     def effective_approval_id(self) -> str:
         """The id the decision answers: ``approval_id`` for sub-approvals, else ``call_id``."""
@@ -948,7 +924,7 @@ class DynamicToolCallResponseEvent(CoreModel):
     namespace: str | None = None
     tool: str
     arguments: JsonValue
-    content_items: list[dict[str, JsonValue]]
+    content_items: list[DynamicToolCallOutputContentItem]
     success: bool
     error: str | None = None
     duration: Duration
@@ -1379,11 +1355,7 @@ class UnknownEventMsg(CoreModel):
     type: str
 
 
-def _event_msg_tags() -> Mapping[str, str]:
-    return EVENT_MSG_TAGS
-
-
-EventMsg = Annotated[
+_EventMsgVariants: TypeAlias = (
     Annotated[ErrorEvent, Tag("error")]
     | Annotated[WarningEvent, Tag("warning")]
     | Annotated[GuardianWarningEvent, Tag("guardian_warning")]
@@ -1472,17 +1444,14 @@ EventMsg = Annotated[
     | Annotated[AuthRecoveryStartedEvent, Tag("auth_recovery_started")]
     | Annotated[AuthRecoveryCompletedEvent, Tag("auth_recovery_completed")]
     | Annotated[ThreadNameUpdatedEvent, Tag("thread_name_updated")]
-    | Annotated[UnknownEventMsg, Tag(UNKNOWN_TAG)],
-    Discriminator(
-        tag_discriminator(_event_msg_tags, UnknownEventMsg),
-        custom_error_type="invalid_event_msg",
-        custom_error_message="an EventMsg must be a JSON object with a string 'type'",
-    ),
-]
-"""Every core event; the discriminator is ``type``, unknown types become ``UnknownEventMsg``."""
+    | Annotated[UnknownEventMsg, Tag(UNKNOWN_TAG)]
+)
 
-EVENT_MSG_TAGS: Mapping[str, str] = union_tag_map(EventMsg)
+EVENT_MSG_TAGS: Mapping[str, str] = variant_tags(_EventMsgVariants)
 """Every wire ``type`` the bridge knows (input aliases included) mapped to its variant tag."""
+
+EventMsg = Annotated[_EventMsgVariants, tagged_discriminator(EVENT_MSG_TAGS, "EventMsg")]
+"""Every core event; the discriminator is ``type``, unknown types become ``UnknownEventMsg``."""
 
 
 EVENT_MSG_ADAPTER: TypeAdapter[EventMsg] = TypeAdapter(

@@ -19,20 +19,20 @@ rest of each payload (world state, configuration snapshots) is kept verbatim.
 from __future__ import annotations
 
 from collections.abc import Iterator, Mapping
-from typing import Annotated, Literal
+from typing import Annotated, Literal, TypeAlias
 
-from pydantic import ConfigDict, Discriminator, Field, JsonValue, Tag, TypeAdapter, ValidationError
+from pydantic import ConfigDict, Field, JsonValue, Tag, TypeAdapter, ValidationError
 
 from codex_app_bridge.protocol._base import CoreModel
 from codex_app_bridge.protocol.core._event_msg import (
-    UNKNOWN_TAG,
     EventMsg,
     TokenUsage,
     omit_none,
-    tag_discriminator,
-    union_tag_map,
+    tagged_discriminator,
+    variant_tags,
 )
 from codex_app_bridge.protocol.core._response_item import ResponseItem
+from codex_app_bridge.protocol.core._tagged import UNKNOWN_TAG
 
 __all__ = [
     "ROLLOUT_LINE_ADAPTER",
@@ -295,11 +295,7 @@ class UnknownRolloutLine(CoreModel):
     type: str
 
 
-def _rollout_line_tags() -> Mapping[str, str]:
-    return ROLLOUT_LINE_TAGS
-
-
-RolloutLine = Annotated[
+_RolloutLineVariants: TypeAlias = (
     Annotated[SessionMetaLine, Tag("session_meta")]
     | Annotated[ResponseItemLine, Tag("response_item")]
     | Annotated[InterAgentCommunicationLine, Tag("inter_agent_communication")]
@@ -313,17 +309,16 @@ RolloutLine = Annotated[
     | Annotated[RealtimeItemLine, Tag("realtime_item")]
     | Annotated[RetainedContextLine, Tag("retained_context")]
     | Annotated[RolloutReferenceLine, Tag("rollout_reference")]
-    | Annotated[UnknownRolloutLine, Tag(UNKNOWN_TAG)],
-    Discriminator(
-        tag_discriminator(_rollout_line_tags, UnknownRolloutLine),
-        custom_error_type="invalid_rollout_line",
-        custom_error_message="a rollout line must be a JSON object with a string 'type'",
-    ),
+    | Annotated[UnknownRolloutLine, Tag(UNKNOWN_TAG)]
+)
+
+ROLLOUT_LINE_TAGS: Mapping[str, str] = variant_tags(_RolloutLineVariants)
+"""Every rollout line ``type`` the bridge knows."""
+
+RolloutLine = Annotated[
+    _RolloutLineVariants, tagged_discriminator(ROLLOUT_LINE_TAGS, "RolloutLine")
 ]
 """One line of a rollout file; unknown line types become ``UnknownRolloutLine``."""
-
-ROLLOUT_LINE_TAGS: Mapping[str, str] = union_tag_map(RolloutLine)
-"""Every rollout line ``type`` the bridge knows."""
 
 ROLLOUT_LINE_ADAPTER: TypeAdapter[RolloutLine] = TypeAdapter(
     RolloutLine, config=ConfigDict(title="RolloutLine")
