@@ -312,7 +312,11 @@ class Handlers:
             service_tier=params.service_tier,
         ).apply(record.settings)
         record.listener.subscribe(ctx.connection, raw_events=record.raw_events)
-        turns = None if exclude_turns else build_thread_turns(record.events)
+        turns = (
+            None
+            if exclude_turns
+            else build_thread_turns(record.events, running=record.active_run is not None)
+        )
         return ThreadResumeResponse(
             thread=record.thread(turns=turns), **record.settings.response_fields()
         )
@@ -362,7 +366,8 @@ class Handlers:
         if not record.materialized:
             raise list_turns_unsupported()
         await self._deprecation(ctx, READ_DEPRECATION)
-        return ThreadReadResponse(thread=record.thread(turns=build_thread_turns(record.events)))
+        turns = build_thread_turns(record.events, running=record.active_run is not None)
+        return ThreadReadResponse(thread=record.thread(turns=turns))
 
     async def thread_list(self, ctx: RequestContext, params: ThreadListParams) -> ThreadListResponse:
         records = self.server.store.list_materialized()

@@ -1,15 +1,17 @@
 """A thread's turns for ``thread/read includeTurns`` / ``thread/resume`` / ``thread/fork``.
 
-The thread's event log (every envelope its listener was fed) goes through the projection layer's
-history builder, which rebuilds v2 ``Turn`` s with their items as the real ``ThreadHistoryBuilder``
-does; this module only adapts the call and cuts a log for ``thread/fork`` (``lastTurnId``, and an
-interruption marker for a turn still running in the source thread).
+The thread's event log (every envelope its listener was fed) goes through the mapping layer's
+``ThreadHistoryBuilder`` in its *paginated* mode (turns from the lifecycle events, items from
+``item_completed``: what 0.163.0 does for the threads it creates); this module only adapts the
+call and cuts a log for ``thread/fork`` (``lastTurnId``, and an interruption marker for a turn
+still running in the source thread).
 """
 
 from __future__ import annotations
 
 from collections.abc import Sequence
 
+from codex_app_bridge.mapping.thread_history import build_turns
 from codex_app_bridge.protocol.core import EventEnvelope, TurnAbortedEvent
 from codex_app_bridge.protocol.v2 import Turn
 from codex_app_bridge.rpc import invalid_request
@@ -20,11 +22,10 @@ _TERMINAL = frozenset({"task_complete", "turn_complete", "turn_aborted"})
 _STARTED = frozenset({"task_started", "turn_started"})
 
 
-def build_thread_turns(events: Sequence[EventEnvelope]) -> list[Turn]:
-    """The turns of an event log, oldest first."""
-    from codex_app_bridge.projection import build_turns  # the history builder (projection layer)
-
-    return build_turns(events)
+def build_thread_turns(events: Sequence[EventEnvelope], *, running: bool = False) -> list[Turn]:
+    """The turns of an event log, oldest first; a turn left ``inProgress`` on a thread that is
+    not running is reported ``interrupted`` (as the real server does)."""
+    return build_turns(events, history_mode="paginated", interrupt_stale=not running)
 
 
 def _turn_spans(events: Sequence[EventEnvelope]) -> list[tuple[str, int, int | None]]:

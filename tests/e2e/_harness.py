@@ -1,0 +1,262 @@
+"""One client harness over two transports: the in-memory twin and a real ``serve`` subprocess.
+
+``open_bridge(kind, ...)`` yields a ``Bridge``; ``bridge.connect()`` gives a ``Session`` (a JSON-RPC
+client that keeps every message it receives). Every message the server writes is checked as it
+arrives against the vendored 0.163.0 schemas (``_schemas``): notifications against
+``ServerNotification.json`` (raw-response ones against their own definitions), results against the
+answered method's ``*Response.json``, errors against ``JSONRPCError.json``; none may carry a
+``"jsonrpc"`` member. A violation fails the test that received the message.
+
+The stdio kind spawns ``python -m codex_app_bridge serve`` from this checkout; on exit it closes
+stdin and requires exit code 0 within the timeout. The memory kind runs a ``BridgeServer`` in the
+test's event loop (several connections possible).
+"""
+
+from __future__ import annotations
+
+import subprocess
+from collections.abc import AsyncIterator, Callable
+from contextlib import asynccontextmanager
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import anyio
+import anyio.abc
+import orjson
+from anyio.streams.memory import MemoryObjectReceiveStream, MemoryObjectSendStream
+
+from codex_app_bridge.server import BridgeServer
+from codex_app_bridge.sources import DefaultAgent, EventSource, load_script
+from codex_app_bridge.transport import LineSplitter, TransportKind, create_memory_transport_pair
+from tests.conftest import bridge_command, bridge_env
+from tests.e2e._schemas import check_server_message
+
+TIMEOUT = 20.0
+KINDS = ("memory", "stdio")
+
+Message = dict[str, Any]
+
+
+class ProtocolViolation(AssertionError):
+    pass
+
+
+@dataclass
+class Session:
+    """A client connection: send requests, collect what the server writes."""
+
+    _send: Callable[[bytes], Any]
+    _receive: MemoryObjectReceiveStream[bytes]
+    received: list[Message] = field(default_factory=list[Message])
+    _pending: list[Message] = field(default_factory=list[Message])
+    _methods: dict[Any, str] = field(default_factory=dict[Any, str])
+    _next_id: int = 1
+
+    async def send_raw(self, data: bytes) -> None:
+        await self._send(data if data.endswith(b"\n") else data + b"\n")
+
+    async def send(self, message: Message) -> None:
+        if "id" in message and "method" in message:
+            self._methods[message["id"]] = message["method"]
+        await self.send_raw(orjson.dumps(message))
+
+    async def _next(self) -> Message:
+        if self._pending:
+            return self._pending.pop(0)
+        with anyio.fail_after(TIMEOUT):
+            line = await self._receive.receive()
+        message = orjson.loads(line)
+        assert isinstance(message, dict), line
+        method = self._methods.get(message.get("id")) if "method" not in message else None
+        problems = check_server_message(message, method)
+        if problems:
+            raise ProtocolViolation(f"{line[:300]!r}: {problems}")
+        self.received.append(message)
+        return message
+
+    async def next_message(self) -> Message:
+        return await self._next()
+
+    async def until(self, predicate: Callable[[Message], bool]) -> list[Message]:
+        """Messages up to and including the first one matching ``predicate``."""
+        seen: list[Message] = []
+        while True:
+            message = await self._next()
+            seen.append(message)
+            if predicate(message):
+                return seen
+
+    async def call(self, method: str, params: Any = None, *, request_id: Any = None) -> Message:
+        """Send a request and return its response or error (notifications before it are kept
+        and returned by later ``until``/``next_message`` calls)."""
+        if request_id is None:
+            request_id = self._next_id
+            self._next_id += 1
+        message: Message = {"id": request_id, "method": method}
+        if params is not None:
+            message["params"] = params
+        await self.send(message)
+        before: list[Message] = []
+        while True:
+            reply = await self._next()
+            if "method" not in reply and reply.get("id") == request_id:
+                self._pending[:0] = before
+                return reply
+            before.append(reply)
+
+    async def result(self, method: str, params: Any = None) -> Any:
+        reply = await self.call(method, params)
+        assert "result" in reply, reply
+        return reply["result"]
+
+    async def initialize(self, name: str = "e2e", version: str = "1.0", **caps: Any) -> Any:
+        params: Message = {"clientInfo": {"name": name, "version": version}}
+        if caps:
+            params["capabilities"] = caps
+        result = await self.result("initialize", params)
+        return result
+
+    async def start_thread(self, **params: Any) -> str:
+        result = await self.result("thread/start", params)
+        return str(result["thread"]["id"])
+
+    async def run_turn(self, thread_id: str, text: str) -> tuple[str, list[Message]]:
+        """Start a turn and collect everything up to its ``turn/completed``."""
+        reply = await self.call(
+            "turn/start", {"threadId": thread_id, "input": [{"type": "text", "text": text}]}
+        )
+        turn_id = reply["result"]["turn"]["id"]
+        messages = [reply, *await self.until(is_turn_completed(turn_id))]
+        return turn_id, messages
+
+
+def is_turn_completed(turn_id: str) -> Callable[[Message], bool]:
+    def check(message: Message) -> bool:
+        return (
+            message.get("method") == "turn/completed"
+            and message["params"]["turn"]["id"] == turn_id
+        )
+
+    return check
+
+
+def methods(messages: list[Message]) -> list[str]:
+    """``method`` of each message; ``"response"`` / ``"error"`` for replies."""
+    return [
+        m["method"] if "method" in m else ("error" if "error" in m else "response")
+        for m in messages
+    ]
+
+
+@dataclass
+class Bridge:
+    kind: str
+    connect: Callable[[], Any]
+    server: BridgeServer | None = None
+    stderr: bytearray = field(default_factory=bytearray)
+
+
+async def _pump_lines(stream: anyio.abc.ByteReceiveStream, sink: MemoryObjectSendStream[bytes]) -> None:
+    splitter = LineSplitter()
+    async with sink:
+        try:
+            async for chunk in stream:
+                for line in splitter.feed(chunk):
+                    if line.strip():
+                        await sink.send(line)
+        except (anyio.ClosedResourceError, anyio.BrokenResourceError):
+            pass
+
+
+@asynccontextmanager
+async def _memory_bridge(source: EventSource) -> AsyncIterator[Bridge]:
+    async with BridgeServer(source) as server, anyio.create_task_group() as tg:
+        closers: list[Callable[[], Any]] = []
+
+        @asynccontextmanager
+        async def connect_pair() -> AsyncIterator[Session]:
+            async with create_memory_transport_pair() as (client, server_streams):
+                tg.start_soon(server.serve_connection, server_streams, TransportKind.MEMORY)
+                read, write = client
+                lines_send, lines_recv = anyio.create_memory_object_stream[bytes](1 << 16)
+
+                async def forward() -> None:
+                    async with lines_send:
+                        async for item in read:
+                            await lines_send.send(orjson.dumps(item))
+
+                tg.start_soon(forward)
+
+                async def send(data: bytes) -> None:
+                    for line in data.splitlines():
+                        await write.send(line)
+
+                yield Session(send, lines_recv)
+                await write.aclose()
+
+        async def connect() -> Session:
+            cm = connect_pair()
+            closers.append(lambda: cm.__aexit__(None, None, None))
+            return await cm.__aenter__()
+
+        yield Bridge("memory", connect, server)
+        for close in reversed(closers):
+            await close()
+        tg.cancel_scope.cancel()
+
+
+@asynccontextmanager
+async def _stdio_bridge(args: list[str]) -> AsyncIterator[Bridge]:
+    process = await anyio.open_process(
+        [*bridge_command(), "serve", *args],
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        env=bridge_env(),
+    )
+    stderr = bytearray()
+    connected = False
+    async with process, anyio.create_task_group() as tg:
+        assert process.stdin is not None and process.stdout is not None
+        assert process.stderr is not None
+        lines_send, lines_recv = anyio.create_memory_object_stream[bytes](1 << 16)
+        tg.start_soon(_pump_lines, process.stdout, lines_send)
+
+        async def drain_stderr() -> None:
+            assert process.stderr is not None
+            async for chunk in process.stderr:
+                stderr.extend(chunk)
+
+        tg.start_soon(drain_stderr)
+        stdin = process.stdin
+
+        async def connect() -> Session:
+            nonlocal connected
+            assert not connected, "stdio serves one connection"
+            connected = True
+            return Session(stdin.send, lines_recv)
+
+        try:
+            yield Bridge("stdio", connect, None, stderr)
+        finally:
+            await stdin.aclose()
+            with anyio.fail_after(TIMEOUT):
+                code = await process.wait()
+            tg.cancel_scope.cancel()
+        assert code == 0, f"serve exited {code}: {stderr.decode(errors='replace')[-2000:]}"
+
+
+@asynccontextmanager
+async def open_bridge(
+    kind: str, *, pace: float = 0.0, script: Path | None = None
+) -> AsyncIterator[Bridge]:
+    """A running bridge of ``kind`` (see the module docstring)."""
+    if kind == "memory":
+        source: EventSource = DefaultAgent(delay=pace) if script is None else load_script(script)
+        async with _memory_bridge(source) as bridge:
+            yield bridge
+    else:
+        args = ["--pace", str(pace)] if script is None else ["--script", str(script)]
+        async with _stdio_bridge(args) as bridge:
+            yield bridge

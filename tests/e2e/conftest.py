@@ -1,0 +1,12 @@
+"""The e2e suite runs every test over each transport kind: the in-memory twin and stdio."""
+
+from __future__ import annotations
+
+import pytest
+
+from tests.e2e._harness import KINDS
+
+
+@pytest.fixture(params=KINDS)
+def kind(request: pytest.FixtureRequest) -> str:
+    return str(request.param)
