@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import subprocess
 from collections.abc import AsyncIterator, Callable
-from contextlib import asynccontextmanager
+from contextlib import AsyncExitStack, asynccontextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -115,27 +115,41 @@ class Session:
         if caps:
             params["capabilities"] = caps
         result = await self.result("initialize", params)
+        if "remoteControl/status/changed" not in caps.get("optOutNotificationMethods", ()):
+            # Sent to this connection right after the response: consume it so that tests see
+            # only what their own requests cause.
+            await self.until(lambda m: m.get("method") == "remoteControl/status/changed")
         return result
 
     async def start_thread(self, **params: Any) -> str:
         result = await self.result("thread/start", params)
         return str(result["thread"]["id"])
 
-    async def run_turn(self, thread_id: str, text: str) -> tuple[str, list[Message]]:
-        """Start a turn and collect everything up to its ``turn/completed``."""
+    async def start_turn(self, thread_id: str, text: str) -> str:
         reply = await self.call(
             "turn/start", {"threadId": thread_id, "input": [{"type": "text", "text": text}]}
         )
-        turn_id = reply["result"]["turn"]["id"]
-        messages = [reply, *await self.until(is_turn_completed(turn_id))]
-        return turn_id, messages
+        return str(reply["result"]["turn"]["id"])
+
+    async def run_turn(self, thread_id: str, text: str) -> tuple[str, list[Message]]:
+        """Start a turn; everything received from then up to its ``turn/completed``, in arrival
+        order (the ``turn/start`` response included)."""
+        await self.drain_pending()
+        mark = len(self.received)
+        turn_id = await self.start_turn(thread_id, text)
+        await self.until(is_turn_completed(turn_id))
+        return turn_id, self.received[mark:]
+
+    async def drain_pending(self) -> list[Message]:
+        """Forget messages received but not consumed yet (they stay in ``received``)."""
+        pending, self._pending = self._pending, []
+        return pending
 
 
 def is_turn_completed(turn_id: str) -> Callable[[Message], bool]:
     def check(message: Message) -> bool:
         return (
-            message.get("method") == "turn/completed"
-            and message["params"]["turn"]["id"] == turn_id
+            message.get("method") == "turn/completed" and message["params"]["turn"]["id"] == turn_id
         )
 
     return check
@@ -143,10 +157,7 @@ def is_turn_completed(turn_id: str) -> Callable[[Message], bool]:
 
 def methods(messages: list[Message]) -> list[str]:
     """``method`` of each message; ``"response"`` / ``"error"`` for replies."""
-    return [
-        m["method"] if "method" in m else ("error" if "error" in m else "response")
-        for m in messages
-    ]
+    return [m.get("method", "error" if "error" in m else "response") for m in messages]
 
 
 @dataclass
@@ -157,7 +168,9 @@ class Bridge:
     stderr: bytearray = field(default_factory=bytearray)
 
 
-async def _pump_lines(stream: anyio.abc.ByteReceiveStream, sink: MemoryObjectSendStream[bytes]) -> None:
+async def _pump_lines(
+    stream: anyio.abc.ByteReceiveStream, sink: MemoryObjectSendStream[bytes]
+) -> None:
     splitter = LineSplitter()
     async with sink:
         try:
@@ -172,7 +185,6 @@ async def _pump_lines(stream: anyio.abc.ByteReceiveStream, sink: MemoryObjectSen
 @asynccontextmanager
 async def _memory_bridge(source: EventSource) -> AsyncIterator[Bridge]:
     async with BridgeServer(source) as server, anyio.create_task_group() as tg:
-        closers: list[Callable[[], Any]] = []
 
         @asynccontextmanager
         async def connect_pair() -> AsyncIterator[Session]:
@@ -183,8 +195,11 @@ async def _memory_bridge(source: EventSource) -> AsyncIterator[Bridge]:
 
                 async def forward() -> None:
                     async with lines_send:
-                        async for item in read:
-                            await lines_send.send(orjson.dumps(item))
+                        try:
+                            async for item in read:
+                                await lines_send.send(orjson.dumps(item))
+                        except (anyio.ClosedResourceError, anyio.BrokenResourceError):
+                            pass
 
                 tg.start_soon(forward)
 
@@ -192,18 +207,21 @@ async def _memory_bridge(source: EventSource) -> AsyncIterator[Bridge]:
                     for line in data.splitlines():
                         await write.send(line)
 
-                yield Session(send, lines_recv)
-                await write.aclose()
+                try:
+                    yield Session(send, lines_recv)
+                finally:
+                    await write.aclose()
+                    lines_recv.close()
 
-        async def connect() -> Session:
-            cm = connect_pair()
-            closers.append(lambda: cm.__aexit__(None, None, None))
-            return await cm.__aenter__()
+        try:
+            async with AsyncExitStack() as stack:
 
-        yield Bridge("memory", connect, server)
-        for close in reversed(closers):
-            await close()
-        tg.cancel_scope.cancel()
+                async def connect() -> Session:
+                    return await stack.enter_async_context(connect_pair())
+
+                yield Bridge("memory", connect, server)
+        finally:
+            tg.cancel_scope.cancel()
 
 
 @asynccontextmanager
@@ -218,7 +236,8 @@ async def _stdio_bridge(args: list[str]) -> AsyncIterator[Bridge]:
     stderr = bytearray()
     connected = False
     async with process, anyio.create_task_group() as tg:
-        assert process.stdin is not None and process.stdout is not None
+        assert process.stdin is not None
+        assert process.stdout is not None
         assert process.stderr is not None
         lines_send, lines_recv = anyio.create_memory_object_stream[bytes](1 << 16)
         tg.start_soon(_pump_lines, process.stdout, lines_send)
@@ -241,6 +260,7 @@ async def _stdio_bridge(args: list[str]) -> AsyncIterator[Bridge]:
             yield Bridge("stdio", connect, None, stderr)
         finally:
             await stdin.aclose()
+            lines_recv.close()
             with anyio.fail_after(TIMEOUT):
                 code = await process.wait()
             tg.cancel_scope.cancel()
@@ -249,14 +269,20 @@ async def _stdio_bridge(args: list[str]) -> AsyncIterator[Bridge]:
 
 @asynccontextmanager
 async def open_bridge(
-    kind: str, *, pace: float = 0.0, script: Path | None = None
+    kind: str,
+    *,
+    pace: float = 0.0,
+    script: Path | None = None,
+    source: EventSource | None = None,
 ) -> AsyncIterator[Bridge]:
-    """A running bridge of ``kind`` (see the module docstring)."""
+    """A running bridge of ``kind`` (see the module docstring); ``source`` is memory-only."""
     if kind == "memory":
-        source: EventSource = DefaultAgent(delay=pace) if script is None else load_script(script)
+        if source is None:
+            source = DefaultAgent(delay=pace) if script is None else load_script(script)
         async with _memory_bridge(source) as bridge:
             yield bridge
     else:
+        assert source is None, "a custom source needs the memory kind"
         args = ["--pace", str(pace)] if script is None else ["--script", str(script)]
         async with _stdio_bridge(args) as bridge:
             yield bridge

@@ -61,7 +61,9 @@ def response_schema(method: str) -> str | None:
 
 
 def _errors(validator: Validator, value: Any) -> list[str]:
-    return [f"{'/'.join(map(str, e.absolute_path))}: {e.message}" for e in validator.iter_errors(value)]
+    return [
+        f"{'/'.join(map(str, e.absolute_path))}: {e.message}" for e in validator.iter_errors(value)
+    ]
 
 
 def check_server_message(message: dict[str, Any], answered_method: str | None) -> list[str]:

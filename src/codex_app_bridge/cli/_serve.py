@@ -176,5 +176,5 @@ def _run(args: argparse.Namespace) -> int:
     except (ScriptError, ValueError) as exc:
         print(f"codex-app-bridge serve: {exc}", file=sys.stderr)
         return _EXIT_USAGE
-    anyio.run(run_server, source, args.cwd)
+    anyio.run(lambda: run_server(source, default_cwd=args.cwd))
     return 0
