@@ -15,7 +15,7 @@ test's event loop (several connections possible).
 from __future__ import annotations
 
 import subprocess
-from collections.abc import AsyncIterator, Callable
+from collections.abc import AsyncIterator, Awaitable, Callable
 from contextlib import AsyncExitStack, asynccontextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -52,6 +52,12 @@ class Session:
     _pending: list[Message] = field(default_factory=list[Message])
     _methods: dict[Any, str] = field(default_factory=dict[Any, str])
     _next_id: int = 1
+    _close: Callable[[], Awaitable[None]] | None = None
+
+    async def close(self) -> None:
+        """End of input for the server (stdin closed / the in-memory pair's write side)."""
+        if self._close is not None:
+            await self._close()
 
     async def send_raw(self, data: bytes) -> None:
         await self._send(data if data.endswith(b"\n") else data + b"\n")
@@ -208,7 +214,7 @@ async def _memory_bridge(source: EventSource) -> AsyncIterator[Bridge]:
                         await write.send(line)
 
                 try:
-                    yield Session(send, lines_recv)
+                    yield Session(send, lines_recv, _close=write.aclose)
                 finally:
                     await write.aclose()
                     lines_recv.close()
@@ -254,7 +260,7 @@ async def _stdio_bridge(args: list[str]) -> AsyncIterator[Bridge]:
             nonlocal connected
             assert not connected, "stdio serves one connection"
             connected = True
-            return Session(stdin.send, lines_recv)
+            return Session(stdin.send, lines_recv, _close=stdin.aclose)
 
         try:
             yield Bridge("stdio", connect, None, stderr)

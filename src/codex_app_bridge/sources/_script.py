@@ -84,6 +84,8 @@ class RecordedEvent:
 class RecordedTurn:
     turn_id: str
     events: list[RecordedEvent] = field(default_factory=list[RecordedEvent])
+    opened: bool = False
+    """A ``task_started`` was seen (a later one opens the next turn)."""
 
     @property
     def ended(self) -> bool:
@@ -106,12 +108,12 @@ class ScriptPacing:
         if text == RECORDED:
             return cls(recorded=True)
         if text.startswith(RECORDED + ":"):
-            speed = float(text.split(":", 1)[1])
-            if not speed > 0 or math.isinf(speed):
+            speed = _number(text.split(":", 1)[1])
+            if speed is None or not speed > 0:
                 raise ValueError(f"invalid pace speed {text!r}: expected a positive number")
             return cls(recorded=True, speed=speed)
-        seconds = float(text)
-        if not seconds >= 0 or math.isinf(seconds):
+        seconds = _number(text)
+        if seconds is None or not seconds >= 0:
             raise ValueError(f"invalid pace {text!r}: expected seconds >= 0 or 'recorded'")
         return cls(delay=seconds)
 
@@ -121,6 +123,14 @@ class ScriptPacing:
                 return 0.0
             return min(max(0.0, current - previous), self.max_gap) / self.speed
         return self.delay or 0.0
+
+
+def _number(text: str) -> float | None:
+    try:
+        value = float(text)
+    except ValueError:
+        return None
+    return None if math.isinf(value) or math.isnan(value) else value
 
 
 def _recorded_time(line: dict[str, Any]) -> float | None:
@@ -180,12 +190,16 @@ def parse_script(data: bytes, *, name: str = "<script>") -> tuple[list[RecordedT
         _collect_thread_ids(event, thread_ids)
         opener = event.get("type") in _OPENER_TYPES
         current = turns[-1] if turns else None
-        if current is None or opener or (current.ended and turn_id != current.turn_id):
-            if current is not None and not current.events:
-                current.turn_id = turn_id
-            else:
-                current = RecordedTurn(turn_id)
-                turns.append(current)
+        if (
+            current is None
+            or (opener and (current.opened or current.ended))
+            or (current.ended and turn_id != current.turn_id)
+        ):
+            current = RecordedTurn(turn_id)
+            turns.append(current)
+        if opener and not current.opened:
+            current.opened = True
+            current.turn_id = turn_id
         current.events.append(RecordedEvent(event, _recorded_time(envelope)))
     return turns, thread_ids
 

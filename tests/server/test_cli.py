@@ -1,0 +1,209 @@
+"""``codex-app-bridge serve`` / ``app-server`` and ``demo`` as processes and commands: the flags
+clients pass, refused listen URLs and scripts, signals, end of input, stderr-only logging."""
+
+from __future__ import annotations
+
+import io
+import json
+import signal
+import subprocess
+
+import anyio
+import orjson
+import pytest
+
+from codex_app_bridge.cli import main
+from tests.conftest import DATA_DIR, bridge_command, bridge_env
+
+TIMEOUT = 60
+INIT = b'{"id":1,"method":"initialize","params":{"clientInfo":{"name":"cli","version":"1"}}}\n'
+LIST = b'{"id":2,"method":"thread/loaded/list","params":{}}\n'
+
+
+def run(args: list[str], stdin: bytes = b"", **env: str) -> subprocess.CompletedProcess[bytes]:
+    return subprocess.run(
+        [*bridge_command(), *args],
+        input=stdin,
+        capture_output=True,
+        timeout=TIMEOUT,
+        env=bridge_env(env),
+        check=False,
+    )
+
+
+def replies(stdout: bytes) -> list[dict[str, object]]:
+    return [json.loads(line) for line in stdout.splitlines()]
+
+
+def test_it_runs_as_a_codex_binary_with_every_flag_clients_pass() -> None:
+    proc = run(
+        [
+            "-c",
+            "model=x",
+            "app-server",
+            "--enable",
+            "guardian_approval",
+            "-c",
+            'web_search="live"',
+            "--disable",
+            "f",
+            "--profile",
+            "p",
+            "--listen",
+            "stdio://",
+        ],
+        INIT + LIST,
+    )
+    assert proc.returncode == 0, proc.stderr
+    answers = replies(proc.stdout)
+    assert [m.get("id") for m in answers] == [1, None, 2]
+    assert answers[2] == {"id": 2, "result": {"data": [], "nextCursor": None}}
+
+
+@pytest.mark.parametrize(
+    ("url", "message"),
+    [
+        (
+            "foo://x",
+            "unsupported --listen URL `foo://x`; expected `stdio://`, `unix://`, `unix://PATH`, "
+            "`ws://IP:PORT`, or `off`",
+        ),
+        ("stdio", "unsupported --listen URL `stdio`"),
+        ("ws://bad", "invalid websocket --listen URL `ws://bad`; expected `ws://IP:PORT`"),
+        (
+            "ws://127.0.0.1:4500",
+            "--listen `ws://127.0.0.1:4500` is not supported by codex-app-bridge yet",
+        ),
+        ("unix://", "--listen `unix://` is not supported by codex-app-bridge yet"),
+        ("off", "--listen `off` is not supported by codex-app-bridge yet"),
+    ],
+)
+def test_listen_urls_other_than_stdio_are_refused(url: str, message: str) -> None:
+    proc = run(["serve", "--listen", url])
+    assert proc.returncode == 2
+    assert message in proc.stderr.decode()
+    assert proc.stdout == b""
+
+
+def test_bad_scripts_and_paces_stop_before_serving(tmp_path: object) -> None:
+    missing = run(["serve", "--script", "/nonexistent/script.jsonl"], INIT)
+    assert missing.returncode == 2
+    assert "cannot read the script" in missing.stderr.decode()
+    pace = run(["serve", "--pace", "recorded"], INIT)
+    assert pace.returncode == 2
+    assert "'recorded' needs --script" in pace.stderr.decode()
+    bad_pace = run(
+        ["serve", "--script", str(DATA_DIR / "scripts" / "two_turns.jsonl"), "--pace", "fast"], INIT
+    )
+    assert bad_pace.returncode == 2
+    assert "invalid pace 'fast'" in bad_pace.stderr.decode()
+    assert missing.stdout == pace.stdout == bad_pace.stdout == b""
+
+
+def test_a_bad_script_line_is_named(tmp_path: anyio.Path | object) -> None:
+    from pathlib import Path
+
+    script = Path(str(tmp_path)) / "bad.jsonl"
+    script.write_bytes(b'{"id":"a","msg":{"type":"warning","message":"ok"}}\n{oops\n')
+    proc = run(["serve", "--script", str(script)], INIT)
+    assert proc.returncode == 2
+    assert f"{script}: line 2: not JSON" in proc.stderr.decode()
+
+
+def test_logs_go_to_stderr_as_json_lines_and_stdout_carries_only_protocol() -> None:
+    proc = run(["serve"], INIT + LIST, LOG_FORMAT="json", LOG_LEVEL="INFO")
+    assert proc.returncode == 0
+    for message in replies(proc.stdout):
+        assert "id" in message or "method" in message
+    logs = [json.loads(line) for line in proc.stderr.splitlines()]
+    assert logs
+    assert all({"ts", "level", "logger", "message"} <= set(entry) for entry in logs)
+
+
+@pytest.mark.anyio
+@pytest.mark.parametrize("signum", [signal.SIGTERM, signal.SIGINT])
+async def test_sigterm_and_sigint_stop_the_server_cleanly(signum: signal.Signals) -> None:
+    process = await anyio.open_process(
+        [*bridge_command(), "serve"],
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        env=bridge_env(),
+    )
+    async with process:
+        assert process.stdin is not None
+        assert process.stdout is not None
+        with anyio.fail_after(TIMEOUT):
+            await process.stdin.send(INIT)
+            received = b""
+            while b"\n" not in received:
+                received += await process.stdout.receive()
+            assert orjson.loads(received.split(b"\n")[0])["id"] == 1
+            process.send_signal(signum)
+            assert await process.wait() == 0
+
+
+@pytest.mark.anyio
+async def test_end_of_input_during_a_turn_exits_0_without_finishing_the_turn() -> None:
+    process = await anyio.open_process(
+        [*bridge_command(), "serve", "--pace", "0.05"],
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        env=bridge_env(),
+    )
+    async with process:
+        assert process.stdin is not None
+        assert process.stdout is not None
+        with anyio.fail_after(TIMEOUT):
+            await process.stdin.send(INIT + b'{"id":2,"method":"thread/start","params":{}}\n')
+            output = b""
+            while b'"id":2' not in output:
+                output += await process.stdout.receive()
+            thread_id = orjson.loads(
+                next(line for line in output.split(b"\n") if b'"id":2' in line)
+            )["result"]["thread"]["id"]
+            turn = {
+                "id": 3,
+                "method": "turn/start",
+                "params": {
+                    "threadId": thread_id,
+                    "input": [{"type": "text", "text": "long " * 200}],
+                },
+            }
+            await process.stdin.send(orjson.dumps(turn) + b"\n")
+            while b"item/agentMessage/delta" not in output:
+                output += await process.stdout.receive()
+            await process.stdin.aclose()
+            async for chunk in process.stdout:
+                output += chunk
+            assert await process.wait() == 0
+    assert b"turn/completed" not in output
+
+
+def test_demo_prints_the_exchange_readably(capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["demo", "--pace", "0", "Hi demo"]) == 0
+    out = capsys.readouterr().out
+    assert ">>> initialize" in out
+    assert ">>> turn/start" in out
+    assert '    assistant: You said: "Hi demo".' in out
+    assert "    reasoning: **Reading the request**" in out
+    assert "  . turn/completed" in out
+    assert ">>> thread/read" in out
+
+
+def test_demo_json_is_a_transcript_of_both_directions(capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["demo", "--json", "--pace", "0"]) == 0
+    records = [json.loads(line) for line in io.StringIO(capsys.readouterr().out) if line.strip()]
+    assert {record["dir"] for record in records} == {"c2s", "s2c"}
+    sent = [r["msg"]["method"] for r in records if r["dir"] == "c2s"]
+    assert sent == [
+        "initialize",
+        "initialized",
+        "thread/start",
+        "turn/start",
+        "turn/start",
+        "thread/read",
+    ]
+    completed = [r for r in records if r["msg"].get("method") == "turn/completed"]
+    assert len(completed) == 2

@@ -1,0 +1,64 @@
+"""Several clients on one server (in memory): who receives what (runtime spec 2.3)."""
+
+from __future__ import annotations
+
+import anyio
+import pytest
+
+from tests.e2e._harness import is_turn_completed, methods, open_bridge
+
+pytestmark = pytest.mark.anyio
+
+
+async def test_broadcasts_reach_every_client_and_turn_traffic_only_subscribers() -> None:
+    async with open_bridge("memory") as bridge:
+        alice = await bridge.connect()
+        bob = await bridge.connect()
+        await alice.initialize(name="alice")
+        agent = (await bob.initialize(name="bob"))["userAgent"]
+        # The first client to initialize fixes the originator for everyone.
+        assert agent.startswith("alice/0.163.0 (")
+        assert agent.endswith("(bob; 1.0)")
+
+        thread_id = await alice.start_thread()
+        started = await bob.until(lambda m: m.get("method") == "thread/started")
+        assert started[-1]["params"]["thread"]["id"] == thread_id
+
+        await alice.run_turn(thread_id, "only alice listens")
+        seen = await bob.until(
+            lambda m: (
+                m.get("method") == "thread/status/changed"
+                and m["params"]["status"]["type"] == "idle"
+            )
+        )
+        assert methods(seen) == ["thread/status/changed", "thread/status/changed"]
+
+        resumed = await bob.result("thread/resume", {"threadId": thread_id, "excludeTurns": True})
+        assert resumed["thread"]["id"] == thread_id
+        second, alice_saw = await alice.run_turn(thread_id, "now both listen")
+        bob_saw = await bob.until(is_turn_completed(second))
+        assert [m for m in methods(bob_saw) if m != "deprecationNotice"] == [
+            m for m in methods(alice_saw) if m != "response"
+        ]
+
+
+async def test_closing_a_client_drops_it_without_disturbing_the_other() -> None:
+    async with open_bridge("memory") as bridge:
+        server = bridge.server
+        assert server is not None
+        alice = await bridge.connect()
+        bob = await bridge.connect()
+        await alice.initialize()
+        await bob.initialize()
+        thread_id = await alice.start_thread()
+        await alice.run_turn(thread_id, "first")
+        await bob.result("thread/resume", {"threadId": thread_id, "excludeTurns": True})
+        listener = server.hub.get(thread_id)
+        assert listener is not None
+        assert len(listener.subscriber_ids()) == 2
+        await bob.close()
+        await anyio.wait_all_tasks_blocked()
+        assert server.connection_count == 1
+        assert len(listener.subscriber_ids()) == 1
+        _, messages = await alice.run_turn(thread_id, "still fine")
+        assert methods(messages)[-1] == "turn/completed"
