@@ -33,7 +33,9 @@ async def main(codex_bin: str, extra_args: list[str]) -> None:
         def record(method: str, _event: object) -> None:
             methods.append(method)
 
-        first = await thread.run("hello from codex-app-server-client", timeout_s=60, on_event=record)
+        first = await thread.run(
+            "hello from codex-app-server-client", timeout_s=60, on_event=record
+        )
         report["first"] = {
             "status": first.status,
             "final": first.final_response,

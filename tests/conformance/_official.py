@@ -66,8 +66,7 @@ def main() -> None:
             seen.append(event.method)
         report["interrupt_response"] = interrupt.model_dump(mode="json")
         report["interrupt_tail"] = seen[-2:]
-        last = codex._client  # noqa: SLF001 - read the thread back through the same client
-        read = last.thread_read(thread.id, include_turns=True)
+        read = thread.read(include_turns=True)
         report["turn_statuses"] = [turn.status.value for turn in read.thread.turns]
     print(json.dumps(report))
 

@@ -88,7 +88,9 @@ async def test_token_totals_add_up_per_thread() -> None:
     agent = DefaultAgent()
     counts = []
     for index, thread in enumerate(["a", "a", "b"]):
-        turn = await events(agent, request([TextUserInput(text="x")], turn_index=index, thread=thread))
+        turn = await events(
+            agent, request([TextUserInput(text="x")], turn_index=index, thread=thread)
+        )
         counts.append(next(e for e in turn if isinstance(e, TokenCountEvent)).info)
     first, second, other = counts
     assert first is not None

@@ -99,7 +99,9 @@ async def test_playing_rewrites_recorded_ids_everywhere() -> None:
     source = load_script(DATA_DIR / "scripts" / "two_turns.jsonl")
     assert source.thread_ids == {"01a2aaaa-0000-7000-8000-000000000001"}
     events = await play(source, request(1))
-    dumped = b"".join(orjson.dumps(event.model_dump(mode="json", by_alias=True)) for event in events)
+    dumped = b"".join(
+        orjson.dumps(event.model_dump(mode="json", by_alias=True)) for event in events
+    )
     assert b"01a2aaaa-0000-7000-8000-000000000001" not in dumped
     assert b"01a2aaaa-0000-7000-8000-0000000000a2" not in dumped
     assert events[0].turn_id == "LIVE-U"  # type: ignore[union-attr]

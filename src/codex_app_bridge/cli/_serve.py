@@ -154,20 +154,22 @@ def _build_source(args: argparse.Namespace) -> EventSource:
 
 async def run_server(source: EventSource, *, default_cwd: str | None = None) -> None:
     """Serve one client on stdio until end of input or SIGTERM/SIGINT."""
-    async with BridgeServer(source, default_cwd=default_cwd) as server:
-        async with anyio.create_task_group() as tg:
+    async with (
+        BridgeServer(source, default_cwd=default_cwd) as server,
+        anyio.create_task_group() as tg,
+    ):
 
-            async def watch_signals() -> None:
-                with anyio.open_signal_receiver(signal.SIGTERM, signal.SIGINT) as signals:
-                    async for signum in signals:
-                        logger.info("received %s; shutting down", signal.Signals(signum).name)
-                        tg.cancel_scope.cancel()
-                        return
+        async def watch_signals() -> None:
+            with anyio.open_signal_receiver(signal.SIGTERM, signal.SIGINT) as signals:
+                async for signum in signals:
+                    logger.info("received %s; shutting down", signal.Signals(signum).name)
+                    tg.cancel_scope.cancel()
+                    return
 
-            tg.start_soon(watch_signals)
-            async with stdio_transport() as streams:
-                await server.serve_connection(streams, TransportKind.STDIO)
-            tg.cancel_scope.cancel()
+        tg.start_soon(watch_signals)
+        async with stdio_transport() as streams:
+            await server.serve_connection(streams, TransportKind.STDIO)
+        tg.cancel_scope.cancel()
 
 
 def _run(args: argparse.Namespace) -> int:

@@ -243,7 +243,8 @@ class Handlers:
         server = self.server
         if server.originator is None:
             server.originator = params.client_info.name
-        assert state.client_name is not None and state.client_version is not None
+        assert state.client_name is not None
+        assert state.client_version is not None
 
         async def welcome() -> None:
             # What the real server sends this connection only, before it may get broadcasts.
@@ -321,7 +322,9 @@ class Handlers:
             thread=record.thread(turns=turns), **record.settings.response_fields()
         )
 
-    async def thread_fork(self, ctx: RequestContext, params: ThreadForkParams) -> ThreadForkResponse:
+    async def thread_fork(
+        self, ctx: RequestContext, params: ThreadForkParams
+    ) -> ThreadForkResponse:
         source = self._record(params.thread_id, no_rollout)
         if not source.materialized:
             raise no_rollout(source.id)
@@ -359,7 +362,9 @@ class Handlers:
         ctx.after_response(started)
         return ThreadForkResponse(thread=record.thread(turns=turns), **settings.response_fields())
 
-    async def thread_read(self, ctx: RequestContext, params: ThreadReadParams) -> ThreadReadResponse:
+    async def thread_read(
+        self, ctx: RequestContext, params: ThreadReadParams
+    ) -> ThreadReadResponse:
         record = self._record(params.thread_id, thread_not_loaded)
         if not params.include_turns:
             return ThreadReadResponse(thread=record.thread())
@@ -369,7 +374,9 @@ class Handlers:
         turns = build_thread_turns(record.events, running=record.active_run is not None)
         return ThreadReadResponse(thread=record.thread(turns=turns))
 
-    async def thread_list(self, ctx: RequestContext, params: ThreadListParams) -> ThreadListResponse:
+    async def thread_list(
+        self, ctx: RequestContext, params: ThreadListParams
+    ) -> ThreadListResponse:
         records = self.server.store.list_materialized()
         if params.archived:
             records = []  # nothing is ever archived here

@@ -101,7 +101,7 @@ def _semantic(version: str) -> str:
     parts = [part for part in version.split(".") if part.isdigit()]
     if not parts:
         return version
-    return ".".join((parts + ["0", "0"])[:3])
+    return ".".join([*parts, "0", "0"][:3])
 
 
 def os_description() -> str:

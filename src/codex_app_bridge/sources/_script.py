@@ -267,7 +267,7 @@ class ScriptSource:
             return
         recorded = self.turns[request.turn_index]
         mapping = {recorded.turn_id: request.turn_id}
-        mapping.update({thread_id: request.thread_id for thread_id in self.thread_ids})
+        mapping.update(dict.fromkeys(self.thread_ids, request.thread_id))
         previous: float | None = None
         for index, event in enumerate(recorded.events):
             wait = self.pacing.wait_before(previous, event.at) if index else 0.0
