@@ -10,8 +10,36 @@ Public surface: the names listed in ``__all__``. Everything else lives in privat
 from __future__ import annotations
 
 from codex_app_bridge._version import CODEX_PROTOCOL_VERSION, __version__
+from codex_app_bridge.projection import (
+    DroppedUserTurns,
+    build_hook_prompt_message,
+    drop_last_n_user_turns,
+    fork_turn_positions_in_rollout,
+    is_contextual_dev_message_content,
+    is_contextual_user_message_content,
+    is_user_turn_boundary,
+    parse_hook_prompt_fragment,
+    parse_turn_item,
+    truncate_rollout_before_nth_user_message_from_start,
+    truncate_rollout_to_last_n_fork_turns,
+    user_message_positions_in_rollout,
+    web_search_action_detail,
+)
 
 __all__ = [
     "CODEX_PROTOCOL_VERSION",
+    "DroppedUserTurns",
     "__version__",
+    "build_hook_prompt_message",
+    "drop_last_n_user_turns",
+    "fork_turn_positions_in_rollout",
+    "is_contextual_dev_message_content",
+    "is_contextual_user_message_content",
+    "is_user_turn_boundary",
+    "parse_hook_prompt_fragment",
+    "parse_turn_item",
+    "truncate_rollout_before_nth_user_message_from_start",
+    "truncate_rollout_to_last_n_fork_turns",
+    "user_message_positions_in_rollout",
+    "web_search_action_detail",
 ]

@@ -89,6 +89,19 @@ def test_every_captured_turn_item_reserializes_unchanged(where: str, payload: An
     assert _roundtrip_turn_item(payload) == payload, where
 
 
+def test_captured_items_reserialize_with_codex_key_order() -> None:
+    # Field declaration order follows 0.163.0's serde order, so the bytes match, not just the JSON.
+    for where, payload in _RESPONSE_ITEMS:
+        original = orjson.dumps(payload)
+        item = RESPONSE_ITEM_ADAPTER.validate_json(original)
+        assert RESPONSE_ITEM_ADAPTER.dump_json(item) == original, where
+    for where, payload in _TURN_ITEMS:
+        original = orjson.dumps(payload)
+        assert TURN_ITEM_ADAPTER.dump_json(TURN_ITEM_ADAPTER.validate_json(original)) == original, (
+            where
+        )
+
+
 def test_captured_items_parse_into_their_typed_variants() -> None:
     kinds = {type(RESPONSE_ITEM_ADAPTER.validate_python(p)).__name__ for _, p in _RESPONSE_ITEMS}
     assert "UnknownResponseItem" not in kinds

@@ -134,7 +134,7 @@ class HookPromptFragment(CoreModel):
     """One hook prompt fragment; ``hookRunId`` is camelCase on the wire."""
 
     text: str
-    hook_run_id: str = Field(alias="hookRunId")
+    hook_run_id: str = Field(validation_alias="hookRunId", serialization_alias="hookRunId")
 
 
 class HookPromptItem(CoreModel):
@@ -169,8 +169,8 @@ class MemoryCitationEntry(CoreModel):
     """One memory citation (camelCase on the wire)."""
 
     path: str
-    line_start: int = Field(alias="lineStart")
-    line_end: int = Field(alias="lineEnd")
+    line_start: int = Field(validation_alias="lineStart", serialization_alias="lineStart")
+    line_end: int = Field(validation_alias="lineEnd", serialization_alias="lineEnd")
     note: str
 
 
@@ -178,7 +178,9 @@ class MemoryCitation(CoreModel):
     """Memory citations of an agent message (``rolloutIds`` is camelCase on the wire)."""
 
     entries: list[MemoryCitationEntry] = Field(default_factory=list[MemoryCitationEntry])
-    rollout_ids: list[str] = Field(default_factory=list[str], alias="rolloutIds")
+    rollout_ids: list[str] = Field(
+        default_factory=list[str], validation_alias="rolloutIds", serialization_alias="rolloutIds"
+    )
 
 
 class AgentMessageItem(CoreModel):
@@ -303,7 +305,7 @@ class DynamicToolInputImage(CoreModel):
     """``{"type":"inputImage","imageUrl":…,"detail"?:…}``."""
 
     type: Literal["inputImage"] = "inputImage"
-    image_url: str = Field(alias="imageUrl")
+    image_url: str = Field(validation_alias="imageUrl", serialization_alias="imageUrl")
     detail: str | None = Field(default=None, exclude_if=is_none)
 
 
@@ -311,7 +313,7 @@ class DynamicToolInputAudio(CoreModel):
     """``{"type":"inputAudio","audioUrl":…}``."""
 
     type: Literal["inputAudio"] = "inputAudio"
-    audio_url: str = Field(alias="audioUrl")
+    audio_url: str = Field(validation_alias="audioUrl", serialization_alias="audioUrl")
 
 
 class UnknownDynamicToolContentItem(CoreModel):
@@ -362,16 +364,48 @@ class McpToolCallItem(CoreModel):
     server: str
     tool: str
     arguments: Any = None
-    connector_id: str | None = Field(default=None, exclude_if=is_none, alias="connectorId")
-    mcp_app_resource_uri: str | None = Field(
-        default=None, exclude_if=is_none, alias="mcpAppResourceUri"
+    connector_id: str | None = Field(
+        default=None,
+        exclude_if=is_none,
+        validation_alias="connectorId",
+        serialization_alias="connectorId",
     )
-    link_id: str | None = Field(default=None, exclude_if=is_none, alias="linkId")
-    app_name: str | None = Field(default=None, exclude_if=is_none, alias="appName")
-    action_name: str | None = Field(default=None, exclude_if=is_none, alias="actionName")
-    plugin_id: str | None = Field(default=None, exclude_if=is_none, alias="pluginId")
-    read_only_hint: bool | None = Field(default=None, exclude_if=is_none, alias="readOnlyHint")
-    mcp_app_ui: dict[str, Any] | None = Field(default=None, exclude_if=is_none, alias="mcpAppUi")
+    mcp_app_resource_uri: str | None = Field(
+        default=None,
+        exclude_if=is_none,
+        validation_alias="mcpAppResourceUri",
+        serialization_alias="mcpAppResourceUri",
+    )
+    link_id: str | None = Field(
+        default=None, exclude_if=is_none, validation_alias="linkId", serialization_alias="linkId"
+    )
+    app_name: str | None = Field(
+        default=None, exclude_if=is_none, validation_alias="appName", serialization_alias="appName"
+    )
+    action_name: str | None = Field(
+        default=None,
+        exclude_if=is_none,
+        validation_alias="actionName",
+        serialization_alias="actionName",
+    )
+    plugin_id: str | None = Field(
+        default=None,
+        exclude_if=is_none,
+        validation_alias="pluginId",
+        serialization_alias="pluginId",
+    )
+    read_only_hint: bool | None = Field(
+        default=None,
+        exclude_if=is_none,
+        validation_alias="readOnlyHint",
+        serialization_alias="readOnlyHint",
+    )
+    mcp_app_ui: dict[str, Any] | None = Field(
+        default=None,
+        exclude_if=is_none,
+        validation_alias="mcpAppUi",
+        serialization_alias="mcpAppUi",
+    )
     status: Literal["inProgress", "completed", "failed"]
     result: dict[str, Any] | None = Field(default=None, exclude_if=is_none)
     error: McpToolCallError | None = Field(default=None, exclude_if=is_none)

@@ -1,0 +1,256 @@
+"""``codex-app-bridge inspect …``: run the core projections over JSONL files.
+
+* ``inspect turn-items [FILE|-]``: ResponseItem JSONL in; per line, the ``TurnItem`` Codex derives
+  (as Codex serializes it) or ``null``.
+* ``inspect boundaries [FILE|-]``: ResponseItem JSONL in; per line ``true`` / ``false``
+  (:func:`is_user_turn_boundary`).
+* ``inspect user-positions [FILE|-]``: rollout JSONL in; one JSON array of the 0-based line indices
+  of the effective user messages, rollback markers applied.
+* ``inspect truncate --before-user N | --last-fork-turns N [FILE|-]``: rollout JSONL in; the kept
+  lines out, byte for byte.
+
+For ``turn-items`` and ``boundaries`` a rollout ``response_item`` line is also accepted (its
+``payload`` is used), so a rollout file can be inspected directly; other rollout lines are not
+ResponseItems of a known type and give ``null`` / ``false``.
+
+Line numbers and indices count physical lines of the input (blank lines are skipped but counted).
+A line that is not JSON, or not the expected shape, is reported on stderr with its line number and
+produces no output line; every other line is still processed, and the command exits 1. In
+``truncate`` output such a line is copied through unchanged when it falls in the kept range (it
+counts as neither a user message nor a fork turn).
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from collections.abc import Callable, Iterator
+from typing import Any, BinaryIO, cast
+
+import orjson
+from pydantic import ValidationError
+
+from codex_app_bridge.cli._common import iter_lines, open_input, report_bad_line
+from codex_app_bridge.projection import (
+    is_user_turn_boundary,
+    last_n_fork_turns_start,
+    nth_user_message_cut,
+    parse_turn_item,
+    user_message_positions_in_rollout,
+)
+from codex_app_bridge.protocol.core import (
+    RESPONSE_ITEM_ADAPTER,
+    TURN_ITEM_ADAPTER,
+    ResponseItem,
+    RolloutLine,
+    UnknownRolloutLine,
+    parse_rollout_line,
+)
+
+__all__ = ["register"]
+
+_EXIT_BAD_LINES = 1
+_EXIT_USAGE = 2
+
+
+def _describe(error: ValidationError) -> str:
+    details = error.errors(include_url=False)
+    parts = [f"{'.'.join(str(p) for p in d['loc']) or '<root>'}: {d['msg']}" for d in details[:3]]
+    more = f" (+{len(details) - 3} more)" if len(details) > 3 else ""
+    return "; ".join(parts) + more
+
+
+def _non_negative(text: str) -> int:
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a whole number, got {text!r}") from None
+    if value < 0:
+        raise argparse.ArgumentTypeError(f"expected a number >= 0, got {value}")
+    return value
+
+
+def _with_input(command: str, path: str, body: Callable[[BinaryIO], int]) -> int:
+    try:
+        stream = open_input(path)
+    except OSError as exc:
+        print(f"{command}: cannot read {path}: {exc.strerror or exc}", file=sys.stderr)
+        return _EXIT_USAGE
+    try:
+        return body(stream)
+    finally:
+        if stream is not sys.stdin.buffer:
+            stream.close()
+
+
+def _write(data: bytes) -> None:
+    sys.stdout.buffer.write(data)
+
+
+# --------------------------------------------------------------------------- ResponseItem JSONL
+
+
+def _response_items(command: str, stream: BinaryIO) -> Iterator[tuple[int, ResponseItem | None]]:
+    """``(line_number, item)``; ``item`` is ``None`` for a line already reported as bad."""
+    for number, line in iter_lines(stream):
+        try:
+            data: Any = orjson.loads(line)
+        except orjson.JSONDecodeError as exc:
+            report_bad_line(command, number, f"not JSON: {exc}")
+            yield number, None
+            continue
+        if isinstance(data, dict):
+            wrapper = cast("dict[str, Any]", data)
+            if wrapper.get("type") == "response_item" and isinstance(wrapper.get("payload"), dict):
+                data = wrapper["payload"]
+        try:
+            yield number, RESPONSE_ITEM_ADAPTER.validate_python(data)
+        except ValidationError as exc:
+            report_bad_line(command, number, f"not a ResponseItem: {_describe(exc)}")
+            yield number, None
+
+
+def _run_turn_items(args: argparse.Namespace) -> int:
+    command = "inspect turn-items"
+
+    def body(stream: BinaryIO) -> int:
+        failed = False
+        for _number, item in _response_items(command, stream):
+            if item is None:
+                failed = True
+                continue
+            turn_item = parse_turn_item(item)
+            _write(
+                b"null\n" if turn_item is None else TURN_ITEM_ADAPTER.dump_json(turn_item) + b"\n"
+            )
+        return _EXIT_BAD_LINES if failed else 0
+
+    return _with_input(command, args.file, body)
+
+
+def _run_boundaries(args: argparse.Namespace) -> int:
+    command = "inspect boundaries"
+
+    def body(stream: BinaryIO) -> int:
+        failed = False
+        for _number, item in _response_items(command, stream):
+            if item is None:
+                failed = True
+                continue
+            _write(b"true\n" if is_user_turn_boundary(item) else b"false\n")
+        return _EXIT_BAD_LINES if failed else 0
+
+    return _with_input(command, args.file, body)
+
+
+# --------------------------------------------------------------------------- rollout JSONL
+
+_UNPARSED = UnknownRolloutLine(type="<unparsed>")
+
+
+def _read_rollout(command: str, stream: BinaryIO) -> tuple[list[bytes], list[RolloutLine], bool]:
+    """Raw physical lines, parsed lines aligned with them, and whether any line was bad.
+
+    Blank and bad lines are kept as placeholders so that indices stay physical line indices.
+    """
+    raw_lines: list[bytes] = []
+    parsed: list[RolloutLine] = []
+    failed = False
+    for number, raw in enumerate(stream, start=1):
+        raw_lines.append(raw)
+        text = raw.rstrip(b"\r\n")
+        if not text.strip():
+            parsed.append(_UNPARSED)
+            continue
+        try:
+            parsed.append(parse_rollout_line(text))
+        except ValidationError as exc:
+            report_bad_line(command, number, f"not a rollout line: {_describe(exc)}")
+            parsed.append(_UNPARSED)
+            failed = True
+    return raw_lines, parsed, failed
+
+
+def _run_user_positions(args: argparse.Namespace) -> int:
+    command = "inspect user-positions"
+
+    def body(stream: BinaryIO) -> int:
+        _raw, lines, failed = _read_rollout(command, stream)
+        _write(orjson.dumps(user_message_positions_in_rollout(lines)) + b"\n")
+        return _EXIT_BAD_LINES if failed else 0
+
+    return _with_input(command, args.file, body)
+
+
+def _run_truncate(args: argparse.Namespace) -> int:
+    command = "inspect truncate"
+
+    def body(stream: BinaryIO) -> int:
+        raw, lines, failed = _read_rollout(command, stream)
+        if args.before_user is not None:
+            kept = raw[: nth_user_message_cut(lines, args.before_user)]
+        else:
+            kept = raw[last_n_fork_turns_start(lines, args.last_fork_turns) :]
+        for line in kept:
+            _write(line if line.endswith(b"\n") else line + b"\n")
+        return _EXIT_BAD_LINES if failed else 0
+
+    return _with_input(command, args.file, body)
+
+
+# --------------------------------------------------------------------------- wiring
+
+
+def register(subparsers: Any) -> None:
+    """Add ``inspect`` and its sub-commands."""
+    inspect = subparsers.add_parser(
+        "inspect",
+        help="run Codex's core projections over ResponseItem or rollout JSONL",
+        description=(
+            "Run Codex 0.163.0's core projections over JSONL. Bad lines are reported on stderr "
+            "with their line number, the rest is still processed, and the exit status is 1."
+        ),
+    )
+    commands = inspect.add_subparsers(dest="inspect_command", metavar="WHAT", required=True)
+
+    def add(name: str, help_text: str, handler: Callable[[argparse.Namespace], int]) -> Any:
+        parser = commands.add_parser(name, help=help_text, description=help_text)
+        parser.add_argument(
+            "file", nargs="?", default="-", metavar="FILE", help="input, - for stdin"
+        )
+        parser.set_defaults(handler=handler)
+        return parser
+
+    add(
+        "turn-items",
+        "ResponseItem JSONL in; per line the TurnItem Codex derives, or null",
+        _run_turn_items,
+    )
+    add(
+        "boundaries",
+        "ResponseItem JSONL in; per line whether it starts a user (instruction) turn",
+        _run_boundaries,
+    )
+    add(
+        "user-positions",
+        "rollout JSONL in; JSON array of the 0-based line indices of effective user messages",
+        _run_user_positions,
+    )
+    truncate = add(
+        "truncate",
+        "rollout JSONL in; the truncated rollout out (rollback or fork truncation)",
+        _run_truncate,
+    )
+    mode = truncate.add_mutually_exclusive_group(required=True)
+    mode.add_argument(
+        "--before-user",
+        type=_non_negative,
+        metavar="N",
+        help="cut before the N-th (0-based) effective user message; keep all if there are fewer",
+    )
+    mode.add_argument(
+        "--last-fork-turns",
+        type=_non_negative,
+        metavar="N",
+        help="keep the last N fork turns (from the first one if there are fewer; 0 keeps nothing)",
+    )
