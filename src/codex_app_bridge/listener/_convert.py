@@ -34,15 +34,23 @@ from codex_app_bridge.protocol.core import (
 )
 from codex_app_bridge.protocol.v2 import (
     GuardianApprovalReview,
-    HookRunSummary as V2HookRunSummary,
-    RateLimitSnapshot as V2RateLimitSnapshot,
-    RateLimitWindow as V2RateLimitWindow,
-    ThreadGoal as V2ThreadGoal,
     ThreadSettings,
     ThreadTokenUsage,
     TokenUsageBreakdown,
     TurnError,
     TurnPlanStep,
+)
+from codex_app_bridge.protocol.v2 import (
+    HookRunSummary as V2HookRunSummary,
+)
+from codex_app_bridge.protocol.v2 import (
+    RateLimitSnapshot as V2RateLimitSnapshot,
+)
+from codex_app_bridge.protocol.v2 import (
+    RateLimitWindow as V2RateLimitWindow,
+)
+from codex_app_bridge.protocol.v2 import (
+    ThreadGoal as V2ThreadGoal,
 )
 
 __all__ = [
@@ -368,7 +376,10 @@ def sandbox_policy(profile: JsonValue, cwd: str) -> dict[str, JsonValue]:
     network = profile.get("network") if isinstance(profile, dict) else None
     network_enabled = network == "enabled"
     if kind == "external":
-        return {"type": "externalSandbox", "networkAccess": "enabled" if network_enabled else "restricted"}
+        return {
+            "type": "externalSandbox",
+            "networkAccess": "enabled" if network_enabled else "restricted",
+        }
     if kind == "managed" and isinstance(profile, dict):
         file_system = profile.get("file_system")
         fs_kind = file_system.get("type") if isinstance(file_system, dict) else None

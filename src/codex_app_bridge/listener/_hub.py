@@ -147,9 +147,7 @@ class ListenerHub:
                 wanted.append(outbox)
         if not wanted:
             return
-        notification = OutboundNotification.encode(
-            method, params_json, emitted_at_ms=self._clock()
-        )
+        notification = OutboundNotification.encode(method, params_json, emitted_at_ms=self._clock())
         for outbox in wanted:
             try:
                 await outbox.send_notification(notification)
@@ -209,6 +207,7 @@ class ThreadListener:
         self._lock = anyio.Lock()
         self._turn_end_hooks: list[TurnEndHook] = []
         self._skipped = 0
+        self._last_skip_reason: str | None = None
 
     @property
     def thread_id(self) -> str:
@@ -266,6 +265,11 @@ class ThreadListener:
     def skipped_events(self) -> int:
         """Events skipped so far: unknown, malformed, or out of scope (approval requests)."""
         return self._skipped
+
+    @property
+    def last_skip_reason(self) -> str | None:
+        """Why the most recent skipped event was skipped (``None`` before the first)."""
+        return self._last_skip_reason
 
     @property
     def token_usage(self) -> ThreadTokenUsage | None:
@@ -331,6 +335,7 @@ class ThreadListener:
 
     def _skip(self, reason: str) -> None:
         self._skipped += 1
+        self._last_skip_reason = reason
         logger.debug("thread %s: skipped event (%s)", self._thread_id, reason)
 
     async def _process(self, envelope: EventEnvelope) -> None:
@@ -346,7 +351,9 @@ class ThreadListener:
                 try:
                     await hook()
                 except Exception:
-                    logger.warning("thread %s: turn-end hook failed", self._thread_id, exc_info=True)
+                    logger.warning(
+                        "thread %s: turn-end hook failed", self._thread_id, exc_info=True
+                    )
         for emission in reduction.emissions:
             await self._hub.deliver(
                 emission.method, emission.params_json(), self._recipients(emission)

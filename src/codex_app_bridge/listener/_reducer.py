@@ -40,9 +40,12 @@ from typing import Any, TypeAlias
 import orjson
 from pydantic import JsonValue
 
+from codex_app_bridge import (
+    mapping as _mapping,
+)  # TEMP until item_event_to_server_notification lands
 from codex_app_bridge.listener import _convert as convert
 from codex_app_bridge.listener._realtime import realtime_notification
-from codex_app_bridge.mapping import item_event_to_server_notification, thread_item_from_turn_item
+from codex_app_bridge.mapping import build_command_execution_item, thread_item_from_turn_item
 from codex_app_bridge.protocol._base import WireModel, dump_jsonable
 from codex_app_bridge.protocol.core import (
     AgentMessageItem,
@@ -112,6 +115,7 @@ from codex_app_bridge.protocol.v2 import (
     AccountRateLimitsUpdatedNotification,
     ActiveThreadStatus,
     AuthRecoveryNotification,
+    CommandExecutionThreadItem,
     DeprecationNoticeNotification,
     EnvironmentConnectionNotification,
     ErrorNotification,
@@ -119,8 +123,10 @@ from codex_app_bridge.protocol.v2 import (
     HookCompletedNotification,
     HookStartedNotification,
     IdleThreadStatus,
+    ItemCompletedNotification,
     ItemGuardianApprovalReviewCompletedNotification,
     ItemGuardianApprovalReviewStartedNotification,
+    ItemStartedNotification,
     McpServerStatusUpdatedNotification,
     ModelReroutedNotification,
     ModelSafetyBufferingUpdatedNotification,
@@ -144,6 +150,7 @@ from codex_app_bridge.protocol.v2 import (
     TurnModerationMetadataNotification,
     TurnPlanUpdatedNotification,
     TurnStartedNotification,
+    UnknownCommandAction,
     WarningNotification,
 )
 
@@ -333,9 +340,7 @@ _LIVE_MAPPER_TYPES: frozenset[str] = frozenset(
 # ---------------------------------------------------------------------------------------------
 
 
-def _status_change(
-    before: ThreadWatch, after: ThreadWatch, thread_id: str
-) -> tuple[Emission, ...]:
+def _status_change(before: ThreadWatch, after: ThreadWatch, thread_id: str) -> tuple[Emission, ...]:
     if before.key() == after.key():
         return ()
     params = ThreadStatusChangedNotification(thread_id=thread_id, status=after.status())
@@ -352,19 +357,23 @@ def _validated(model: type[WireModel], data: dict[str, Any]) -> WireModel:
 
 def _mapped(msg: EventMsg, ctx: ReduceContext, turn_id: str) -> Emission | None:
     """The stateless mapper's notification for ``msg`` as an emission (``None`` if none)."""
-    notification: Any = item_event_to_server_notification(msg, ctx.thread_id, turn_id)
+    notification: Any = _mapping.item_event_to_server_notification(msg, ctx.thread_id, turn_id)  # type: ignore[attr-defined]
     if notification is None:
         return None
     return _emit(str(notification.method), notification.params)
 
 
 def _item_id(emission: Emission) -> str | None:
-    params = emission.params
-    item: Any = params.get("item") if isinstance(params, dict) else getattr(params, "item", None)
-    if item is None:
-        return None
-    item_id: Any = item.get("id") if isinstance(item, dict) else getattr(item, "id", None)
+    """The ``params.item.id`` of an ``item/started`` / ``item/completed`` emission."""
+    item: object = getattr(emission.params, "item", None)
+    item_id: object = getattr(item, "id", None)
     return item_id if isinstance(item_id, str) else None
+
+
+def _turn_item_id(item: object) -> str:
+    """A turn item's id (an unknown item type may have none)."""
+    item_id: object = getattr(item, "id", None)
+    return item_id if isinstance(item_id, str) else ""
 
 
 def _is_summary_message(item: AgentMessageItem) -> bool:
@@ -438,7 +447,9 @@ def _turn_end(
     duration_ms: int | None,
     system_error: bool,
 ) -> Reduction:
-    watch = replace(state.watch, running=False, system_error=state.watch.system_error or system_error)
+    watch = replace(
+        state.watch, running=False, system_error=state.watch.system_error or system_error
+    )
     completed = TurnCompletedNotification(
         thread_id=ctx.thread_id,
         turn=_turn(
@@ -567,7 +578,7 @@ def _item_started(
     state: ThreadState, envelope: EventEnvelope, msg: ItemStartedEvent, ctx: ReduceContext
 ) -> Reduction:
     kind = msg.item.type
-    item_id = msg.item.id
+    item_id = _turn_item_id(msg.item)
     turn = state.turn
     kinds = state.first_class_kinds | {kind}
     suppressed = item_id in turn.legacy_started_ids
@@ -587,7 +598,7 @@ def _item_completed(
     state: ThreadState, envelope: EventEnvelope, msg: ItemCompletedEvent, ctx: ReduceContext
 ) -> Reduction:
     kind = msg.item.type
-    item_id = msg.item.id
+    item_id = _turn_item_id(msg.item)
     turn = state.turn
     kinds = state.first_class_kinds | {kind}
     if kind == "CommandExecution":
@@ -681,10 +692,85 @@ def _thread_settings(
     return Reduction(new_state, (_emit("thread/settings/updated", params),))
 
 
+def _guardian_item(msg: GuardianAssessmentEvent, status: str) -> CommandExecutionThreadItem | None:
+    """The command item a guardian review of a command is about (Codex
+    ``build_item_from_guardian_event``): only ``command`` and ``execve`` actions with a target
+    item id have one. An ``execve`` argv is shown shell-quoted with one ``unknown`` action (Codex
+    parses it with its bash parser, which this bridge does not port)."""
+    action = msg.action
+    if msg.target_item_id is None or not isinstance(action, dict):
+        return None
+    extras = msg.model_extra or {}
+    plugin_id = extras.get("plugin_id")
+    script_path = extras.get("script_path")
+    kind = action.get("type")
+    if kind == "command" and isinstance(action.get("command"), str):
+        command = str(action["command"])
+        return CommandExecutionThreadItem.model_validate(
+            {
+                "id": msg.target_item_id,
+                "command": command,
+                "cwd": action.get("cwd"),
+                "commandActions": [{"type": "unknown", "command": command}],
+                "processId": None,
+                "source": "agent",
+                "status": status,
+                "aggregatedOutput": None,
+                "exitCode": None,
+                "durationMs": None,
+                "pluginId": plugin_id,
+                "scriptPath": script_path,
+            }
+        )
+    if kind == "execve" and isinstance(action.get("program"), str):
+        program = str(action["program"])
+        raw_argv = action.get("argv")
+        rest = [str(a) for a in raw_argv[1:]] if isinstance(raw_argv, list) else []
+        item = build_command_execution_item(
+            item_id=msg.target_item_id,
+            argv=[program, *rest],
+            cwd=str(action.get("cwd", "")),
+            parsed_cmd=[],
+            source="agent",
+            status=status,  # pyright: ignore[reportArgumentType]
+            plugin_id=plugin_id if isinstance(plugin_id, str) else None,
+            script_path=script_path if isinstance(script_path, str) else None,
+        )
+        return item.model_copy(
+            update={"command_actions": [UnknownCommandAction(command=item.command)]}
+        )
+    return None
+
+
+_GUARDIAN_COMPLETION: dict[str, str] = {
+    "denied": "declined",
+    "aborted": "declined",
+    "timed_out": "failed",
+}
+
+
 def _guardian_assessment(
     state: ThreadState, envelope: EventEnvelope, msg: GuardianAssessmentEvent, ctx: ReduceContext
 ) -> Reduction:
+    """An automatic approval review (spec §3.4): a synthetic command start while in progress,
+    the review notification, and a synthetic completion when the command will not run."""
     turn_id = msg.turn_id or envelope.id
+    turn = state.turn
+    emissions: list[Emission] = []
+    in_progress = msg.status == "in_progress"
+    if in_progress:
+        item = _guardian_item(msg, "inProgress")
+        if item is not None and msg.target_item_id not in turn.command_execution_started:
+            target = str(msg.target_item_id)
+            started = ItemStartedNotification(
+                item=item, thread_id=ctx.thread_id, turn_id=turn_id, started_at_ms=ctx.now_ms
+            )
+            emissions.append(_emit("item/started", started))
+            turn = replace(
+                turn,
+                command_execution_started=turn.command_execution_started | {target},
+                started_ids=turn.started_ids | {target},
+            )
     common: dict[str, Any] = {
         "threadId": ctx.thread_id,
         "turnId": turn_id,
@@ -694,19 +780,39 @@ def _guardian_assessment(
         "review": convert.guardian_review(msg),
         "action": convert.guardian_action(msg.action),
     }
-    if msg.status == "in_progress":
+    if in_progress:
         params = _validated(ItemGuardianApprovalReviewStartedNotification, common)
-        return Reduction(state, (_emit("item/autoApprovalReview/started", params),))
-    completed_at = msg.completed_at_ms if msg.completed_at_ms is not None else msg.started_at_ms
-    params = _validated(
-        ItemGuardianApprovalReviewCompletedNotification,
-        {
-            **common,
-            "completedAtMs": completed_at,
-            "decisionSource": convert.camel(msg.decision_source or "agent"),
-        },
-    )
-    return Reduction(state, (_emit("item/autoApprovalReview/completed", params),))
+        emissions.append(_emit("item/autoApprovalReview/started", params))
+    else:
+        completed_at = msg.completed_at_ms if msg.completed_at_ms is not None else msg.started_at_ms
+        params = _validated(
+            ItemGuardianApprovalReviewCompletedNotification,
+            {
+                **common,
+                "completedAtMs": completed_at,
+                "decisionSource": convert.camel(msg.decision_source or "agent"),
+            },
+        )
+        emissions.append(_emit("item/autoApprovalReview/completed", params))
+    completion = _GUARDIAN_COMPLETION.get(msg.status)
+    target_id = msg.target_item_id
+    if (
+        completion is not None
+        and target_id is not None
+        and target_id in turn.command_execution_started
+    ):
+        item = _guardian_item(msg, completion)
+        if item is not None:
+            done = ItemCompletedNotification(
+                item=item, thread_id=ctx.thread_id, turn_id=turn_id, completed_at_ms=ctx.now_ms
+            )
+            emissions.append(_emit("item/completed", done))
+            turn = replace(
+                turn,
+                command_execution_started=turn.command_execution_started - {target_id},
+                completed_ids=turn.completed_ids | {target_id},
+            )
+    return Reduction(replace(state, turn=turn), tuple(emissions))
 
 
 def _realtime(
@@ -821,7 +927,9 @@ def _row_mcp_startup(msg: McpStartupUpdateEvent, env: EventEnvelope, ctx: Reduce
     return "mcpServer/startupStatus/updated", params, _S
 
 
-def _row_env_connected(msg: EnvironmentConnectedEvent, env: EventEnvelope, ctx: ReduceContext) -> Any:
+def _row_env_connected(
+    msg: EnvironmentConnectedEvent, env: EventEnvelope, ctx: ReduceContext
+) -> Any:
     params = EnvironmentConnectionNotification(
         thread_id=ctx.thread_id, environment_id=msg.environment_id
     )
@@ -881,7 +989,9 @@ def _row_model_verification(
     return "model/verification", params, _S
 
 
-def _row_moderation(msg: TurnModerationMetadataEvent, env: EventEnvelope, ctx: ReduceContext) -> Any:
+def _row_moderation(
+    msg: TurnModerationMetadataEvent, env: EventEnvelope, ctx: ReduceContext
+) -> Any:
     params = TurnModerationMetadataNotification(
         thread_id=ctx.thread_id, turn_id=env.id, metadata=msg.metadata
     )
@@ -927,7 +1037,9 @@ def _row_realtime_started(
     return "thread/realtime/started", params, _S
 
 
-def _row_realtime_sdp(msg: RealtimeConversationSdpEvent, env: EventEnvelope, ctx: ReduceContext) -> Any:
+def _row_realtime_sdp(
+    msg: RealtimeConversationSdpEvent, env: EventEnvelope, ctx: ReduceContext
+) -> Any:
     params = ThreadRealtimeSdpNotification(thread_id=ctx.thread_id, sdp=msg.sdp)
     return "thread/realtime/sdp", params, _S
 
