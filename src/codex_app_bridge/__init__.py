@@ -10,11 +10,16 @@ Public surface: the names listed in ``__all__``. Everything else lives in privat
 from __future__ import annotations
 
 from codex_app_bridge._version import CODEX_PROTOCOL_VERSION, __version__
-from codex_app_bridge.mapping import convert_patch_changes, thread_item_from_turn_item
+from codex_app_bridge.mapping import (
+    convert_patch_changes,
+    item_event_to_server_notification,
+    thread_item_from_turn_item,
+)
 
 __all__ = [
     "CODEX_PROTOCOL_VERSION",
     "__version__",
     "convert_patch_changes",
+    "item_event_to_server_notification",
     "thread_item_from_turn_item",
 ]
