@@ -10,7 +10,12 @@ Public surface: the names listed in ``__all__``. Everything else lives in privat
 from __future__ import annotations
 
 from codex_app_bridge._version import CODEX_PROTOCOL_VERSION, __version__
-from codex_app_bridge.mapping import convert_patch_changes, thread_item_from_turn_item
+from codex_app_bridge.listener import ListenerHub, ThreadListener
+from codex_app_bridge.mapping import (
+    convert_patch_changes,
+    item_event_to_server_notification,
+    thread_item_from_turn_item,
+)
 from codex_app_bridge.projection import (
     DroppedUserTurns,
     build_hook_prompt_message,
@@ -30,6 +35,8 @@ from codex_app_bridge.projection import (
 __all__ = [
     "CODEX_PROTOCOL_VERSION",
     "DroppedUserTurns",
+    "ListenerHub",
+    "ThreadListener",
     "__version__",
     "build_hook_prompt_message",
     "convert_patch_changes",
@@ -38,6 +45,7 @@ __all__ = [
     "is_contextual_dev_message_content",
     "is_contextual_user_message_content",
     "is_user_turn_boundary",
+    "item_event_to_server_notification",
     "parse_hook_prompt_fragment",
     "parse_turn_item",
     "thread_item_from_turn_item",

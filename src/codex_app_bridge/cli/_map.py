@@ -43,9 +43,9 @@ import anyio
 import orjson
 from pydantic import ValidationError
 
-from codex_app_bridge import mapping as _mapping  # TEMP
 from codex_app_bridge.cli._common import iter_lines, open_input, report_bad_line
 from codex_app_bridge.listener import ListenerHub, ThreadListener
+from codex_app_bridge.mapping import item_event_to_server_notification
 from codex_app_bridge.protocol.core import (
     EVENT_MSG_ADAPTER,
     RESPONSE_ITEM_ADAPTER,
@@ -300,7 +300,7 @@ class _Mapper:
     def stateless(self, number: int, envelope: EventEnvelope) -> None:
         thread_id = self.thread_id or DEFAULT_THREAD_ID
         try:
-            notification: Any = _mapping.item_event_to_server_notification(  # type: ignore[attr-defined]
+            notification = item_event_to_server_notification(
                 envelope.msg, thread_id, envelope.id
             )
         except Exception as exc:  # the mapper rejects a malformed event of a supported kind

@@ -40,12 +40,13 @@ from typing import Any, TypeAlias
 import orjson
 from pydantic import JsonValue
 
-from codex_app_bridge import (
-    mapping as _mapping,
-)  # TEMP until item_event_to_server_notification lands
 from codex_app_bridge.listener import _convert as convert
 from codex_app_bridge.listener._realtime import realtime_notification
-from codex_app_bridge.mapping import build_command_execution_item, thread_item_from_turn_item
+from codex_app_bridge.mapping import (
+    build_command_execution_item,
+    item_event_to_server_notification,
+    thread_item_from_turn_item,
+)
 from codex_app_bridge.protocol._base import WireModel, dump_jsonable
 from codex_app_bridge.protocol.core import (
     AgentMessageItem,
@@ -357,7 +358,7 @@ def _validated(model: type[WireModel], data: dict[str, Any]) -> WireModel:
 
 def _mapped(msg: EventMsg, ctx: ReduceContext, turn_id: str) -> Emission | None:
     """The stateless mapper's notification for ``msg`` as an emission (``None`` if none)."""
-    notification: Any = _mapping.item_event_to_server_notification(msg, ctx.thread_id, turn_id)  # type: ignore[attr-defined]
+    notification = item_event_to_server_notification(msg, ctx.thread_id, turn_id)
     if notification is None:
         return None
     return _emit(str(notification.method), notification.params)
