@@ -300,9 +300,7 @@ class _Mapper:
     def stateless(self, number: int, envelope: EventEnvelope) -> None:
         thread_id = self.thread_id or DEFAULT_THREAD_ID
         try:
-            notification = item_event_to_server_notification(
-                envelope.msg, thread_id, envelope.id
-            )
+            notification = item_event_to_server_notification(envelope.msg, thread_id, envelope.id)
         except Exception as exc:  # the mapper rejects a malformed event of a supported kind
             self.bad_line(number, f"{envelope.msg.type}: {exc}")
             notification = None
