@@ -43,7 +43,10 @@ class Driver:
 
     def notifications(self, msg: dict[str, Any], turn_id: str = TURN) -> list[dict[str, Any]]:
         """``{"method", "params"}`` (plus ``audience`` when not subscribers) per emission."""
-        return [as_wire(e.method, e.params_dict(), e.audience) for e in self.feed(msg, turn_id).emissions]
+        return [
+            as_wire(e.method, e.params_dict(), e.audience)
+            for e in self.feed(msg, turn_id).emissions
+        ]
 
     def run(self, msgs: Iterable[dict[str, Any]], turn_id: str = TURN) -> list[dict[str, Any]]:
         out: list[dict[str, Any]] = []
@@ -128,7 +131,9 @@ def agent_message_item(item_id: str, text: str, phase: str | None = None) -> dic
     return item
 
 
-def item_started(item: dict[str, Any], turn_id: str = TURN, at: int = 1_796_000_092_900) -> dict[str, Any]:
+def item_started(
+    item: dict[str, Any], turn_id: str = TURN, at: int = 1_796_000_092_900
+) -> dict[str, Any]:
     return {
         "type": "item_started",
         "thread_id": THREAD,

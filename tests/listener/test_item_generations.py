@@ -90,7 +90,8 @@ def lifecycle(notifications: list[dict[str, Any]], item_id: str = "c1") -> list[
     return [
         n["method"]
         for n in notifications
-        if n["method"] in ("item/started", "item/completed") and n["params"]["item"]["id"] == item_id
+        if n["method"] in ("item/started", "item/completed")
+        and n["params"]["item"]["id"] == item_id
     ]
 
 
@@ -177,14 +178,24 @@ def test_legacy_duplicates_within_a_turn_are_dropped_and_a_new_turn_starts_fresh
 def test_deltas_between_the_generations_are_passed_through() -> None:
     driver = Driver()
     driver.feed(task_started())
-    delta = {"type": "exec_command_output_delta", "call_id": "c1", "stream": "stdout", "chunk": "aGVsbG8="}
+    delta = {
+        "type": "exec_command_output_delta",
+        "call_id": "c1",
+        "stream": "stdout",
+        "chunk": "aGVsbG8=",
+    }
     sent = driver.run([CORE_BEGIN, LEGACY_BEGIN, delta, CORE_END, LEGACY_END])
     assert methods(sent) == [
         "item/started",
         "item/commandExecution/outputDelta",
         "item/completed",
     ]
-    assert sent[1]["params"] == {"threadId": THREAD, "turnId": TURN, "itemId": "c1", "delta": "hello"}
+    assert sent[1]["params"] == {
+        "threadId": THREAD,
+        "turnId": TURN,
+        "itemId": "c1",
+        "delta": "hello",
+    }
 
 
 SENDER = "01a229f2-0000-7000-8000-00000000000b"

@@ -83,7 +83,9 @@ def test_task_started_sends_active_status_then_turn_started() -> None:
 def test_successful_turn_ends_with_idle_then_completed_with_the_last_final_message() -> None:
     driver = Driver()
     driver.feed(task_started())
-    driver.feed(item_completed(agent_message_item("msg_pre_0", "I'll run a command.", "commentary")))
+    driver.feed(
+        item_completed(agent_message_item("msg_pre_0", "I'll run a command.", "commentary"))
+    )
     driver.feed(item_completed(agent_message_item("msg_shell_1", "The command printed hello.")))
     assert driver.notifications(task_complete(last_agent_message="The command printed hello.")) == [
         IDLE,
@@ -126,7 +128,11 @@ def test_turn_without_a_final_message_has_no_summary() -> None:
 def test_error_marks_system_error_before_the_error_and_fails_the_turn() -> None:
     driver = Driver()
     driver.feed(task_started())
-    error = {"type": "error", "message": "mock: the prompt was rejected", "codex_error_info": "invalid_prompt"}
+    error = {
+        "type": "error",
+        "message": "mock: the prompt was rejected",
+        "codex_error_info": "invalid_prompt",
+    }
     turn_error = {
         "message": "mock: the prompt was rejected",
         "codexErrorInfo": "other",
@@ -156,7 +162,9 @@ def test_error_marks_system_error_before_the_error_and_fails_the_turn() -> None:
 def test_the_recorded_error_wins_over_the_payload_error() -> None:
     driver = Driver()
     driver.feed(task_started())
-    driver.feed({"type": "error", "message": "recorded", "codex_error_info": "internal_server_error"})
+    driver.feed(
+        {"type": "error", "message": "recorded", "codex_error_info": "internal_server_error"}
+    )
     driver.feed(item_completed(agent_message_item("m", "partial answer before the failure")))
     completed = driver.notifications(
         task_complete(error={"message": "payload", "codex_error_info": "other"})
@@ -204,7 +212,10 @@ def test_stream_error_neither_changes_status_nor_fails_the_turn() -> None:
     )
     assert methods(retry) == ["error"]
     assert retry[0]["params"]["willRetry"] is True
-    assert methods(driver.notifications(task_complete())) == ["thread/status/changed", "turn/completed"]
+    assert methods(driver.notifications(task_complete())) == [
+        "thread/status/changed",
+        "turn/completed",
+    ]
     assert driver.state.watch.key() == "idle"
 
 
@@ -226,9 +237,9 @@ def test_errors_that_do_not_fail_the_turn_reach_no_client() -> None:
         driver = Driver()
         driver.feed(task_started())
         # like Codex, every error event marks the thread before the kind is looked at
-        assert driver.notifications({"type": "error", "message": "x", "codex_error_info": info}) == [
-            SYSTEM_ERROR
-        ]
+        assert driver.notifications(
+            {"type": "error", "message": "x", "codex_error_info": info}
+        ) == [SYSTEM_ERROR]
         assert driver.state.turn.last_error is None
 
 
@@ -237,12 +248,17 @@ def test_error_info_objects_and_unknown_kinds_map_onto_the_v2_enum() -> None:
     cases: list[tuple[Any, Any]] = [
         ("usage_limit_exceeded", "usageLimitExceeded"),
         ("invalid_prompt", "other"),
-        ({"http_connection_failed": {"http_status_code": 502}}, {"httpConnectionFailed": {"httpStatusCode": 502}}),
+        (
+            {"http_connection_failed": {"http_status_code": 502}},
+            {"httpConnectionFailed": {"httpStatusCode": 502}},
+        ),
         ({"something_new": {}}, "other"),
         (None, None),
     ]
     for core_info, wire_info in cases:
-        error = driver.notifications({"type": "stream_error", "message": "m", "codex_error_info": core_info})
+        error = driver.notifications(
+            {"type": "stream_error", "message": "m", "codex_error_info": core_info}
+        )
         assert error[0]["params"]["error"]["codexErrorInfo"] == wire_info
 
 
@@ -277,7 +293,11 @@ def settings_event(**overrides: Any) -> dict[str, Any]:
         "reasoning_summary": "detailed",
         "collaboration_mode": {
             "mode": "default",
-            "settings": {"developer_instructions": None, "model": "mock-model", "reasoning_effort": None},
+            "settings": {
+                "developer_instructions": None,
+                "model": "mock-model",
+                "reasoning_effort": None,
+            },
         },
         "disabled_plugin_ids": [],
     }
@@ -327,7 +347,11 @@ def test_token_usage_is_remembered_for_replay() -> None:
     driver.feed(
         {
             "type": "token_count",
-            "info": {"total_token_usage": usage, "last_token_usage": usage, "model_context_window": None},
+            "info": {
+                "total_token_usage": usage,
+                "last_token_usage": usage,
+                "model_context_window": None,
+            },
             "rate_limits": None,
         }
     )

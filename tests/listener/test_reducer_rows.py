@@ -157,7 +157,11 @@ CASES: list[tuple[str, dict[str, Any], list[dict[str, Any]]]] = [
             )
         ],
     ),
-    ("token_count_empty_sends_nothing", {"type": "token_count", "info": None, "rate_limits": None}, []),
+    (
+        "token_count_empty_sends_nothing",
+        {"type": "token_count", "info": None, "rate_limits": None},
+        [],
+    ),
     (
         "turn_diff",
         {"type": "turn_diff", "unified_diff": "diff --git a/x b/x\n+y\n"},
@@ -198,7 +202,12 @@ CASES: list[tuple[str, dict[str, Any], list[dict[str, Any]]]] = [
     (
         "warning",
         {"type": "warning", "message": "Model metadata for `mock-model` not found."},
-        [sub("warning", {"threadId": THREAD, "message": "Model metadata for `mock-model` not found."})],
+        [
+            sub(
+                "warning",
+                {"threadId": THREAD, "message": "Model metadata for `mock-model` not found."},
+            )
+        ],
     ),
     (
         "guardian_warning",
@@ -351,7 +360,11 @@ CASES: list[tuple[str, dict[str, Any], list[dict[str, Any]]]] = [
         [
             sub(
                 "turn/moderationMetadata",
-                {"threadId": THREAD, "turnId": TURN, "metadata": {"flagged": False, "scores": [0.1]}},
+                {
+                    "threadId": THREAD,
+                    "turnId": TURN,
+                    "metadata": {"flagged": False, "scores": [0.1]},
+                },
             )
         ],
     ),
@@ -514,7 +527,10 @@ CASES: list[tuple[str, dict[str, Any], list[dict[str, Any]]]] = [
     ),
     (
         "realtime_output_transcript_delta",
-        {"type": "realtime_conversation_realtime", "payload": {"OutputTranscriptDelta": {"delta": "he"}}},
+        {
+            "type": "realtime_conversation_realtime",
+            "payload": {"OutputTranscriptDelta": {"delta": "he"}},
+        },
         [
             sub(
                 "thread/realtime/transcript/delta",
@@ -524,8 +540,16 @@ CASES: list[tuple[str, dict[str, Any], list[dict[str, Any]]]] = [
     ),
     (
         "realtime_input_transcript_done_snake_case_kind",
-        {"type": "realtime_conversation_realtime", "payload": {"input_transcript_done": {"text": "hi"}}},
-        [sub("thread/realtime/transcript/done", {"threadId": THREAD, "role": "user", "text": "hi"})],
+        {
+            "type": "realtime_conversation_realtime",
+            "payload": {"input_transcript_done": {"text": "hi"}},
+        },
+        [
+            sub(
+                "thread/realtime/transcript/done",
+                {"threadId": THREAD, "role": "user", "text": "hi"},
+            )
+        ],
     ),
     (
         "realtime_speech_started_becomes_an_added_item",
