@@ -14,6 +14,7 @@ from typing import Any
 import pytest
 
 from tests.listener.support import (
+    NOW_MS,
     THREAD,
     TURN,
     Driver,
@@ -320,3 +321,115 @@ def test_each_legacy_family_is_mapped_until_its_kind_arrives_first_class(
     upgraded.feed(task_started())
     assert methods(upgraded.notifications(item_completed(core_item))) == ["item/completed"]
     assert upgraded.notifications(legacy) == []
+
+
+def guardian(status: str, **fields: Any) -> dict[str, Any]:
+    return {
+        "type": "guardian_assessment",
+        "id": "review-1",
+        "target_item_id": "c1",
+        "turn_id": "",
+        "started_at_ms": 1500,
+        "status": status,
+        "action": {"type": "command", "source": "shell", "command": "rm -rf build", "cwd": "/repo"},
+        **fields,
+    }
+
+
+def guardian_command_item(status: str) -> dict[str, Any]:
+    return {
+        "type": "commandExecution",
+        "id": "c1",
+        "command": "rm -rf build",
+        "cwd": "/repo",
+        "commandActions": [{"type": "unknown", "command": "rm -rf build"}],
+        "processId": None,
+        "source": "agent",
+        "status": status,
+        "aggregatedOutput": None,
+        "exitCode": None,
+        "durationMs": None,
+        "pluginId": None,
+        "scriptPath": None,
+    }
+
+
+def test_guardian_review_starts_the_command_item_and_the_core_start_is_suppressed() -> None:
+    driver = Driver()
+    driver.feed(task_started())
+    sent = driver.notifications(guardian("in_progress"))
+    assert sent == [
+        {
+            "method": "item/started",
+            "params": {
+                "item": guardian_command_item("inProgress"),
+                "threadId": THREAD,
+                "turnId": TURN,
+                "startedAtMs": NOW_MS,
+            },
+        },
+        {
+            "method": "item/autoApprovalReview/started",
+            "params": {
+                "threadId": THREAD,
+                "turnId": TURN,
+                "reviewId": "review-1",
+                "startedAtMs": 1500,
+                "targetItemId": "c1",
+                "review": {
+                    "status": "inProgress",
+                    "riskLevel": None,
+                    "userAuthorization": None,
+                    "rationale": None,
+                },
+                "action": {
+                    "type": "command",
+                    "source": "shell",
+                    "command": "rm -rf build",
+                    "cwd": "/repo",
+                },
+            },
+        },
+    ]
+    approved = driver.notifications(guardian("approved", completed_at_ms=1600, risk_level="low"))
+    assert methods(approved) == ["item/autoApprovalReview/completed"]
+    assert approved[0]["params"]["completedAtMs"] == 1600
+    assert approved[0]["params"]["decisionSource"] == "agent"
+    # core then runs the command: its own start is dropped, its completion goes through
+    assert lifecycle(driver.run([CORE_BEGIN, CORE_END])) == ["item/completed"]
+
+
+@pytest.mark.parametrize(
+    ("status", "item_status"),
+    [("denied", "declined"), ("aborted", "declined"), ("timed_out", "failed")],
+)
+def test_guardian_refusal_completes_the_synthetic_item(status: str, item_status: str) -> None:
+    driver = Driver()
+    driver.feed(task_started())
+    driver.feed(guardian("in_progress"))
+    sent = driver.notifications(guardian(status))
+    assert methods(sent) == ["item/autoApprovalReview/completed", "item/completed"]
+    assert sent[0]["params"]["completedAtMs"] == 1500  # no completed_at_ms: the start time
+    assert sent[1]["params"] == {
+        "item": guardian_command_item(item_status),
+        "threadId": THREAD,
+        "turnId": TURN,
+        "completedAtMs": NOW_MS,
+    }
+    # a second refusal finds nothing left to complete
+    assert methods(driver.notifications(guardian(status))) == ["item/autoApprovalReview/completed"]
+
+
+def test_guardian_review_of_a_patch_has_no_synthetic_item() -> None:
+    driver = Driver()
+    driver.feed(task_started())
+    patch = guardian(
+        "in_progress", action={"type": "apply_patch", "cwd": "/repo", "files": ["/repo/a"]}
+    )
+    sent = driver.notifications(patch)
+    assert methods(sent) == ["item/autoApprovalReview/started"]
+    assert sent[0]["params"]["action"] == {
+        "type": "applyPatch",
+        "cwd": "/repo",
+        "files": ["/repo/a"],
+    }

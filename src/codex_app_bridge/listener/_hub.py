@@ -36,7 +36,6 @@ from pydantic import ValidationError
 
 from codex_app_bridge.listener._reducer import (
     Audience,
-    Emission,
     ReduceContext,
     ThreadState,
     ThreadStatusModel,
@@ -76,32 +75,106 @@ class _Subscriber:
     raw_events: bool
 
 
+class _Router:
+    """The state the hub and its thread listeners share: clock, connections, subscriptions.
+
+    Kept apart from both public classes so neither reaches into the other's internals.
+    """
+
+    def __init__(self, clock: Callable[[], int]) -> None:
+        self.clock = clock
+        self.connections: dict[int, Outbox] = {}
+        self.subscribers: dict[str, dict[int, _Subscriber]] = {}
+        """thread id -> connection id -> subscriber, in subscription order."""
+        self.memberships: dict[int, set[str]] = {}
+        """connection id -> the thread ids it is subscribed to."""
+
+    def subscribe(self, thread_id: str, outbox: Outbox, raw_events: bool) -> None:
+        subscribers = self.subscribers.setdefault(thread_id, {})
+        existing = subscribers.get(outbox.connection_id)
+        keep_raw = existing is not None and existing.raw_events
+        subscribers[outbox.connection_id] = _Subscriber(outbox, raw_events or keep_raw)
+        self.memberships.setdefault(outbox.connection_id, set()).add(thread_id)
+
+    def unsubscribe(self, thread_id: str, connection_id: int) -> bool:
+        if self.subscribers.get(thread_id, {}).pop(connection_id, None) is None:
+            return False
+        threads = self.memberships.get(connection_id)
+        if threads is not None:
+            threads.discard(thread_id)
+            if not threads:
+                del self.memberships[connection_id]
+        return True
+
+    def forget_connection(self, connection_id: int) -> None:
+        self.connections.pop(connection_id, None)
+        for thread_id in self.memberships.pop(connection_id, set()):
+            self.subscribers.get(thread_id, {}).pop(connection_id, None)
+
+    def forget_thread(self, thread_id: str) -> None:
+        for connection_id in list(self.subscribers.pop(thread_id, {})):
+            threads = self.memberships.get(connection_id)
+            if threads is not None:
+                threads.discard(thread_id)
+                if not threads:
+                    del self.memberships[connection_id]
+
+    def recipients(self, thread_id: str, audience: Audience) -> list[Outbox]:
+        subscribers = self.subscribers.get(thread_id, {})
+        if audience is Audience.RAW:
+            return [s.outbox for s in subscribers.values() if s.raw_events]
+        outboxes = [s.outbox for s in subscribers.values()]
+        if audience is Audience.SUBSCRIBERS:
+            return outboxes
+        return outboxes + [
+            o for o in self.connections.values() if o.connection_id not in subscribers
+        ]
+
+    async def deliver(self, method: str, params_json: bytes, recipients: Iterable[Outbox]) -> None:
+        """Encode once and send to each recipient that wants ``method``; never raises."""
+        wanted: list[Outbox] = []
+        for outbox in recipients:
+            if outbox.closed:
+                # the connection's own close path calls remove_connection as well; dropping it
+                # here keeps us from trying again in the meantime
+                self.forget_connection(outbox.connection_id)
+            elif outbox.wants(method):
+                wanted.append(outbox)
+        if not wanted:
+            return
+        notification = OutboundNotification.encode(method, params_json, emitted_at_ms=self.clock())
+        for outbox in wanted:
+            try:
+                await outbox.send_notification(notification)
+            except Exception:  # one broken connection must not starve the others
+                logger.warning(
+                    "dropping %s for connection %s: send failed",
+                    method,
+                    outbox.connection_id,
+                    exc_info=True,
+                )
+
+
 class ListenerHub:
     """All loaded threads and all initialized connections of one server process."""
 
     def __init__(self, *, clock: Callable[[], int] | None = None) -> None:
-        self._clock: Callable[[], int] = clock if clock is not None else now_ms
-        self._connections: dict[int, Outbox] = {}
+        self._router = _Router(clock if clock is not None else now_ms)
         self._threads: dict[str, ThreadListener] = {}
-        self._memberships: dict[int, set[str]] = {}
 
     # --- connections ----------------------------------------------------------------------
 
     def add_connection(self, outbox: Outbox) -> None:
         """A connection finished ``initialize``: it receives broadcasts from now on."""
-        self._connections[outbox.connection_id] = outbox
+        self._router.connections[outbox.connection_id] = outbox
 
     def remove_connection(self, connection_id: int) -> None:
         """A connection closed: forget it everywhere (broadcasts and every subscription)."""
-        self._connections.pop(connection_id, None)
-        for thread_id in self._memberships.pop(connection_id, set()):
-            listener = self._threads.get(thread_id)
-            if listener is not None:
-                listener.drop_subscriber(connection_id)
+        self._router.forget_connection(connection_id)
 
     def connection_ids(self) -> list[int]:
         """The initialized connections, in the order they were added."""
-        return list(self._connections)
+        return list(self._router.connections)
 
     # --- threads --------------------------------------------------------------------------
 
@@ -109,7 +182,7 @@ class ListenerHub:
         """Load a thread (status ``idle``, no subscribers); ``ThreadExistsError`` if loaded."""
         if thread_id in self._threads:
             raise ThreadExistsError(thread_id)
-        listener = ThreadListener(self, thread_id)
+        listener = ThreadListener(self._router, thread_id)
         self._threads[thread_id] = listener
         return listener
 
@@ -124,8 +197,7 @@ class ListenerHub:
         """Unload a thread (its subscriptions go with it); the listener, or ``None``."""
         listener = self._threads.pop(thread_id, None)
         if listener is not None:
-            for connection_id in listener.subscriber_ids():
-                self._forget_membership(connection_id, thread_id)
+            self._router.forget_thread(thread_id)
         return listener
 
     # --- sending --------------------------------------------------------------------------
@@ -135,57 +207,8 @@ class ListenerHub:
 
         ``params`` is a wire model, pre-encoded JSON bytes or plain JSON data.
         """
-        await self.deliver(method, _params_json(params), list(self._connections.values()))
-
-    async def deliver(self, method: str, params_json: bytes, recipients: Iterable[Outbox]) -> None:
-        """Encode once and send to each recipient that wants ``method``; never raises."""
-        wanted: list[Outbox] = []
-        for outbox in recipients:
-            if outbox.closed:
-                self._drop_closed(outbox.connection_id)
-            elif outbox.wants(method):
-                wanted.append(outbox)
-        if not wanted:
-            return
-        notification = OutboundNotification.encode(method, params_json, emitted_at_ms=self._clock())
-        for outbox in wanted:
-            try:
-                await outbox.send_notification(notification)
-            except Exception:  # one broken connection must not starve the others
-                logger.warning(
-                    "dropping %s for connection %s: send failed",
-                    method,
-                    outbox.connection_id,
-                    exc_info=True,
-                )
-
-    # --- bookkeeping used by ThreadListener -----------------------------------------------
-
-    def now_ms(self) -> int:
-        return self._clock()
-
-    def broadcast_targets(self) -> list[Outbox]:
-        return list(self._connections.values())
-
-    def _note_membership(self, connection_id: int, thread_id: str) -> None:
-        self._memberships.setdefault(connection_id, set()).add(thread_id)
-
-    def _forget_membership(self, connection_id: int, thread_id: str) -> None:
-        threads = self._memberships.get(connection_id)
-        if threads is not None:
-            threads.discard(thread_id)
-            if not threads:
-                del self._memberships[connection_id]
-
-    def _drop_closed(self, connection_id: int) -> None:
-        # the connection's own close path calls remove_connection too; this only stops us from
-        # trying again in the meantime
-        if connection_id in self._connections and self._connections[connection_id].closed:
-            del self._connections[connection_id]
-        for thread_id in list(self._memberships.get(connection_id, ())):
-            listener = self._threads.get(thread_id)
-            if listener is not None and listener.subscriber_closed(connection_id):
-                listener.drop_subscriber(connection_id)
+        recipients = list(self._router.connections.values())
+        await self._router.deliver(method, _params_json(params), recipients)
 
 
 def _params_json(params: object) -> bytes:
@@ -199,11 +222,10 @@ def _params_json(params: object) -> bytes:
 class ThreadListener:
     """One loaded thread: reducer state, subscribers and the turn-end hooks."""
 
-    def __init__(self, hub: ListenerHub, thread_id: str) -> None:
-        self._hub = hub
+    def __init__(self, router: _Router, thread_id: str) -> None:
+        self._router = router
         self._thread_id = thread_id
         self._state = ThreadState()
-        self._subscribers: dict[int, _Subscriber] = {}
         self._lock = anyio.Lock()
         self._turn_end_hooks: list[TurnEndHook] = []
         self._skipped = 0
@@ -222,32 +244,19 @@ class ThreadListener:
         ``rawResponse/completed``; an opt-in is kept when the same connection subscribes again
         without it (a resume cannot turn raw events off, as in Codex).
         """
-        existing = self._subscribers.get(outbox.connection_id)
-        keep_raw = existing is not None and existing.raw_events
-        self._subscribers[outbox.connection_id] = _Subscriber(outbox, raw_events or keep_raw)
-        self._hub._note_membership(outbox.connection_id, self._thread_id)  # pyright: ignore[reportPrivateUsage]
+        self._router.subscribe(self._thread_id, outbox, raw_events)
 
     def unsubscribe(self, connection_id: int) -> UnsubscribeStatus:
         """Detach a connection; the thread stays loaded and a running turn keeps running."""
-        if self._subscribers.pop(connection_id, None) is None:
-            return "notSubscribed"
-        self._hub._forget_membership(connection_id, self._thread_id)  # pyright: ignore[reportPrivateUsage]
-        return "unsubscribed"
+        removed = self._router.unsubscribe(self._thread_id, connection_id)
+        return "unsubscribed" if removed else "notSubscribed"
 
     def is_subscribed(self, connection_id: int) -> bool:
-        return connection_id in self._subscribers
+        return connection_id in self._router.subscribers.get(self._thread_id, {})
 
     def subscriber_ids(self) -> list[int]:
         """Subscribed connection ids, in subscription order."""
-        return list(self._subscribers)
-
-    def drop_subscriber(self, connection_id: int) -> None:
-        """Forget a subscriber without answering anyone (its connection is gone)."""
-        self._subscribers.pop(connection_id, None)
-
-    def subscriber_closed(self, connection_id: int) -> bool:
-        subscriber = self._subscribers.get(connection_id)
-        return subscriber is not None and subscriber.outbox.closed
+        return list(self._router.subscribers.get(self._thread_id, {}))
 
     # --- state ----------------------------------------------------------------------------
 
@@ -319,7 +328,7 @@ class ThreadListener:
             turn_item = parse_turn_item(item)
             if turn_item is None:
                 return
-            now = self._hub.now_ms()
+            now = self._router.clock()
             started = ItemStartedEvent(
                 thread_id=self._thread_id, turn_id=turn_id, item=turn_item, started_at_ms=now
             )
@@ -339,7 +348,7 @@ class ThreadListener:
         logger.debug("thread %s: skipped event (%s)", self._thread_id, reason)
 
     async def _process(self, envelope: EventEnvelope) -> None:
-        ctx = ReduceContext(thread_id=self._thread_id, now_ms=self._hub.now_ms())
+        ctx = ReduceContext(thread_id=self._thread_id, now_ms=self._router.clock())
         reduction = reduce(self._state, envelope, ctx)
         if reduction.skipped is not None:
             self._skip(reduction.skipped)
@@ -355,16 +364,5 @@ class ThreadListener:
                         "thread %s: turn-end hook failed", self._thread_id, exc_info=True
                     )
         for emission in reduction.emissions:
-            await self._hub.deliver(
-                emission.method, emission.params_json(), self._recipients(emission)
-            )
-
-    def _recipients(self, emission: Emission) -> list[Outbox]:
-        if emission.audience is Audience.RAW:
-            return [s.outbox for s in self._subscribers.values() if s.raw_events]
-        subscribers = [s.outbox for s in self._subscribers.values()]
-        if emission.audience is Audience.SUBSCRIBERS:
-            return subscribers
-        seen = {outbox.connection_id for outbox in subscribers}
-        others = [o for o in self._hub.broadcast_targets() if o.connection_id not in seen]
-        return subscribers + others
+            recipients = self._router.recipients(self._thread_id, emission.audience)
+            await self._router.deliver(emission.method, emission.params_json(), recipients)
