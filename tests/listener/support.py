@@ -156,6 +156,30 @@ def item_completed(
     }
 
 
+def settings_event(**overrides: Any) -> dict[str, Any]:
+    settings: dict[str, Any] = {
+        "model": "mock-model",
+        "model_provider_id": "mock",
+        "approval_policy": "never",
+        "approvals_reviewer": "user",
+        "permission_profile": {"type": "disabled"},
+        "cwd": "/home/dev/project",
+        "runtime_workspace_roots": ["/home/dev/project"],
+        "reasoning_summary": "detailed",
+        "collaboration_mode": {
+            "mode": "default",
+            "settings": {
+                "developer_instructions": None,
+                "model": "mock-model",
+                "reasoning_effort": None,
+            },
+        },
+        "disabled_plugin_ids": [],
+    }
+    settings.update(overrides)
+    return {"type": "thread_settings_applied", "thread_id": THREAD, "thread_settings": settings}
+
+
 # --- an Outbox that records ------------------------------------------------------------------
 
 

@@ -10,7 +10,7 @@ import orjson
 import pytest
 
 from codex_app_bridge.listener import ListenerHub, ThreadExistsError, ThreadListener
-from codex_app_bridge.protocol.core import RESPONSE_ITEM_ADAPTER
+from codex_app_bridge.protocol.core import RESPONSE_ITEM_ADAPTER, ThreadSettingsSnapshot
 from codex_app_bridge.protocol.v2 import IdleThreadStatus
 from tests.listener.support import (
     THREAD,
@@ -375,3 +375,18 @@ async def test_a_thousand_threads_with_interleaved_events_keep_per_thread_order(
                 n["params"]["delta"] for n in received if n["method"] == "item/agentMessage/delta"
             ]
             assert deltas == [f"{thread_id}:{i}" for i in range(per_thread)]
+
+
+async def test_thread_created_with_its_settings_reports_the_first_differing_turn() -> None:
+    from tests.listener.test_lifecycle import settings_event
+
+    conn = RecordingOutbox(1)
+    hub = ListenerHub(clock=clock)
+    started = ThreadSettingsSnapshot.model_validate(settings_event()["thread_settings"])
+    listener = hub.create_thread(THREAD, settings=started)
+    listener.subscribe(conn)
+    await feed(listener, settings_event())
+    assert conn.received == []
+    await feed(listener, settings_event(model="gpt-5.4"))
+    assert conn.methods() == ["thread/settings/updated"]
+    assert conn.received[0]["params"]["threadSettings"]["model"] == "gpt-5.4"

@@ -17,6 +17,7 @@ from tests.listener.support import (
     agent_message_item,
     item_completed,
     methods,
+    settings_event,
     task_complete,
     task_started,
     turn_aborted,
@@ -279,30 +280,6 @@ def test_shutdown_unloads_the_thread() -> None:
             "audience": "broadcast",
         }
     ]
-
-
-def settings_event(**overrides: Any) -> dict[str, Any]:
-    settings: dict[str, Any] = {
-        "model": "mock-model",
-        "model_provider_id": "mock",
-        "approval_policy": "never",
-        "approvals_reviewer": "user",
-        "permission_profile": {"type": "disabled"},
-        "cwd": "/home/dev/project",
-        "runtime_workspace_roots": ["/home/dev/project"],
-        "reasoning_summary": "detailed",
-        "collaboration_mode": {
-            "mode": "default",
-            "settings": {
-                "developer_instructions": None,
-                "model": "mock-model",
-                "reasoning_effort": None,
-            },
-        },
-        "disabled_plugin_ids": [],
-    }
-    settings.update(overrides)
-    return {"type": "thread_settings_applied", "thread_id": THREAD, "thread_settings": settings}
 
 
 def test_thread_settings_are_sent_only_when_they_change() -> None:

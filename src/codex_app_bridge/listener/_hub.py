@@ -34,6 +34,7 @@ import anyio
 import orjson
 from pydantic import ValidationError
 
+from codex_app_bridge.listener import _convert as convert
 from codex_app_bridge.listener._reducer import (
     Audience,
     ReduceContext,
@@ -49,6 +50,7 @@ from codex_app_bridge.protocol.core import (
     ItemStartedEvent,
     RawResponseItemEvent,
     ResponseItem,
+    ThreadSettingsSnapshot,
     parse_event_envelope,
 )
 from codex_app_bridge.protocol.jsonrpc import now_ms
@@ -178,11 +180,18 @@ class ListenerHub:
 
     # --- threads --------------------------------------------------------------------------
 
-    def create_thread(self, thread_id: str) -> ThreadListener:
-        """Load a thread (status ``idle``, no subscribers); ``ThreadExistsError`` if loaded."""
+    def create_thread(
+        self, thread_id: str, *, settings: ThreadSettingsSnapshot | None = None
+    ) -> ThreadListener:
+        """Load a thread (status ``idle``, no subscribers); ``ThreadExistsError`` if loaded.
+
+        ``settings`` are the thread's settings as ``thread/start`` / ``thread/resume`` reported
+        them: the baseline ``thread/settings/updated`` is computed against. Without them the
+        first ``thread_settings_applied`` event becomes the baseline silently.
+        """
         if thread_id in self._threads:
             raise ThreadExistsError(thread_id)
-        listener = ThreadListener(self._router, thread_id)
+        listener = ThreadListener(self._router, thread_id, settings)
         self._threads[thread_id] = listener
         return listener
 
@@ -222,10 +231,13 @@ def _params_json(params: object) -> bytes:
 class ThreadListener:
     """One loaded thread: reducer state, subscribers and the turn-end hooks."""
 
-    def __init__(self, router: _Router, thread_id: str) -> None:
+    def __init__(
+        self, router: _Router, thread_id: str, settings: ThreadSettingsSnapshot | None = None
+    ) -> None:
         self._router = router
         self._thread_id = thread_id
-        self._state = ThreadState()
+        baseline = None if settings is None else convert.thread_settings(settings)
+        self._state = ThreadState(thread_settings=baseline)
         self._lock = anyio.Lock()
         self._turn_end_hooks: list[TurnEndHook] = []
         self._skipped = 0
