@@ -22,7 +22,11 @@ Rules (0.163.0; ``spec/event-mapping.md`` §2, ``spec/app-server-runtime.md`` §
   ``error`` events are not persisted) that error is used and the thread is marked
   ``systemError``. The summary item is the last completed agent message whose phase is
   ``final_answer`` or absent and whose text is not blank.
-* Item lifecycle, both event generations (issue 4.4) -- see ``_ItemLedger`` below.
+* Item lifecycle, both event generations (issue 4.4): see "The item ledger" below.
+* ``guardian_assessment`` (spec §3.4): a review of a command with a target item starts a
+  synthetic ``commandExecution`` item (``startedAtMs`` = ``ReduceContext.now_ms``) unless that
+  command already started; a denied/aborted (timed-out) review completes it as ``declined``
+  (``failed``). Core's own later ``item_started`` for the id is suppressed, as in Codex.
 * Approval and other server-request events (``exec_approval_request``,
   ``apply_patch_approval_request``, ``request_user_input``, ``elicitation_request``,
   ``request_permissions``) are out of scope for the listener: skipped and counted.
@@ -555,7 +559,7 @@ def _shutdown(
 # Items: both event generations
 # ---------------------------------------------------------------------------------------------
 #
-# _ItemLedger rule (issue 4.4). Codex 0.163.0 core sends every tool item twice: as first-class
+# The item ledger (issue 4.4). Codex 0.163.0 core sends every tool item twice: as first-class
 # item_started / item_completed (TurnItem) and as legacy begin/end events; older producers send
 # only the legacy events. The client must see exactly one item/started and one item/completed
 # per item in every case, in either arrival order:
