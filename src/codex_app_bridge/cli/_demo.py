@@ -16,7 +16,7 @@ from __future__ import annotations
 import argparse
 import sys
 import time
-from typing import Any, TextIO
+from typing import Any, TextIO, cast
 
 import anyio
 import orjson
@@ -33,6 +33,13 @@ _STREAMED = {
     "item/agentMessage/delta": "assistant",
     "item/reasoning/summaryTextDelta": "reasoning",
 }
+
+
+def _field(value: object, key: str) -> Any:
+    """``value[key]`` when ``value`` is a JSON object (else an empty object)."""
+    if isinstance(value, dict):
+        return cast("dict[str, Any]", value).get(key, {})
+    return {}
 
 
 def _short(value: object, limit: int = 160) -> str:
@@ -73,9 +80,9 @@ class _Printer:
 
     def _notification(self, method: str, params: Any) -> None:
         label = _STREAMED.get(method)
-        if label is not None and isinstance(params, dict):
-            item_id = str(params.get("itemId"))  # pyright: ignore[reportUnknownMemberType, reportUnknownArgumentType]
-            delta = str(params.get("delta", ""))  # pyright: ignore[reportUnknownMemberType, reportUnknownArgumentType]
+        if label is not None:
+            item_id = str(_field(params, "itemId"))
+            delta = str(_field(params, "delta") or "")
             if self.stream != item_id:
                 self._line(f"  . {method}")
                 self.out.write(f"    {label}: ")
@@ -121,11 +128,10 @@ class _DemoClient:
     async def until_turn_completed(self, turn_id: str) -> None:
         while True:
             message = await self._receive()
-            params = message.get("params")
-            if message.get("method") == "turn/completed" and isinstance(params, dict):
-                turn: Any = params.get("turn")  # pyright: ignore[reportUnknownMemberType]
-                if isinstance(turn, dict) and turn.get("id") == turn_id:  # pyright: ignore[reportUnknownMemberType]
-                    return
+            if message.get("method") != "turn/completed":
+                continue
+            if _field(_field(message, "params"), "turn").get("id") == turn_id:
+                return
 
 
 async def run_demo(

@@ -118,7 +118,7 @@ _INTERACTIVE_SOURCES: Final = frozenset({"cli", "vscode"})
 
 def _extra_flag(params: Any, name: str) -> bool:
     extra: dict[str, JsonValue] | None = getattr(params, "model_extra", None)
-    return bool(extra) and extra is not None and extra.get(name) is True
+    return extra is not None and extra.get(name) is True
 
 
 def _page(ids: list[str], cursor: str | None, limit: int | None) -> tuple[list[str], str | None]:
