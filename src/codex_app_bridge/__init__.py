@@ -58,6 +58,8 @@ from codex_app_bridge.protocol.v2 import (
     Thread,
     Turn,
 )
+from codex_app_bridge.server import BridgeServer
+from codex_app_bridge.sources import DefaultAgent, EventSource, ScriptSource, TurnRequest
 
 __all__ = [
     "CLIENT_REQUEST_ADAPTER",
@@ -75,17 +77,22 @@ __all__ = [
     "AnyServerNotification",
     "AnyServerRequest",
     "AnyThreadItem",
+    "BridgeServer",
     "ContentItem",
+    "DefaultAgent",
     "DroppedUserTurns",
     "EventEnvelope",
     "EventMsg",
+    "EventSource",
     "ListenerHub",
     "ResponseItem",
     "RolloutLine",
+    "ScriptSource",
     "Thread",
     "ThreadListener",
     "Turn",
     "TurnItem",
+    "TurnRequest",
     "UserInput",
     "__version__",
     "build_hook_prompt_message",

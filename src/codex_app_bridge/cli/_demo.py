@@ -70,7 +70,8 @@ class _Printer:
             self.out.flush()
             return
         if direction == "c2s":
-            self._line(f">>> {message.get('method')}  {_short(message.get('params'))}")
+            params = f"  {_short(message['params'])}" if "params" in message else ""
+            self._line(f">>> {message.get('method')}{params}")
         elif "method" in message:
             self._notification(str(message["method"]), message.get("params"))
         elif "error" in message:
