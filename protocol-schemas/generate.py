@@ -174,7 +174,7 @@ OMIT_WHEN_NONE: dict[str, tuple[str, ...]] = {
     "DynamicToolNamespaceTool": ("deferLoading",),
     "ExternalAgentConfigDetectParams": ("includeHome",),
     "FeedbackUploadParams": ("includeLogs",),
-    "FindInPageWebSearchAction": ("url", "pattern"),
+    "FindInPageResponsesApiWebSearchAction": ("url", "pattern"),
     "FsCopyParams": ("recursive",),
     "FunctionCallOutputResponseItem": (
         "id",
@@ -255,7 +255,7 @@ OMIT_WHEN_NONE: dict[str, tuple[str, ...]] = {
         "internal_chat_message_metadata_passthrough",
     ),
     "MigrationDetails": ("memory",),
-    "OpenPageWebSearchAction": ("url",),
+    "OpenPageResponsesApiWebSearchAction": ("url",),
     "OutputTextContentItem": ("annotations", "logprobs"),
     "PermissionsRequestApprovalResponse": ("strictAutoReview",),
     "PluginListParams": ("forceRefetch",),
@@ -266,7 +266,7 @@ OMIT_WHEN_NONE: dict[str, tuple[str, ...]] = {
     "RemoteControlEnableParams": ("ephemeral",),
     "Resource": ("annotations", "description", "mimeType", "size", "title", "icons", "_meta"),
     "ResourceTemplate": ("annotations", "title", "description", "mimeType"),
-    "SearchWebSearchAction": ("query", "queries"),
+    "SearchResponsesApiWebSearchAction": ("query", "queries"),
     "ServerNotification": ("emittedAtMs",),
     "SkillInterface": (
         "displayName",

@@ -10,6 +10,7 @@ Public surface: the names listed in ``__all__``. Everything else lives in privat
 from __future__ import annotations
 
 from codex_app_bridge._version import CODEX_PROTOCOL_VERSION, __version__
+from codex_app_bridge.mapping import convert_patch_changes, thread_item_from_turn_item
 from codex_app_bridge.projection import (
     DroppedUserTurns,
     build_hook_prompt_message,
@@ -31,6 +32,7 @@ __all__ = [
     "DroppedUserTurns",
     "__version__",
     "build_hook_prompt_message",
+    "convert_patch_changes",
     "drop_last_n_user_turns",
     "fork_turn_positions_in_rollout",
     "is_contextual_dev_message_content",
@@ -38,6 +40,7 @@ __all__ = [
     "is_user_turn_boundary",
     "parse_hook_prompt_fragment",
     "parse_turn_item",
+    "thread_item_from_turn_item",
     "truncate_rollout_before_nth_user_message_from_start",
     "truncate_rollout_to_last_n_fork_turns",
     "user_message_positions_in_rollout",

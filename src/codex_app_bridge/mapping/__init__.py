@@ -1,2 +1,55 @@
 """Mapping layer (pure): the stateless mapper from one core EventMsg to at most one app-server
-notification, TurnItem -> ThreadItem conversion and the item builders. No I/O, no state."""
+notification, TurnItem -> ThreadItem conversion and the item builders. No I/O, no state.
+
+* :func:`thread_item_from_turn_item`: the ``ThreadItem`` a client sees for a core ``TurnItem``
+  (``None`` when the 0.163.0 wire cannot show it).
+* The item builders (``build_*``, :func:`convert_patch_changes`, :func:`command_actions`,
+  :func:`collab_agent_state`): one rule per item kind, shared by the conversions here and by the
+  listener's synthetic items.
+"""
+
+from codex_app_bridge.mapping._builders import (
+    UnmappableItemError,
+    build_collab_agent_tool_call_item,
+    build_command_execution_approval_request_item,
+    build_command_execution_begin_item,
+    build_command_execution_end_item,
+    build_command_execution_item,
+    build_dynamic_tool_call_item,
+    build_dynamic_tool_call_response_item,
+    build_file_change_approval_request_item,
+    build_file_change_begin_item,
+    build_file_change_end_item,
+    build_file_change_item,
+    build_mcp_tool_call_begin_item,
+    build_mcp_tool_call_end_item,
+    build_sub_agent_activity_event_item,
+    build_sub_agent_activity_item,
+    collab_agent_state,
+    command_actions,
+    convert_patch_changes,
+)
+from codex_app_bridge.mapping._thread_item import thread_item_from_turn_item
+
+__all__ = [
+    "UnmappableItemError",
+    "build_collab_agent_tool_call_item",
+    "build_command_execution_approval_request_item",
+    "build_command_execution_begin_item",
+    "build_command_execution_end_item",
+    "build_command_execution_item",
+    "build_dynamic_tool_call_item",
+    "build_dynamic_tool_call_response_item",
+    "build_file_change_approval_request_item",
+    "build_file_change_begin_item",
+    "build_file_change_end_item",
+    "build_file_change_item",
+    "build_mcp_tool_call_begin_item",
+    "build_mcp_tool_call_end_item",
+    "build_sub_agent_activity_event_item",
+    "build_sub_agent_activity_item",
+    "collab_agent_state",
+    "command_actions",
+    "convert_patch_changes",
+    "thread_item_from_turn_item",
+]

@@ -902,15 +902,15 @@ FileSystemAccessMode = TypeAliasType("FileSystemAccessMode", Literal["read", "wr
 
 
 class FindInPageResponsesApiWebSearchAction(WireModel):
-    pattern: str | None = None
+    pattern: Annotated[str | None, Field(exclude_if=is_none)] = None
     type: Literal["find_in_page"] = "find_in_page"
-    url: str | None = None
+    url: Annotated[str | None, Field(exclude_if=is_none)] = None
 
 
 class FindInPageWebSearchAction(WireModel):
-    pattern: Annotated[str | None, Field(exclude_if=is_none)] = None
+    pattern: str | None = None
     type: Literal["findInPage"] = "findInPage"
-    url: Annotated[str | None, Field(exclude_if=is_none)] = None
+    url: str | None = None
 
 
 ForcedChatgptWorkspaceIds = TypeAliasType("ForcedChatgptWorkspaceIds", str | list[str])
@@ -2152,12 +2152,12 @@ NullableGetAccountTokenUsageParams = TypeAliasType(
 
 class OpenPageResponsesApiWebSearchAction(WireModel):
     type: Literal["open_page"] = "open_page"
-    url: str | None = None
+    url: Annotated[str | None, Field(exclude_if=is_none)] = None
 
 
 class OpenPageWebSearchAction(WireModel):
     type: Literal["openPage"] = "openPage"
-    url: Annotated[str | None, Field(exclude_if=is_none)] = None
+    url: str | None = None
 
 
 class OpenaiFormMcpServerElicitationRequestParams(WireModel):
@@ -2838,14 +2838,14 @@ class SearchParsedCommand(WireModel):
 
 
 class SearchResponsesApiWebSearchAction(WireModel):
-    queries: list[str] | None = None
-    query: str | None = None
+    queries: Annotated[list[str] | None, Field(exclude_if=is_none)] = None
+    query: Annotated[str | None, Field(exclude_if=is_none)] = None
     type: Literal["search"] = "search"
 
 
 class SearchWebSearchAction(WireModel):
-    queries: Annotated[list[str] | None, Field(exclude_if=is_none)] = None
-    query: Annotated[str | None, Field(exclude_if=is_none)] = None
+    queries: list[str] | None = None
+    query: str | None = None
     type: Literal["search"] = "search"
 
 
