@@ -11,6 +11,7 @@ from __future__ import annotations
 
 from codex_app_bridge._version import CODEX_PROTOCOL_VERSION, __version__
 from codex_app_bridge.mapping import convert_patch_changes, thread_item_from_turn_item
+from codex_app_bridge.mapping.thread_history import ThreadHistoryBuilder, build_turns
 from codex_app_bridge.projection import (
     DroppedUserTurns,
     build_hook_prompt_message,
@@ -30,8 +31,10 @@ from codex_app_bridge.projection import (
 __all__ = [
     "CODEX_PROTOCOL_VERSION",
     "DroppedUserTurns",
+    "ThreadHistoryBuilder",
     "__version__",
     "build_hook_prompt_message",
+    "build_turns",
     "convert_patch_changes",
     "drop_last_n_user_turns",
     "fork_turn_positions_in_rollout",
