@@ -80,7 +80,9 @@ class Peer:
         await self._stdin.send(json.dumps({"method": method}).encode() + b"\n")
 
 
-async def read_scenarios(tmp_path: Path) -> dict[str, tuple[list[Any], list[Any]]]:
+async def read_scenarios(
+    tmp_path: Path,
+) -> dict[str, tuple[list[Any], list[Any], list[Any] | None]]:
     home = tmp_path / "codex-home"
     work = tmp_path / "work"
     home.mkdir()
@@ -94,7 +96,7 @@ async def read_scenarios(tmp_path: Path) -> dict[str, tuple[list[Any], list[Any]
         "PATH": os.environ.get("PATH", "/usr/bin:/bin"),
         "RUST_LOG": "error",
     }
-    shown: dict[str, tuple[list[Any], list[Any]]] = {}
+    shown: dict[str, tuple[list[Any], list[Any], list[Any] | None]] = {}
     async with await anyio.open_process(
         [str(codex_binary()), "app-server"], env=env, cwd=work, stderr=None
     ) as process:
@@ -109,8 +111,14 @@ async def read_scenarios(tmp_path: Path) -> dict[str, tuple[list[Any], list[Any]
             listed = await peer.request(
                 "thread/turns/list", {"threadId": scenario.thread_id, "limit": 100}
             )
+            entries = None
+            if scenario.entries is not None:
+                items = await peer.request(
+                    "thread/items/list", {"threadId": scenario.thread_id, "limit": 100}
+                )
+                entries = items["data"]
             # turns/list pages newest first
-            shown[scenario.name] = (resumed["thread"]["turns"], listed["data"][::-1])
+            shown[scenario.name] = (resumed["thread"]["turns"], listed["data"][::-1], entries)
         process.terminate()
     return shown
 
@@ -123,9 +131,8 @@ async def test_real_server_shows_the_recorded_turns_and_summaries(tmp_path: Path
     mismatches = [
         scenario.name
         for scenario in SCENARIOS
-        if shown[scenario.name] != (scenario.turns, scenario.summaries())
+        if shown[scenario.name] != (scenario.turns, scenario.summaries(), scenario.entries)
     ]
     for name in mismatches:
-        turns, summaries = shown[name]
-        print(name, json.dumps(turns), json.dumps(summaries), sep="\n")
+        print(name, *(json.dumps(part) for part in shown[name]), sep="\n")
     assert mismatches == []

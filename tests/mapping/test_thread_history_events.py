@@ -20,6 +20,7 @@ from codex_app_bridge.mapping.thread_history import (
     HistoryMode,
     ThreadHistoryBuilder,
     build_turns,
+    merge_active_turn,
     turn_summary,
 )
 from codex_app_bridge.protocol import core
@@ -472,3 +473,33 @@ def test_turn_summary_of_a_turn_without_a_final_answer_is_empty() -> None:
     (turn,) = builder.turns()
     summary = turn_summary(turn)
     assert (summary.items, summary.items_view, summary.status) == ([], "summary", "completed")
+
+
+def test_running_turn_snapshot_replaces_its_persisted_copy_and_goes_last() -> None:
+    persisted = feed("paginated", [started("t1"), complete("t1"), started("t2")]).turns()
+    live = feed(
+        "paginated",
+        [
+            started("t2"),
+            item_completed(
+                "t2",
+                {"type": "UserMessage", "id": "u9", "content": [{"type": "text", "text": "live"}]},
+            ),
+        ],
+    )
+    active = live.active_turn()
+    merged = merge_active_turn(persisted, active)
+    assert shape(merged) == [("t1", "completed", []), ("t2", "inProgress", [("userMessage", "u9")])]
+    assert merge_active_turn(persisted, None) == persisted
+
+
+def test_legacy_item_entries_follow_the_turns_without_timestamps() -> None:
+    builder = feed("legacy", [started("t1"), user_message("a"), complete("t1"), user_message("b")])
+    entries = [dump_dict(entry) for entry in builder.item_entries()]
+    assert [
+        (e["turnId"], e["item"]["id"], e["startedAtMs"], e["completedAtMs"]) for e in entries
+    ] == [
+        ("t1", "item-1", None, None),
+        (builder.turns()[1].id, "item-2", None, None),
+    ]
+    assert [dump_dict(e)["item"]["id"] for e in builder.item_entries("t1")] == ["item-1"]

@@ -76,17 +76,18 @@ def agent_message(text: str, **fields: Any) -> dict[str, Any]:
     return ev({"type": "agent_message", "message": text, **fields})
 
 
-def completed_item(thread: str, turn: str, item: dict[str, Any]) -> dict[str, Any]:
-    return ev(
-        {
-            "type": "item_completed",
-            "thread_id": thread,
-            "turn_id": turn,
-            "item": item,
-            "started_at_ms": 1,
-            "completed_at_ms": 2,
-        }
-    )
+def completed_item(
+    thread: str, turn: str, item: dict[str, Any], started_ms: int | None = 1, completed_ms: int = 2
+) -> dict[str, Any]:
+    payload: dict[str, Any] = {
+        "type": "item_completed",
+        "thread_id": thread,
+        "turn_id": turn,
+        "item": item,
+    }
+    if started_ms is not None:
+        payload["started_at_ms"] = started_ms
+    return ev({**payload, "completed_at_ms": completed_ms})
 
 
 def core_user(item_id: str, text: str) -> dict[str, Any]:
@@ -201,6 +202,8 @@ class Scenario:
     body: list[dict[str, Any]]
     turns: list[dict[str, Any]]
     summary_ids: list[list[str]] = field(default_factory=list[list[str]])
+    # thread/items/list entries (paginated scenarios that check them).
+    entries: list[dict[str, Any]] | None = None
     # Why the builder's output differs from the binary's here (a known, reported deviation).
     deviation: str | None = None
     deviation_in_summary: bool = True
@@ -444,7 +447,62 @@ PAGINATED_SUMMARIES = Scenario(
     [["u1", "final"], ["u2", "a2"], ["u3", "a3"], [], ["u5"]],
 )
 
-PAGINATED = [PAGINATED_ITEMS, PAGINATED_LIFECYCLE, PAGINATED_IGNORES, PAGINATED_SUMMARIES]
+P5 = tid(105)
+T5 = T[105]
+PAGINATED_ENTRIES = Scenario(
+    "paginated: item entries list every completed item in first-arrival order",
+    P5,
+    True,
+    [
+        completed_item(P5, T5[2], core_user("early2", "before its turn"), 5, 6),
+        started(T5[1]),
+        completed_item(P5, T5[1], core_user("u1", "one"), 10, 11),
+        completed_item(P5, T5[1], core_agent("a1", "v1"), 12, 13),
+        completed_item(P5, T5[1], core_agent("a1", "v2"), 14, 15),
+        complete(T5[1]),
+        started(T5[2]),
+        completed_item(P5, T5[2], core_user("u2", "two"), 20, 21),
+        completed_item(P5, T5[1], core_agent("late", "late"), 30, 31),
+        completed_item(P5, T5[2], core_user("u2", "two again"), 40, 41),
+        completed_item(P5, T5[2], core_agent("a2", "no start time"), None, 45),
+        completed_item(P5, T5[9], core_user("orphan", "turn never started"), 50, 51),
+    ],
+    [
+        turn(T5[1], [user("u1", "one"), agent("a1", "v2"), agent("late", "late")]),
+        turn(
+            T5[2],
+            [
+                user("early2", "before its turn"),
+                user("u2", "two again"),
+                agent("a2", "no start time"),
+            ],
+            "interrupted",
+            started_at=100,
+        ),
+    ],
+    [["u1", "a1"], ["early2"]],
+    entries=[
+        {"turnId": T5[2], "item": user("early2", "before its turn"), "startedAtMs": 5,
+         "completedAtMs": 6},
+        {"turnId": T5[1], "item": user("u1", "one"), "startedAtMs": 10, "completedAtMs": 11},
+        {"turnId": T5[1], "item": agent("a1", "v2"), "startedAtMs": 12, "completedAtMs": 13},
+        {"turnId": T5[2], "item": user("u2", "two again"), "startedAtMs": 20,
+         "completedAtMs": 21},
+        {"turnId": T5[1], "item": agent("late", "late"), "startedAtMs": 30, "completedAtMs": 31},
+        {"turnId": T5[2], "item": agent("a2", "no start time"), "startedAtMs": None,
+         "completedAtMs": 45},
+        {"turnId": T5[9], "item": user("orphan", "turn never started"), "startedAtMs": 50,
+         "completedAtMs": 51},
+    ],
+)  # fmt: skip
+
+PAGINATED = [
+    PAGINATED_ITEMS,
+    PAGINATED_LIFECYCLE,
+    PAGINATED_IGNORES,
+    PAGINATED_SUMMARIES,
+    PAGINATED_ENTRIES,
+]
 
 # ----------------------------------------------------------------------------- legacy
 
@@ -932,3 +990,17 @@ def test_any_prefix_of_a_rollout_gives_a_snapshot_without_error(scenario: Scenar
         snapshot = builder.turns()
         assert snapshot == build_turns(lines[:count])
     assert builder.history_mode == ("paginated" if scenario.paginated else "legacy")
+
+
+ENTRY_SCENARIOS = [s for s in SCENARIOS if s.entries is not None]
+
+
+@pytest.mark.parametrize("scenario", ENTRY_SCENARIOS, ids=lambda s: s.name)
+def test_item_entries_are_what_items_list_showed(scenario: Scenario) -> None:
+    builder = ThreadHistoryBuilder()
+    builder.handle_rollout_lines(parse(scenario.rollout()))
+    assert [dump_dict(entry) for entry in builder.item_entries()] == scenario.entries
+    one_turn = scenario.turns[0]["id"]
+    assert [dump_dict(entry) for entry in builder.item_entries(one_turn)] == [
+        entry for entry in scenario.entries or [] if entry["turnId"] == one_turn
+    ]

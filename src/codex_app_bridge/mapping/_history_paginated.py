@@ -24,6 +24,9 @@ binary with crafted paginated rollouts:
   a new segment instead, see ``_rollout_chain``).
 * Summary (``itemsView: "summary"``): the first user message that arrived before the terminal
   event, and the last non-commentary agent message as of the terminal event.
+* Item entries (``thread/items/list``): every ``item_completed``, keyed by turn and item id, in
+  the order each first arrived, with the timestamps of that first arrival and the latest item;
+  items of turns never named by a lifecycle event are listed too.
 
 Boundary: pure; items come from :func:`thread_item_from_turn_item`.
 """
@@ -31,6 +34,7 @@ Boundary: pure; items come from :func:`thread_item_from_turn_item`.
 from __future__ import annotations
 
 import logging
+from dataclasses import dataclass
 
 from codex_app_bridge.mapping._history_turns import (
     TurnRecord,
@@ -39,11 +43,25 @@ from codex_app_bridge.mapping._history_turns import (
 )
 from codex_app_bridge.mapping._thread_item import thread_item_from_turn_item
 from codex_app_bridge.protocol import core
-from codex_app_bridge.protocol.v2 import ThreadItem, TurnError, TurnStatus, UserMessageThreadItem
+from codex_app_bridge.protocol.v2 import (
+    ThreadItem,
+    ThreadItemEntry,
+    TurnError,
+    TurnStatus,
+    UserMessageThreadItem,
+)
 
 __all__ = ["PaginatedHistory"]
 
 _log = logging.getLogger(__name__)
+
+
+@dataclass
+class _Entry:
+    turn_id: str
+    item: ThreadItem
+    started_at_ms: int | None
+    completed_at_ms: int | None
 
 
 class PaginatedHistory:
@@ -53,6 +71,8 @@ class PaginatedHistory:
         self.turns: dict[str, TurnRecord] = {}
         # Items of turns no lifecycle event has named yet, by turn id.
         self._orphans: dict[str, TurnRecord] = {}
+        # thread/items/list, by (turn id, item id) in order of first arrival.
+        self._entries: dict[tuple[str, str], _Entry] = {}
         self.skipped_items = 0
 
     def handle_rollout_line(self, line: core.RolloutLine) -> None:
@@ -91,11 +111,24 @@ class PaginatedHistory:
                     duration_ms=msg.duration_ms,
                 )
         elif isinstance(msg, core.ItemCompletedEvent):
-            self._item(msg.turn_id, msg.item)
+            self._item(msg)
 
     def records(self) -> list[TurnRecord]:
         """Every turn so far, in order of first appearance."""
         return list(self.turns.values())
+
+    def item_entries(self, turn_id: str | None = None) -> list[ThreadItemEntry]:
+        """The ``thread/items/list`` entries, oldest first (only ``turn_id``'s when given)."""
+        return [
+            ThreadItemEntry(
+                turn_id=entry.turn_id,
+                item=entry.item,
+                started_at_ms=entry.started_at_ms,
+                completed_at_ms=entry.completed_at_ms,
+            )
+            for entry in self._entries.values()
+            if turn_id is None or entry.turn_id == turn_id
+        ]
 
     def active_record(self) -> TurnRecord | None:
         """The most recently opened turn that has not ended."""
@@ -149,12 +182,20 @@ class PaginatedHistory:
         final = final_agent_message(record.items)
         record.final_agent_id = None if final is None else final.id
 
-    def _item(self, turn_id: str, item: core.TurnItem) -> None:
-        converted = thread_item_from_turn_item(item)
+    def _item(self, msg: core.ItemCompletedEvent) -> None:
+        turn_id = msg.turn_id
+        converted = thread_item_from_turn_item(msg.item)
         if converted is None:
             self.skipped_items += 1
-            _log.debug("history: skipped an item of type %s", item.type)
+            _log.debug("history: skipped an item of type %s", msg.item.type)
             return
+        entry = self._entries.get((turn_id, converted.id))
+        if entry is None:
+            self._entries[turn_id, converted.id] = _Entry(
+                turn_id, converted, msg.started_at_ms, msg.completed_at_ms
+            )
+        else:
+            entry.item = converted
         record = self.turns.get(turn_id)
         if record is None:
             record = self._orphans.setdefault(turn_id, TurnRecord(id=turn_id))

@@ -32,7 +32,7 @@ Boundary: pure. No I/O, no clock (implicit turn ids of a live-only builder are U
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 from typing import Literal
 
 from codex_app_bridge.mapping._history_legacy import LegacyHistory
@@ -46,7 +46,7 @@ from codex_app_bridge.mapping._rollout_chain import (
     rollout_id_from_filename,
 )
 from codex_app_bridge.protocol import core
-from codex_app_bridge.protocol.v2 import Turn, TurnItemsView
+from codex_app_bridge.protocol.v2 import ThreadItemEntry, Turn, TurnItemsView
 
 __all__ = [
     "HistoryBase",
@@ -55,6 +55,7 @@ __all__ = [
     "ThreadHistoryBuilder",
     "build_turns",
     "history_base_of",
+    "merge_active_turn",
     "resolve_rollout_history",
     "rollout_id_from_filename",
     "turn_summary",
@@ -154,6 +155,25 @@ class ThreadHistoryBuilder:
             for record in self._records()
         ]
 
+    def item_entries(self, turn_id: str | None = None) -> list[ThreadItemEntry]:
+        """The ``thread/items/list`` entries, oldest first; only ``turn_id``'s when given.
+
+        Paginated threads: every completed item in the order it first arrived, with the
+        timestamps of that first arrival and its latest content; items of turns never started are
+        listed too (probed). Legacy threads have no item timestamps (0.163.0 refuses
+        ``thread/items/list`` for them with -32601 "thread/items/list is not supported yet"): the
+        turns' items in order, with null timestamps.
+        """
+        projection = self._projection
+        if isinstance(projection, PaginatedHistory):
+            return projection.item_entries(turn_id)
+        return [
+            ThreadItemEntry(turn_id=record.id, item=item)
+            for record in self._records()
+            if turn_id is None or record.id == turn_id
+            for item in record.items
+        ]
+
     @property
     def active_turn_id(self) -> str | None:
         """The id of the turn still in progress (opened and not ended), if any."""
@@ -190,6 +210,17 @@ def build_turns(
         else:
             builder.handle_rollout_line(entry)
     return builder.turns(items_view=items_view, interrupt_stale=interrupt_stale)
+
+
+def merge_active_turn(turns: Sequence[Turn], active: Turn | None) -> list[Turn]:
+    """Persisted turns with the running turn's live snapshot in place of its persisted copy.
+
+    As Codex merges them for ``thread/read`` and ``thread/resume`` of a running thread: any
+    persisted turn with the active turn's id is dropped and the active turn goes last.
+    """
+    if active is None:
+        return list(turns)
+    return [*(turn for turn in turns if turn.id != active.id), active]
 
 
 def turn_summary(turn: Turn) -> Turn:
