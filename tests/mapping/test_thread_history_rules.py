@@ -843,6 +843,7 @@ LEGACY_POSITIONS = Scenario(
                 "summary": "none",
             },
         ),
+        ev({"type": "token_count", "info": None, "rate_limits": None}),
         ev({"type": "error", "message": "dropped"}),
         ev(
             {
@@ -866,7 +867,7 @@ LEGACY_POSITIONS = Scenario(
         ev({"type": "thread_rolled_back", "num_turns": 99}),
         user_message("b"),
     ],
-    [turn("rollout-6", [user("item-1", "b")])],
+    [turn("rollout-7", [user("item-1", "b")])],
     [["item-1"]],
 )
 

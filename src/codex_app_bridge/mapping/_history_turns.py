@@ -85,9 +85,6 @@ class TurnRecord:
         """Put ``item`` where the last item is (same id: a reasoning item that grew)."""
         self.items[-1] = item
 
-    def item_count(self) -> int:
-        return len(self.items)
-
     def to_turn(
         self,
         *,

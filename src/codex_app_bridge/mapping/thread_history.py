@@ -23,9 +23,13 @@ Both were probed against the 0.163.0 binary (crafted rollouts through ``thread/r
 ``thread/resume``); the module docstrings list the rules. Every capture in
 ``tests/data/captures`` rebuilds to exactly the turns the real server returned.
 
-:func:`turn_summary` gives the summary view ``turn/completed`` sends; the summary view of
-``thread/turns/list`` is ``builder.turns(items_view="summary")``, which knows what arrived after a
-turn ended.
+Views: ``turns(items_view=...)`` gives every item (``thread/read``, ``thread/resume``) or the
+``thread/turns/list`` summaries (which need to know what arrived after a turn ended);
+``interrupt_stale=True`` shows turns that never ended as ``interrupted``, as the server does for a
+thread that is not running. :meth:`~ThreadHistoryBuilder.item_entries` gives the
+``thread/items/list`` entries, :meth:`~ThreadHistoryBuilder.active_turn` the running turn, which
+:func:`merge_active_turn` puts over the persisted turns, and :func:`turn_summary` the view
+``turn/completed`` sends.
 
 Boundary: pure. No I/O, no clock (implicit turn ids of a live-only builder are UUIDv7s).
 """
