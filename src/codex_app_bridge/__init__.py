@@ -10,7 +10,12 @@ Public surface: the names listed in ``__all__``. Everything else lives in privat
 from __future__ import annotations
 
 from codex_app_bridge._version import CODEX_PROTOCOL_VERSION, __version__
-from codex_app_bridge.mapping import convert_patch_changes, thread_item_from_turn_item
+from codex_app_bridge.listener import ListenerHub, ThreadListener
+from codex_app_bridge.mapping import (
+    convert_patch_changes,
+    item_event_to_server_notification,
+    thread_item_from_turn_item,
+)
 from codex_app_bridge.mapping.thread_history import ThreadHistoryBuilder, build_turns
 from codex_app_bridge.projection import (
     DroppedUserTurns,
@@ -27,11 +32,63 @@ from codex_app_bridge.projection import (
     user_message_positions_in_rollout,
     web_search_action_detail,
 )
+from codex_app_bridge.protocol.core import (
+    CONTENT_ITEM_ADAPTER,
+    EVENT_ENVELOPE_ADAPTER,
+    EVENT_MSG_ADAPTER,
+    RESPONSE_ITEM_ADAPTER,
+    ROLLOUT_LINE_ADAPTER,
+    TURN_ITEM_ADAPTER,
+    ContentItem,
+    EventEnvelope,
+    EventMsg,
+    ResponseItem,
+    RolloutLine,
+    TurnItem,
+    UserInput,
+)
+from codex_app_bridge.protocol.v2 import (
+    CLIENT_REQUEST_ADAPTER,
+    SERVER_NOTIFICATION_ADAPTER,
+    SERVER_REQUEST_ADAPTER,
+    THREAD_ITEM_ADAPTER,
+    AnyClientRequest,
+    AnyServerNotification,
+    AnyServerRequest,
+    AnyThreadItem,
+    Thread,
+    Turn,
+)
 
 __all__ = [
+    "CLIENT_REQUEST_ADAPTER",
     "CODEX_PROTOCOL_VERSION",
+    "CONTENT_ITEM_ADAPTER",
+    "EVENT_ENVELOPE_ADAPTER",
+    "EVENT_MSG_ADAPTER",
+    "RESPONSE_ITEM_ADAPTER",
+    "ROLLOUT_LINE_ADAPTER",
+    "SERVER_NOTIFICATION_ADAPTER",
+    "SERVER_REQUEST_ADAPTER",
+    "THREAD_ITEM_ADAPTER",
+    "TURN_ITEM_ADAPTER",
+    "AnyClientRequest",
+    "AnyServerNotification",
+    "AnyServerRequest",
+    "AnyThreadItem",
+    "ContentItem",
     "DroppedUserTurns",
+    "EventEnvelope",
+    "EventMsg",
+    "ListenerHub",
+    "ResponseItem",
+    "RolloutLine",
+    "Thread",
     "ThreadHistoryBuilder",
+    "ThreadListener",
+    "Turn",
+    "TurnItem",
+    "UserInput",
     "__version__",
     "build_hook_prompt_message",
     "build_turns",
@@ -41,6 +98,7 @@ __all__ = [
     "is_contextual_dev_message_content",
     "is_contextual_user_message_content",
     "is_user_turn_boundary",
+    "item_event_to_server_notification",
     "parse_hook_prompt_fragment",
     "parse_turn_item",
     "thread_item_from_turn_item",

@@ -38,15 +38,18 @@ def schema_errors(notification: dict[str, Any]) -> list[str]:
 
 @dataclass(frozen=True)
 class CapturedItem:
-    """A core ``item_completed`` event of a rollout, with the notification the server sent."""
+    """A core ``item_completed`` event of a rollout, with the notifications the server sent for
+    that item: ``sent["started"]`` and ``sent["completed"]``, whole lines (``emittedAtMs``
+    included)."""
 
     capture: str
     event: core.ItemCompletedEvent
-    sent: dict[str, Any]  # the real item/completed line, emittedAtMs included
+    sent: dict[str, dict[str, Any]]
 
     @property
     def label(self) -> str:
-        return f"{self.capture}:{self.event.item.type}:{self.sent['params']['item']['id']}"
+        item = self.sent["completed"]["params"]["item"]
+        return f"{self.capture}:{item['type']}:{item['id']}"
 
 
 def _jsonl(path: Path) -> list[dict[str, Any]]:
@@ -56,15 +59,15 @@ def _jsonl(path: Path) -> list[dict[str, Any]]:
 @cache
 def captured_items() -> tuple[CapturedItem, ...]:
     """Every ``item_completed`` persisted in the captures' rollouts, each paired with the
-    ``item/completed`` the real server sent for it (same thread, same item id)."""
+    ``item/started`` and ``item/completed`` the real server sent for it (same thread and item)."""
     pairs: list[CapturedItem] = []
     for capture in CAPTURE_NAMES:
         folder = CAPTURES_DIR / capture
-        sent = {
-            (line["params"]["threadId"], line["params"]["item"]["id"]): line
-            for line in _jsonl(folder / "notifications.jsonl")
-            if line.get("method") == "item/completed"
-        }
+        sent: dict[tuple[str, str], dict[str, dict[str, Any]]] = {}
+        for line in _jsonl(folder / "notifications.jsonl"):
+            if line.get("method") in ("item/started", "item/completed"):
+                key = (line["params"]["threadId"], line["params"]["item"]["id"])
+                sent.setdefault(key, {})[line["method"].removeprefix("item/")] = line
         for rollout in sorted(folder.glob("rollout*.jsonl")):
             for line in _jsonl(rollout):
                 payload = line.get("payload", {})
@@ -73,6 +76,6 @@ def captured_items() -> tuple[CapturedItem, ...]:
                 event = core.EVENT_MSG_ADAPTER.validate_python(payload)
                 assert isinstance(event, core.ItemCompletedEvent)
                 key = (event.thread_id, payload["item"]["id"])
-                assert key in sent, f"{capture}: no item/completed sent for {key}"
+                assert sent.get(key, {}).keys() == {"started", "completed"}, (capture, key)
                 pairs.append(CapturedItem(capture, event, sent[key]))
     return tuple(pairs)

@@ -16,7 +16,7 @@ from collections.abc import Sequence
 from typing import Any, Protocol
 
 from codex_app_bridge._version import CODEX_PROTOCOL_VERSION, __version__
-from codex_app_bridge.cli import _history, _inspect
+from codex_app_bridge.cli import _history, _inspect, _map
 from codex_app_bridge.cli._common import add_codex_compat_flags
 from codex_app_bridge.cli._logging import configure_logging
 
@@ -28,6 +28,7 @@ class _Command(Protocol):
 # Command modules, in help order, one per line. Each exposes ``register(subparsers)``.
 _COMMANDS: tuple[_Command, ...] = (
     _inspect,
+    _map,
     _history,
 )
 

@@ -1,2 +1,44 @@
 """Listener layer: the per-thread reducer (pure: state, event -> state, notifications) and the
-per-thread subscriptions and fan-out. The only place that holds thread state."""
+per-thread subscriptions and fan-out. The only place that holds thread state.
+
+``ListenerHub`` (one per server process) owns the loaded threads and the initialized
+connections; ``ThreadListener`` (one per thread) reduces core events and delivers the resulting
+notifications to its subscribers' outboxes. ``reduce`` is the pure reducer behind it. The API is
+the contract of ``docs/architecture.md`` ("The listener API").
+"""
+
+from codex_app_bridge.listener._hub import (
+    ListenerHub,
+    ThreadExistsError,
+    ThreadListener,
+    TurnEndHook,
+    UnsubscribeStatus,
+)
+from codex_app_bridge.listener._reducer import (
+    APPROVAL_EVENT_TYPES,
+    Audience,
+    Emission,
+    ReduceContext,
+    Reduction,
+    ThreadState,
+    ThreadWatch,
+    TurnSummary,
+    reduce,
+)
+
+__all__ = [
+    "APPROVAL_EVENT_TYPES",
+    "Audience",
+    "Emission",
+    "ListenerHub",
+    "ReduceContext",
+    "Reduction",
+    "ThreadExistsError",
+    "ThreadListener",
+    "ThreadState",
+    "ThreadWatch",
+    "TurnEndHook",
+    "TurnSummary",
+    "UnsubscribeStatus",
+    "reduce",
+]

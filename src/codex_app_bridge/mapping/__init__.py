@@ -1,6 +1,8 @@
 """Mapping layer (pure): the stateless mapper from one core EventMsg to at most one app-server
 notification, TurnItem -> ThreadItem conversion and the item builders. No I/O, no state.
 
+* :func:`item_event_to_server_notification`: the notification one core event becomes (``None``
+  when it has no item projection or cannot be shown).
 * :func:`thread_item_from_turn_item`: the ``ThreadItem`` a client sees for a core ``TurnItem``
   (``None`` when the 0.163.0 wire cannot show it).
 * The item builders (``build_*``, :func:`convert_patch_changes`, :func:`command_actions`,
@@ -29,9 +31,14 @@ from codex_app_bridge.mapping._builders import (
     command_actions,
     convert_patch_changes,
 )
+from codex_app_bridge.mapping._event_mapping import (
+    ItemEventNotification,
+    item_event_to_server_notification,
+)
 from codex_app_bridge.mapping._thread_item import thread_item_from_turn_item
 
 __all__ = [
+    "ItemEventNotification",
     "UnmappableItemError",
     "build_collab_agent_tool_call_item",
     "build_command_execution_approval_request_item",
@@ -51,5 +58,6 @@ __all__ = [
     "collab_agent_state",
     "command_actions",
     "convert_patch_changes",
+    "item_event_to_server_notification",
     "thread_item_from_turn_item",
 ]

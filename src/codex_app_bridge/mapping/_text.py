@@ -5,8 +5,8 @@ rendered text of a finished review.
   *not* Python's ``shlex.join``: a word is left bare when it only holds ``+-./:@]_`` and ASCII
   letters and digits, single-quoted when it can be, double-quoted (``"`` and ``\\`` escaped with
   a backslash) when it contains ``'`` or ``\\``, and split into differently quoted runs when one
-  quoting cannot hold it all (``it's`` gives ``"it's"``; Python would give ``'it'"'"'s'``). An argv with a NUL
-  byte is shown as ``<command included NUL byte>``.
+  quoting cannot hold it all (``it's`` gives ``"it's"``; Python would give ``'it'"'"'s'``). An
+  argv with a NUL byte is shown as ``<command included NUL byte>``.
 * :func:`redact_secrets` applies the four patterns of Codex's ``codex_secrets`` sanitizer (bearer
   tokens, ``sk-`` keys, AWS key ids, ``token=...`` style assignments), in its order and with its
   replacements; 0.163.0 masks command lines and command action texts with it.

@@ -5,7 +5,8 @@ messages, reasoning, commands, file changes, dynamic tools and web search are ch
 what the real 0.163.0 server sent for the items in ``tests/data/captures``):
 
 * ``UserMessage``: content converted piece by piece to the wire ``UserInput`` (``local_image`` ->
-  ``localImage``, ``image_url`` -> ``url``, ...), ``clientId`` ``null`` when absent;
+  ``localImage``, ``image_url`` -> ``url``, ...; a piece of an unknown type is left out),
+  ``clientId`` ``null`` when absent;
 * ``AgentMessage``: the texts of its content joined with no separator, ``phase``,
   ``memoryCitation`` (``rolloutIds`` -> ``threadIds``), ``delivery``; ``questions`` is ``null``;
 * ``Reasoning``: ``summary`` and ``content`` from ``summary_text`` and ``raw_content``;

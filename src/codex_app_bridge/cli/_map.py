@@ -1,0 +1,399 @@
+"""``codex-app-bridge map``: core events in, the notifications one subscribed client receives out.
+
+Input (JSONL, ``FILE`` or ``-`` for stdin), one of, line by line:
+
+* event envelopes ``{"id": <turn id>, "msg": <EventMsg>}``;
+* rollout lines ``{"timestamp", "type", "payload", ...}`` (a Codex ``rollout-*.jsonl``):
+  ``event_msg`` payloads are events, with the envelope id taken from the event's own ``turn_id``
+  when it carries one, else the current turn (the last ``task_started``); ``session_meta`` gives
+  the thread id unless ``--thread-id`` is set; ``response_item`` lines are described below; every
+  other line kind (``turn_context``, ``world_state``, ...) carries no event and is passed over.
+
+``response_item`` lines. A 0.163.0 rollout persists each visible item twice, as a
+``response_item`` and as an ``item_completed`` event; the event is what the live server maps, so
+there the response item only becomes the ``raw_response_item`` event (seen by ``--raw-events``
+clients, as ``rawResponseItem/completed``). An older rollout has no ``item_completed`` events; in
+a turn that recorded no ``item_started``/``item_completed`` event at all, each response item is
+therefore recorded the way Codex core records one (``ThreadListener.record_response_item``: the
+raw event plus ``item/started`` and ``item/completed`` for the items ``parse_turn_item``
+recognises). To apply that rule rollout lines are buffered per turn (``task_started`` to
+``task_complete``/``turn_aborted``), so output for a rollout arrives turn by turn.
+
+Output: the JSONL notifications exactly as the server writes them to one initialized,
+subscribed client (``{"method","params","emittedAtMs"}``; ``--no-timestamps`` leaves
+``emittedAtMs`` out for diffing). ``--raw-events`` opts that client in to the raw events.
+``--stateless`` bypasses the listener: one line per input event with the stateless mapper's
+notification, or ``null`` where it gives none (rollout lines that are not events give no line).
+
+Bad lines (not JSON, not an envelope or rollout line, a malformed event) are reported on stderr
+with their line number; the rest is still processed and the exit status is 1. Events the
+listener skips on purpose (unknown event types, approval requests) are noted on stderr without
+changing the exit status.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+from typing import Any, BinaryIO, cast
+
+import anyio
+import orjson
+from pydantic import ValidationError
+
+from codex_app_bridge.cli._common import iter_lines, open_input, report_bad_line
+from codex_app_bridge.listener import ListenerHub, ThreadListener
+from codex_app_bridge.mapping import item_event_to_server_notification
+from codex_app_bridge.protocol.core import (
+    EVENT_MSG_ADAPTER,
+    RESPONSE_ITEM_ADAPTER,
+    EventEnvelope,
+    EventMsg,
+    ItemCompletedEvent,
+    ItemStartedEvent,
+    RawResponseItemEvent,
+    ResponseItem,
+    TaskCompleteEvent,
+    TaskStartedEvent,
+    TurnAbortedEvent,
+    UnknownEventMsg,
+    parse_event_envelope,
+)
+from codex_app_bridge.protocol.jsonrpc import RequestId
+from codex_app_bridge.rpc.outbox import EncodedParams, OutboundNotification
+
+__all__ = ["DEFAULT_THREAD_ID", "MapOptions", "map_lines", "register"]
+
+_COMMAND = "map"
+_EXIT_BAD_LINES = 1
+_EXIT_USAGE = 2
+
+DEFAULT_THREAD_ID = "00000000-0000-0000-0000-000000000000"
+"""Thread id used when neither ``--thread-id`` nor a rollout ``session_meta`` names one."""
+
+_CONNECTION_ID = 1
+
+
+@dataclass(frozen=True, slots=True)
+class MapOptions:
+    thread_id: str | None = None
+    raw_events: bool = False
+    stateless: bool = False
+    timestamps: bool = True
+
+
+class _WriterOutbox:
+    """The one client: an ``Outbox`` that writes each notification as a JSONL line."""
+
+    def __init__(self, out: BinaryIO, *, timestamps: bool) -> None:
+        self._out = out
+        self._timestamps = timestamps
+
+    @property
+    def connection_id(self) -> int:
+        return _CONNECTION_ID
+
+    @property
+    def closed(self) -> bool:
+        return False
+
+    def wants(self, method: str) -> bool:
+        return True
+
+    async def send_notification(self, notification: OutboundNotification) -> bool:
+        data = notification.data
+        if not self._timestamps:
+            decoded: dict[str, Any] = orjson.loads(data)
+            decoded.pop("emittedAtMs", None)
+            data = orjson.dumps(decoded)
+        self._out.write(data + b"\n")
+        return True
+
+    async def send_server_request(
+        self, request_id: RequestId, method: str, params: EncodedParams
+    ) -> bool:
+        return False
+
+
+def _describe(error: ValidationError) -> str:
+    details = error.errors(include_url=False)
+    parts = [f"{'.'.join(str(p) for p in d['loc']) or '<root>'}: {d['msg']}" for d in details[:3]]
+    more = f" (+{len(details) - 3} more)" if len(details) > 3 else ""
+    return "; ".join(parts) + more
+
+
+def _as_object(value: object) -> dict[str, Any]:
+    return cast("dict[str, Any]", value) if isinstance(value, dict) else {}
+
+
+def _payload_turn_id(value: object) -> str | None:
+    """The turn id an event payload carries itself (``turn_id``, or ``turnId`` for goals)."""
+    payload = _as_object(value)
+    for key in ("turn_id", "turnId"):
+        value = payload.get(key)
+        if isinstance(value, str) and value:
+            return value
+    return None
+
+
+def _passthrough_turn_id(value: object) -> str | None:
+    """The turn id Codex 0.163.0 stamps into a response item's metadata, if any."""
+    meta = _as_object(_as_object(value).get("internal_chat_message_metadata_passthrough"))
+    turn_id = meta.get("turn_id")
+    return turn_id if isinstance(turn_id, str) and turn_id else None
+
+
+@dataclass(slots=True)
+class _Pending:
+    number: int
+    envelope: EventEnvelope | None = None
+    item: ResponseItem | None = None
+    turn_id: str = ""
+
+
+@dataclass(slots=True)
+class _Mapper:
+    """The state of one ``map`` run: thread, current turn, the buffered rollout segment."""
+
+    options: MapOptions
+    out: BinaryIO
+    bad: int = 0
+    thread_id: str | None = None
+    current_turn: str | None = None
+    segment: list[_Pending] = field(default_factory=list[_Pending])
+    segment_first_class: bool = False
+    hub: ListenerHub | None = None
+    listener: ThreadListener | None = None
+
+    def __post_init__(self) -> None:
+        self.thread_id = self.options.thread_id
+
+    def bad_line(self, number: int, reason: str) -> None:
+        self.bad += 1
+        report_bad_line(_COMMAND, number, reason)
+
+    def _listener(self) -> ThreadListener:
+        if self.listener is None:
+            self.thread_id = self.thread_id or DEFAULT_THREAD_ID
+            self.hub = ListenerHub()
+            outbox = _WriterOutbox(self.out, timestamps=self.options.timestamps)
+            self.hub.add_connection(outbox)
+            self.listener = self.hub.create_thread(self.thread_id)
+            self.listener.subscribe(outbox, raw_events=self.options.raw_events)
+        return self.listener
+
+    # --- one line ---------------------------------------------------------------------------
+
+    async def line(self, number: int, raw: bytes) -> None:
+        try:
+            value: object = orjson.loads(raw)
+        except orjson.JSONDecodeError as exc:
+            self.bad_line(number, f"not JSON: {exc}")
+            return
+        if not isinstance(value, dict):
+            self.bad_line(number, "not a JSON object")
+            return
+        obj = cast("dict[str, Any]", value)
+        if "msg" in obj and "id" in obj:
+            await self.flush()
+            try:
+                envelope = parse_event_envelope(raw)
+            except ValidationError as exc:
+                self.bad_line(number, f"invalid event envelope: {_describe(exc)}")
+                return
+            await self.event(number, envelope)
+            return
+        if "type" in obj and "payload" in obj:
+            await self.rollout_line(number, obj)
+            return
+        self.bad_line(number, "neither an event envelope {id, msg} nor a rollout line")
+
+    async def rollout_line(self, number: int, obj: dict[str, Any]) -> None:
+        kind = obj["type"]
+        payload = obj["payload"]
+        if kind == "session_meta":
+            meta_id = _as_object(payload).get("id")
+            if self.thread_id is None and self.listener is None and isinstance(meta_id, str):
+                self.thread_id = meta_id or None
+            return
+        if kind == "event_msg":
+            await self.rollout_event(number, payload)
+        elif kind == "response_item":
+            await self.rollout_response_item(number, payload)
+
+    async def rollout_event(self, number: int, payload: Any) -> None:
+        try:
+            msg: EventMsg = EVENT_MSG_ADAPTER.validate_python(payload)
+        except ValidationError as exc:
+            self.bad_line(number, f"invalid event_msg payload: {_describe(exc)}")
+            return
+        if isinstance(msg, TaskStartedEvent):
+            await self.flush()
+            self.current_turn = msg.turn_id
+        own = _payload_turn_id(payload)
+        envelope = EventEnvelope(id=own or self.current_turn or "", msg=msg)
+        if self.options.stateless:
+            await self.event(number, envelope)
+            return
+        self.segment.append(_Pending(number, envelope=envelope))
+        if isinstance(msg, ItemStartedEvent | ItemCompletedEvent):
+            self.segment_first_class = True
+        if isinstance(msg, TaskCompleteEvent | TurnAbortedEvent):
+            await self.flush()
+
+    async def rollout_response_item(self, number: int, payload: Any) -> None:
+        if self.options.stateless:
+            return
+        try:
+            item: ResponseItem = RESPONSE_ITEM_ADAPTER.validate_python(payload)
+        except ValidationError as exc:
+            self.bad_line(number, f"invalid response_item payload: {_describe(exc)}")
+            return
+        passthrough = _passthrough_turn_id(payload)
+        turn_id = self.current_turn or passthrough or ""
+        self.segment.append(_Pending(number, item=item, turn_id=turn_id))
+
+    async def flush(self) -> None:
+        """Process the buffered rollout segment (see the module docstring)."""
+        segment, first_class = self.segment, self.segment_first_class
+        self.segment, self.segment_first_class = [], False
+        for pending in segment:
+            if pending.envelope is not None:
+                await self.event(pending.number, pending.envelope)
+            elif pending.item is not None:
+                if first_class:
+                    raw = EventEnvelope(
+                        id=pending.turn_id, msg=RawResponseItemEvent(item=pending.item)
+                    )
+                    await self.event(pending.number, raw)
+                else:
+                    listener = self._listener()
+                    before = listener.skipped_events
+                    await listener.record_response_item(pending.item, turn_id=pending.turn_id)
+                    self._check_skipped(pending.number, before)
+
+    # --- one event --------------------------------------------------------------------------
+
+    async def event(self, number: int, envelope: EventEnvelope) -> None:
+        if self.options.stateless:
+            self.stateless(number, envelope)
+            return
+        listener = self._listener()
+        before = listener.skipped_events
+        await listener.handle(envelope)
+        self._check_skipped(number, before, envelope.msg)
+
+    def _check_skipped(self, number: int, before: int, msg: EventMsg | None = None) -> None:
+        listener = self.listener
+        if listener is None or listener.skipped_events == before:
+            return
+        reason = listener.last_skip_reason or "skipped"
+        if isinstance(msg, UnknownEventMsg) or reason.startswith(
+            tuple(f"{t}:" for t in _NOTED_SKIPS)
+        ):
+            print(f"{_COMMAND}: line {number}: note: event skipped ({reason})", file=sys.stderr)
+        else:
+            self.bad_line(number, f"event skipped ({reason})")
+
+    def stateless(self, number: int, envelope: EventEnvelope) -> None:
+        thread_id = self.thread_id or DEFAULT_THREAD_ID
+        try:
+            notification = item_event_to_server_notification(envelope.msg, thread_id, envelope.id)
+        except Exception as exc:  # the mapper rejects a malformed event of a supported kind
+            self.bad_line(number, f"{envelope.msg.type}: {exc}")
+            notification = None
+        if notification is None:
+            self.out.write(b"null\n")
+            return
+        self.out.write(
+            orjson.dumps(
+                {
+                    "method": notification.method,
+                    "params": orjson.Fragment(
+                        notification.params.__pydantic_serializer__.to_json(
+                            notification.params, by_alias=True
+                        )
+                    ),
+                }
+            )
+            + b"\n"
+        )
+
+
+_NOTED_SKIPS = (
+    "exec_approval_request",
+    "apply_patch_approval_request",
+    "request_user_input",
+    "elicitation_request",
+    "request_permissions",
+)
+
+
+async def map_lines(lines: Iterable[tuple[int, bytes]], options: MapOptions, out: BinaryIO) -> int:
+    """Map numbered JSONL lines to ``out``; the number of bad lines."""
+    mapper = _Mapper(options, out)
+    for number, raw in lines:
+        await mapper.line(number, raw)
+    await mapper.flush()
+    return mapper.bad
+
+
+def _run(args: argparse.Namespace) -> int:
+    try:
+        stream = open_input(args.file)
+    except OSError as exc:
+        print(f"{_COMMAND}: cannot read {args.file}: {exc.strerror or exc}", file=sys.stderr)
+        return _EXIT_USAGE
+    options = MapOptions(
+        thread_id=args.thread_id,
+        raw_events=args.raw_events,
+        stateless=args.stateless,
+        timestamps=not args.no_timestamps,
+    )
+    out = sys.stdout.buffer
+    try:
+        bad = anyio.run(map_lines, iter_lines(stream), options, out)
+    finally:
+        out.flush()
+        if stream is not sys.stdin.buffer:
+            stream.close()
+    return _EXIT_BAD_LINES if bad else 0
+
+
+def register(subparsers: Any) -> None:
+    """Add the ``map`` command."""
+    parser = subparsers.add_parser(
+        _COMMAND,
+        help="map core events (envelopes or a rollout) to the notifications a client receives",
+        description=(
+            "Read JSONL core event envelopes {id, msg} or rollout lines and write the JSONL "
+            "notifications one subscribed client would receive. Bad lines are reported on "
+            "stderr with their line number, the rest is still processed, and the exit status "
+            "is 1."
+        ),
+    )
+    parser.add_argument("file", nargs="?", default="-", metavar="FILE", help="input, - for stdin")
+    parser.add_argument(
+        "--thread-id",
+        default=None,
+        metavar="ID",
+        help=f"thread id of the notifications (default: the rollout's, else {DEFAULT_THREAD_ID})",
+    )
+    parser.add_argument(
+        "--raw-events",
+        action="store_true",
+        help="the client opted in to rawResponseItem/completed and rawResponse/completed",
+    )
+    parser.add_argument(
+        "--stateless",
+        action="store_true",
+        help="only the stateless mapper: one line per event, null where it gives none",
+    )
+    parser.add_argument(
+        "--no-timestamps",
+        action="store_true",
+        help="leave emittedAtMs out of each notification (stable output for diffing)",
+    )
+    parser.set_defaults(handler=_run)

@@ -1,0 +1,380 @@
+"""Subscriptions and fan-out: ``ListenerHub`` (one per server) and ``ThreadListener`` (per thread).
+
+Role: hold each loaded thread's reducer state and subscriber set, run every core event through
+the reducer under a per-thread lock, and hand the resulting notifications to the right
+connections' outboxes, in event order. This is the only stateful part of the listener layer.
+
+Boundary: no transport. Connections are reached through the rpc layer's ``Outbox`` protocol
+(``connection_id``, ``closed``, ``wants``, ``send_notification``); what a full outbound queue
+does (wait on stdio, disconnect a slow socket client) is the outbox's policy.
+
+Delivery rules (runtime spec §2.3):
+
+* ``Audience.BROADCAST`` (``thread/status/changed``, ``thread/goal/updated`` and
+  ``ListenerHub.broadcast``) goes to every initialized connection (``add_connection``) and to the
+  thread's subscribers; ``Audience.SUBSCRIBERS`` to the thread's subscribers; ``Audience.RAW``
+  only to subscribers that opted in with ``subscribe(..., raw_events=True)``.
+* Each notification is encoded once (``OutboundNotification.encode`` stamps ``emittedAtMs``
+  with the hub's clock) and the same bytes go to every recipient that wants the method; nothing
+  is encoded when no recipient wants it.
+* Recipients are served one after the other; an outbox that raises is logged and skipped, a
+  closed outbox is dropped from the thread (and the hub), and the next recipient still gets the
+  notification. Per-thread order is the order ``handle`` / ``record_response_item`` were called:
+  an ``anyio.Lock`` (FIFO) serializes them, reduction and delivery included.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Awaitable, Callable, Iterable
+from dataclasses import dataclass
+from typing import Literal
+
+import anyio
+import orjson
+from pydantic import ValidationError
+
+from codex_app_bridge.listener import _convert as convert
+from codex_app_bridge.listener._reducer import (
+    Audience,
+    ReduceContext,
+    ThreadState,
+    ThreadStatusModel,
+    reduce,
+)
+from codex_app_bridge.projection import parse_turn_item
+from codex_app_bridge.protocol._base import dump_json
+from codex_app_bridge.protocol.core import (
+    EventEnvelope,
+    ItemCompletedEvent,
+    ItemStartedEvent,
+    RawResponseItemEvent,
+    ResponseItem,
+    ThreadSettingsSnapshot,
+    parse_event_envelope,
+)
+from codex_app_bridge.protocol.jsonrpc import now_ms
+from codex_app_bridge.protocol.v2 import ThreadTokenUsage
+from codex_app_bridge.rpc.outbox import OutboundNotification, Outbox
+
+__all__ = ["ListenerHub", "ThreadExistsError", "ThreadListener", "TurnEndHook", "UnsubscribeStatus"]
+
+logger = logging.getLogger("codex_app_bridge.listener")
+
+TurnEndHook = Callable[[], Awaitable[object]]
+"""An async callable run once when the active turn's terminal event has been reduced."""
+
+UnsubscribeStatus = Literal["unsubscribed", "notSubscribed"]
+
+
+class ThreadExistsError(KeyError, ValueError):
+    """``create_thread`` for a thread id that is already loaded."""
+
+
+@dataclass(slots=True)
+class _Subscriber:
+    outbox: Outbox
+    raw_events: bool
+
+
+class _Router:
+    """The state the hub and its thread listeners share: clock, connections, subscriptions.
+
+    Kept apart from both public classes so neither reaches into the other's internals.
+    """
+
+    def __init__(self, clock: Callable[[], int]) -> None:
+        self.clock = clock
+        self.connections: dict[int, Outbox] = {}
+        self.subscribers: dict[str, dict[int, _Subscriber]] = {}
+        """thread id -> connection id -> subscriber, in subscription order."""
+        self.memberships: dict[int, set[str]] = {}
+        """connection id -> the thread ids it is subscribed to."""
+
+    def subscribe(self, thread_id: str, outbox: Outbox, raw_events: bool) -> None:
+        subscribers = self.subscribers.setdefault(thread_id, {})
+        existing = subscribers.get(outbox.connection_id)
+        keep_raw = existing is not None and existing.raw_events
+        subscribers[outbox.connection_id] = _Subscriber(outbox, raw_events or keep_raw)
+        self.memberships.setdefault(outbox.connection_id, set()).add(thread_id)
+
+    def unsubscribe(self, thread_id: str, connection_id: int) -> bool:
+        if self.subscribers.get(thread_id, {}).pop(connection_id, None) is None:
+            return False
+        threads = self.memberships.get(connection_id)
+        if threads is not None:
+            threads.discard(thread_id)
+            if not threads:
+                del self.memberships[connection_id]
+        return True
+
+    def forget_connection(self, connection_id: int) -> None:
+        self.connections.pop(connection_id, None)
+        for thread_id in self.memberships.pop(connection_id, set()):
+            self.subscribers.get(thread_id, {}).pop(connection_id, None)
+
+    def forget_thread(self, thread_id: str) -> None:
+        for connection_id in list(self.subscribers.pop(thread_id, {})):
+            threads = self.memberships.get(connection_id)
+            if threads is not None:
+                threads.discard(thread_id)
+                if not threads:
+                    del self.memberships[connection_id]
+
+    def recipients(self, thread_id: str, audience: Audience) -> list[Outbox]:
+        subscribers = self.subscribers.get(thread_id, {})
+        if audience is Audience.RAW:
+            return [s.outbox for s in subscribers.values() if s.raw_events]
+        outboxes = [s.outbox for s in subscribers.values()]
+        if audience is Audience.SUBSCRIBERS:
+            return outboxes
+        return outboxes + [
+            o for o in self.connections.values() if o.connection_id not in subscribers
+        ]
+
+    async def deliver(self, method: str, params_json: bytes, recipients: Iterable[Outbox]) -> None:
+        """Encode once and send to each recipient that wants ``method``; never raises."""
+        wanted: list[Outbox] = []
+        for outbox in recipients:
+            if outbox.closed:
+                # the connection's own close path calls remove_connection as well; dropping it
+                # here keeps us from trying again in the meantime
+                self.forget_connection(outbox.connection_id)
+            elif outbox.wants(method):
+                wanted.append(outbox)
+        if not wanted:
+            return
+        notification = OutboundNotification.encode(method, params_json, emitted_at_ms=self.clock())
+        for outbox in wanted:
+            try:
+                await outbox.send_notification(notification)
+            except Exception:  # one broken connection must not starve the others
+                logger.warning(
+                    "dropping %s for connection %s: send failed",
+                    method,
+                    outbox.connection_id,
+                    exc_info=True,
+                )
+
+
+class ListenerHub:
+    """All loaded threads and all initialized connections of one server process."""
+
+    def __init__(self, *, clock: Callable[[], int] | None = None) -> None:
+        self._router = _Router(clock if clock is not None else now_ms)
+        self._threads: dict[str, ThreadListener] = {}
+
+    # --- connections ----------------------------------------------------------------------
+
+    def add_connection(self, outbox: Outbox) -> None:
+        """A connection finished ``initialize``: it receives broadcasts from now on."""
+        self._router.connections[outbox.connection_id] = outbox
+
+    def remove_connection(self, connection_id: int) -> None:
+        """A connection closed: forget it everywhere (broadcasts and every subscription)."""
+        self._router.forget_connection(connection_id)
+
+    def connection_ids(self) -> list[int]:
+        """The initialized connections, in the order they were added."""
+        return list(self._router.connections)
+
+    # --- threads --------------------------------------------------------------------------
+
+    def create_thread(
+        self, thread_id: str, *, settings: ThreadSettingsSnapshot | None = None
+    ) -> ThreadListener:
+        """Load a thread (status ``idle``, no subscribers); ``ThreadExistsError`` if loaded.
+
+        ``settings`` are the thread's settings as ``thread/start`` / ``thread/resume`` reported
+        them: the baseline ``thread/settings/updated`` is computed against. Without them the
+        first ``thread_settings_applied`` event becomes the baseline silently.
+        """
+        if thread_id in self._threads:
+            raise ThreadExistsError(thread_id)
+        listener = ThreadListener(self._router, thread_id, settings)
+        self._threads[thread_id] = listener
+        return listener
+
+    def get(self, thread_id: str) -> ThreadListener | None:
+        return self._threads.get(thread_id)
+
+    def loaded_thread_ids(self) -> list[str]:
+        """Loaded thread ids in creation order."""
+        return list(self._threads)
+
+    def remove_thread(self, thread_id: str) -> ThreadListener | None:
+        """Unload a thread (its subscriptions go with it); the listener, or ``None``."""
+        listener = self._threads.pop(thread_id, None)
+        if listener is not None:
+            self._router.forget_thread(thread_id)
+        return listener
+
+    # --- sending --------------------------------------------------------------------------
+
+    async def broadcast(self, method: str, params: object) -> None:
+        """Send one notification to every initialized connection (``thread/started``, ...).
+
+        ``params`` is a wire model, pre-encoded JSON bytes or plain JSON data.
+        """
+        recipients = list(self._router.connections.values())
+        await self._router.deliver(method, _params_json(params), recipients)
+
+
+def _params_json(params: object) -> bytes:
+    if isinstance(params, bytes):
+        return params
+    if isinstance(params, orjson.Fragment):
+        return orjson.dumps(params)
+    return dump_json(params)
+
+
+class ThreadListener:
+    """One loaded thread: reducer state, subscribers and the turn-end hooks."""
+
+    def __init__(
+        self, router: _Router, thread_id: str, settings: ThreadSettingsSnapshot | None = None
+    ) -> None:
+        self._router = router
+        self._thread_id = thread_id
+        baseline = None if settings is None else convert.thread_settings(settings)
+        self._state = ThreadState(thread_settings=baseline)
+        self._lock = anyio.Lock()
+        self._turn_end_hooks: list[TurnEndHook] = []
+        self._skipped = 0
+        self._last_skip_reason: str | None = None
+
+    @property
+    def thread_id(self) -> str:
+        return self._thread_id
+
+    # --- subscriptions --------------------------------------------------------------------
+
+    def subscribe(self, outbox: Outbox, raw_events: bool = False) -> None:
+        """Attach a connection to this thread's turn and item traffic (idempotent).
+
+        ``raw_events`` opts the connection in to ``rawResponseItem/completed`` and
+        ``rawResponse/completed``; an opt-in is kept when the same connection subscribes again
+        without it (a resume cannot turn raw events off, as in Codex).
+        """
+        self._router.subscribe(self._thread_id, outbox, raw_events)
+
+    def unsubscribe(self, connection_id: int) -> UnsubscribeStatus:
+        """Detach a connection; the thread stays loaded and a running turn keeps running."""
+        removed = self._router.unsubscribe(self._thread_id, connection_id)
+        return "unsubscribed" if removed else "notSubscribed"
+
+    def is_subscribed(self, connection_id: int) -> bool:
+        return connection_id in self._router.subscribers.get(self._thread_id, {})
+
+    def subscriber_ids(self) -> list[int]:
+        """Subscribed connection ids, in subscription order."""
+        return list(self._router.subscribers.get(self._thread_id, {}))
+
+    # --- state ----------------------------------------------------------------------------
+
+    @property
+    def status(self) -> ThreadStatusModel:
+        """The v2 ``ThreadStatus``: ``idle`` / ``active {activeFlags}`` / ``systemError`` /
+        ``notLoaded``."""
+        return self._state.watch.status()
+
+    @property
+    def active_turn_id(self) -> str | None:
+        return self._state.active_turn_id
+
+    @property
+    def skipped_events(self) -> int:
+        """Events skipped so far: unknown, malformed, or out of scope (approval requests)."""
+        return self._skipped
+
+    @property
+    def last_skip_reason(self) -> str | None:
+        """Why the most recent skipped event was skipped (``None`` before the first)."""
+        return self._last_skip_reason
+
+    @property
+    def token_usage(self) -> ThreadTokenUsage | None:
+        """The last ``thread/tokenUsage/updated`` payload's usage (for replay on resume)."""
+        return self._state.token_usage
+
+    @property
+    def state(self) -> ThreadState:
+        """The reducer state (immutable snapshot)."""
+        return self._state
+
+    def add_turn_end_hook(self, hook: TurnEndHook) -> None:
+        """Run ``hook()`` once, when the active turn's terminal event (``task_complete`` /
+        ``turn_aborted``) has been reduced and before its notifications are sent.
+
+        The hook runs under the thread's lock: it must not call ``handle`` on this listener.
+        """
+        self._turn_end_hooks.append(hook)
+
+    # --- events ---------------------------------------------------------------------------
+
+    async def handle(self, envelope: EventEnvelope) -> None:
+        """Reduce one core event and fan out its notifications. Never raises for bad events."""
+        async with self._lock:
+            await self._process(envelope)
+
+    async def handle_json(self, data: bytes | str) -> bool:
+        """Parse one ``{id, msg}`` envelope and handle it; a malformed one is skipped (False)."""
+        try:
+            envelope = parse_event_envelope(data)
+        except (ValidationError, ValueError) as exc:
+            async with self._lock:
+                self._skip(f"malformed envelope: {exc}")
+            return False
+        await self.handle(envelope)
+        return True
+
+    async def record_response_item(self, item: ResponseItem, *, turn_id: str) -> None:
+        """Codex core's seed behaviour for a recorded history item (issue 4.3).
+
+        Emits the ``raw_response_item`` event and, when ``parse_turn_item`` gives a turn item,
+        an ``item_started`` then an ``item_completed`` event for it; all three go through the
+        reducer like any other core event, atomically with respect to other events.
+        """
+        async with self._lock:
+            await self._process(EventEnvelope(id=turn_id, msg=RawResponseItemEvent(item=item)))
+            turn_item = parse_turn_item(item)
+            if turn_item is None:
+                return
+            now = self._router.clock()
+            started = ItemStartedEvent(
+                thread_id=self._thread_id, turn_id=turn_id, item=turn_item, started_at_ms=now
+            )
+            completed = ItemCompletedEvent(
+                thread_id=self._thread_id,
+                turn_id=turn_id,
+                item=turn_item,
+                started_at_ms=now,
+                completed_at_ms=now,
+            )
+            await self._process(EventEnvelope(id=turn_id, msg=started))
+            await self._process(EventEnvelope(id=turn_id, msg=completed))
+
+    def _skip(self, reason: str) -> None:
+        self._skipped += 1
+        self._last_skip_reason = reason
+        logger.debug("thread %s: skipped event (%s)", self._thread_id, reason)
+
+    async def _process(self, envelope: EventEnvelope) -> None:
+        ctx = ReduceContext(thread_id=self._thread_id, now_ms=self._router.clock())
+        reduction = reduce(self._state, envelope, ctx)
+        if reduction.skipped is not None:
+            self._skip(reduction.skipped)
+            return
+        self._state = reduction.state
+        if reduction.turn_ended and self._turn_end_hooks:
+            hooks, self._turn_end_hooks = self._turn_end_hooks, []
+            for hook in hooks:
+                try:
+                    await hook()
+                except Exception:
+                    logger.warning(
+                        "thread %s: turn-end hook failed", self._thread_id, exc_info=True
+                    )
+        for emission in reduction.emissions:
+            recipients = self._router.recipients(self._thread_id, emission.audience)
+            await self._router.deliver(emission.method, emission.params_json(), recipients)

@@ -1,0 +1,336 @@
+"""Turn lifecycle and thread status through the reducer: what is sent, in which order.
+
+Orders and shapes are the real 0.163.0 server's (runtime spec §3.1-§3.3, event-mapping §7):
+``thread/status/changed`` precedes ``turn/started`` and ``turn/completed``; an ``error``
+marks ``systemError`` before the ``error`` notification; the status is only sent on a real
+change.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from tests.listener.support import (
+    THREAD,
+    TURN,
+    Driver,
+    agent_message_item,
+    item_completed,
+    methods,
+    settings_event,
+    task_complete,
+    task_started,
+    turn_aborted,
+)
+
+ACTIVE = {
+    "method": "thread/status/changed",
+    "params": {"threadId": THREAD, "status": {"type": "active", "activeFlags": []}},
+    "audience": "broadcast",
+}
+IDLE = {
+    "method": "thread/status/changed",
+    "params": {"threadId": THREAD, "status": {"type": "idle"}},
+    "audience": "broadcast",
+}
+SYSTEM_ERROR = {
+    "method": "thread/status/changed",
+    "params": {"threadId": THREAD, "status": {"type": "systemError"}},
+    "audience": "broadcast",
+}
+
+
+def turn(status: str, **fields: Any) -> dict[str, Any]:
+    base: dict[str, Any] = {
+        "id": TURN,
+        "rootTurnId": TURN,
+        "items": [],
+        "itemsView": "notLoaded",
+        "status": status,
+        "error": None,
+        "startedAt": 1796000092,
+        "completedAt": 1796000093,
+        "durationMs": 154,
+    }
+    base.update(fields)
+    return base
+
+
+def agent_thread_item(item_id: str, text: str, phase: str | None = None) -> dict[str, Any]:
+    return {
+        "type": "agentMessage",
+        "id": item_id,
+        "text": text,
+        "phase": phase,
+        "memoryCitation": None,
+        "delivery": None,
+        "questions": None,
+    }
+
+
+def test_task_started_sends_active_status_then_turn_started() -> None:
+    assert Driver().notifications(task_started()) == [
+        ACTIVE,
+        {
+            "method": "turn/started",
+            "params": {
+                "threadId": THREAD,
+                "turn": turn("inProgress", completedAt=None, durationMs=None),
+            },
+        },
+    ]
+
+
+def test_successful_turn_ends_with_idle_then_completed_with_the_last_final_message() -> None:
+    driver = Driver()
+    driver.feed(task_started())
+    driver.feed(
+        item_completed(agent_message_item("msg_pre_0", "I'll run a command.", "commentary"))
+    )
+    driver.feed(item_completed(agent_message_item("msg_shell_1", "The command printed hello.")))
+    assert driver.notifications(task_complete(last_agent_message="The command printed hello.")) == [
+        IDLE,
+        {
+            "method": "turn/completed",
+            "params": {
+                "threadId": THREAD,
+                "turn": turn(
+                    "completed",
+                    items=[agent_thread_item("msg_shell_1", "The command printed hello.")],
+                    itemsView="summary",
+                ),
+            },
+        },
+    ]
+    assert driver.state.active_turn_id is None
+
+
+def test_summary_skips_commentary_partial_and_blank_messages_and_keeps_the_last_final() -> None:
+    driver = Driver()
+    driver.feed(task_started())
+    driver.feed(item_completed(agent_message_item("a", "first", "final_answer")))
+    driver.feed(item_completed(agent_message_item("b", "second")))
+    driver.feed(item_completed(agent_message_item("c", "thinking aloud", "commentary")))
+    driver.feed(item_completed(agent_message_item("d", "half", "partial_answer")))
+    driver.feed(item_completed(agent_message_item("e", "   \n")))
+    completed = driver.notifications(task_complete())[-1]
+    assert completed["params"]["turn"]["items"] == [agent_thread_item("b", "second")]
+    assert completed["params"]["turn"]["itemsView"] == "summary"
+
+
+def test_turn_without_a_final_message_has_no_summary() -> None:
+    driver = Driver()
+    driver.feed(task_started())
+    driver.feed(item_completed(agent_message_item("c", "only commentary", "commentary")))
+    completed = driver.notifications(task_complete())[-1]
+    assert completed["params"]["turn"] == turn("completed")
+
+
+def test_error_marks_system_error_before_the_error_and_fails_the_turn() -> None:
+    driver = Driver()
+    driver.feed(task_started())
+    error = {
+        "type": "error",
+        "message": "mock: the prompt was rejected",
+        "codex_error_info": "invalid_prompt",
+    }
+    turn_error = {
+        "message": "mock: the prompt was rejected",
+        "codexErrorInfo": "other",
+        "additionalDetails": None,
+        "misalignment": None,
+    }
+    assert driver.notifications(error) == [
+        SYSTEM_ERROR,
+        {
+            "method": "error",
+            "params": {"error": turn_error, "willRetry": False, "threadId": THREAD, "turnId": TURN},
+        },
+    ]
+    failed = task_complete(
+        error={"message": "mock: the prompt was rejected", "codex_error_info": "invalid_prompt"},
+        duration_ms=64,
+    )
+    # the watch is already systemError: no status change before turn/completed
+    assert driver.notifications(failed) == [
+        {
+            "method": "turn/completed",
+            "params": {"threadId": THREAD, "turn": turn("failed", error=turn_error, durationMs=64)},
+        }
+    ]
+
+
+def test_the_recorded_error_wins_over_the_payload_error() -> None:
+    driver = Driver()
+    driver.feed(task_started())
+    driver.feed(
+        {"type": "error", "message": "recorded", "codex_error_info": "internal_server_error"}
+    )
+    driver.feed(item_completed(agent_message_item("m", "partial answer before the failure")))
+    completed = driver.notifications(
+        task_complete(error={"message": "payload", "codex_error_info": "other"})
+    )[-1]
+    assert completed["params"]["turn"]["error"]["message"] == "recorded"
+    assert completed["params"]["turn"]["error"]["codexErrorInfo"] == "internalServerError"
+    assert completed["params"]["turn"]["items"] == []
+    assert completed["params"]["turn"]["itemsView"] == "notLoaded"
+
+
+def test_payload_error_alone_fails_the_turn_as_a_rollout_replay_needs() -> None:
+    driver = Driver()
+    driver.feed(task_started())
+    notifications = driver.notifications(
+        task_complete(error={"message": "boom", "codex_error_info": "internal_server_error"})
+    )
+    assert notifications[0] == SYSTEM_ERROR
+    assert notifications[1]["params"]["turn"]["status"] == "failed"
+    assert notifications[1]["params"]["turn"]["error"] == {
+        "message": "boom",
+        "codexErrorInfo": "internalServerError",
+        "additionalDetails": None,
+        "misalignment": None,
+    }
+
+
+def test_interrupted_turn_has_no_items_and_no_error() -> None:
+    driver = Driver()
+    driver.feed(task_started())
+    driver.feed(item_completed(agent_message_item("m", "done before the interrupt")))
+    assert driver.notifications(turn_aborted()) == [
+        IDLE,
+        {
+            "method": "turn/completed",
+            "params": {"threadId": THREAD, "turn": turn("interrupted", durationMs=548)},
+        },
+    ]
+
+
+def test_stream_error_neither_changes_status_nor_fails_the_turn() -> None:
+    driver = Driver()
+    driver.feed(task_started())
+    retry = driver.notifications(
+        {"type": "stream_error", "message": "Reconnecting... 1/1", "codex_error_info": None}
+    )
+    assert methods(retry) == ["error"]
+    assert retry[0]["params"]["willRetry"] is True
+    assert methods(driver.notifications(task_complete())) == [
+        "thread/status/changed",
+        "turn/completed",
+    ]
+    assert driver.state.watch.key() == "idle"
+
+
+def test_status_is_only_sent_on_a_real_change() -> None:
+    driver = Driver()
+    driver.feed(task_started())
+    # a second start while running: a new turn, but still active
+    assert methods(driver.notifications(task_started("turn-2"))) == ["turn/started"]
+    first = driver.notifications({"type": "error", "message": "a"})
+    second = driver.notifications({"type": "error", "message": "b"})
+    assert methods(first) == ["thread/status/changed", "error"]
+    assert methods(second) == ["error"]
+    # the next turn clears the system error
+    assert driver.notifications(task_started("turn-3"))[0] == ACTIVE
+
+
+def test_errors_that_do_not_fail_the_turn_reach_no_client() -> None:
+    for info in ("thread_rollback_failed", {"active_turn_not_steerable": {"turn_kind": "review"}}):
+        driver = Driver()
+        driver.feed(task_started())
+        # like Codex, every error event marks the thread before the kind is looked at
+        assert driver.notifications(
+            {"type": "error", "message": "x", "codex_error_info": info}
+        ) == [SYSTEM_ERROR]
+        assert driver.state.turn.last_error is None
+
+
+def test_error_info_objects_and_unknown_kinds_map_onto_the_v2_enum() -> None:
+    driver = Driver()
+    cases: list[tuple[Any, Any]] = [
+        ("usage_limit_exceeded", "usageLimitExceeded"),
+        ("invalid_prompt", "other"),
+        (
+            {"http_connection_failed": {"http_status_code": 502}},
+            {"httpConnectionFailed": {"httpStatusCode": 502}},
+        ),
+        ({"something_new": {}}, "other"),
+        (None, None),
+    ]
+    for core_info, wire_info in cases:
+        error = driver.notifications(
+            {"type": "stream_error", "message": "m", "codex_error_info": core_info}
+        )
+        assert error[0]["params"]["error"]["codexErrorInfo"] == wire_info
+
+
+def test_turn_completed_uses_the_envelope_id_and_the_started_time_of_the_turn() -> None:
+    driver = Driver()
+    driver.feed(task_started(started_at=1_796_000_000))
+    completed = driver.notifications(task_complete(), turn_id="envelope-turn")[-1]
+    assert completed["params"]["turn"]["id"] == "envelope-turn"
+    assert completed["params"]["turn"]["startedAt"] == 1_796_000_000
+
+
+def test_shutdown_unloads_the_thread() -> None:
+    driver = Driver()
+    assert driver.notifications({"type": "shutdown_complete"}) == [
+        {
+            "method": "thread/status/changed",
+            "params": {"threadId": THREAD, "status": {"type": "notLoaded"}},
+            "audience": "broadcast",
+        }
+    ]
+
+
+def test_thread_settings_are_sent_only_when_they_change() -> None:
+    driver = Driver()
+    assert driver.notifications(settings_event()) == []  # the baseline (thread/start told it)
+    assert driver.notifications(settings_event()) == []
+    assert driver.notifications(settings_event(model="gpt-5.4", reasoning_effort="high")) == [
+        {
+            "method": "thread/settings/updated",
+            "params": {
+                "threadId": THREAD,
+                "threadSettings": {
+                    "activePermissionProfile": None,
+                    "approvalPolicy": "never",
+                    "approvalsReviewer": "user",
+                    "collaborationMode": {
+                        "mode": "default",
+                        "settings": {
+                            "developer_instructions": None,
+                            "model": "mock-model",
+                            "reasoning_effort": None,
+                        },
+                    },
+                    "cwd": "/home/dev/project",
+                    "disabledPluginIds": [],
+                    "effort": "high",
+                    "model": "gpt-5.4",
+                    "modelProvider": "mock",
+                    "personality": None,
+                    "sandboxPolicy": {"type": "dangerFullAccess"},
+                    "serviceTier": None,
+                    "summary": "detailed",
+                },
+            },
+        }
+    ]
+
+
+def test_token_usage_is_remembered_for_replay() -> None:
+    driver = Driver()
+    usage = {"input_tokens": 1, "output_tokens": 2, "total_tokens": 3}
+    driver.feed(
+        {
+            "type": "token_count",
+            "info": {
+                "total_token_usage": usage,
+                "last_token_usage": usage,
+                "model_context_window": None,
+            },
+            "rate_limits": None,
+        }
+    )
+    assert driver.state.token_usage is not None
+    assert driver.state.token_usage.total.total_tokens == 3
