@@ -35,18 +35,18 @@ This is Codex's ``ThreadHistoryBuilder`` for threads whose rollout has no ``hist
 
 Not rebuilt: guardian assessments (live-only synthetic items the listener owns).
 
-Boundary: pure; items come from the mapping layer's conversions and builders.
+Boundary: pure; items come from the mapping layer's conversions and builders (collab agent
+items from the stateless mapper, so that their per-event rules exist once).
 """
 
 from __future__ import annotations
 
 import logging
-from collections.abc import Callable, Mapping
+from collections.abc import Callable
 from typing import Any, cast
 
 from codex_app_bridge.mapping._builders import (
     UnmappableItemError,
-    build_collab_agent_tool_call_item,
     build_command_execution_begin_item,
     build_command_execution_end_item,
     build_dynamic_tool_call_item,
@@ -57,8 +57,8 @@ from codex_app_bridge.mapping._builders import (
     build_mcp_tool_call_begin_item,
     build_mcp_tool_call_end_item,
     build_sub_agent_activity_event_item,
-    collab_end_status,
 )
+from codex_app_bridge.mapping._event_mapping import item_event_to_server_notification
 from codex_app_bridge.mapping._history_turns import (
     TurnRecord,
     affects_turn_status,
@@ -75,6 +75,8 @@ from codex_app_bridge.protocol.v2 import (
     HookPromptFragment,
     HookPromptThreadItem,
     ImageGenerationThreadItem,
+    ItemCompletedServerNotification,
+    ItemStartedServerNotification,
     ReasoningThreadItem,
     ThreadItem,
     WebSearchThreadItem,
@@ -509,129 +511,15 @@ class LegacyHistory:
     def on_sub_agent_activity(self, msg: core.SubAgentActivityEvent) -> None:
         self._upsert_current(build_sub_agent_activity_event_item(msg))
 
-    def on_collab_spawn_begin(self, msg: core.CollabAgentSpawnBeginEvent) -> None:
-        self._upsert_current(
-            build_collab_agent_tool_call_item(
-                call_id=msg.call_id,
-                tool="spawnAgent",
-                status="inProgress",
-                sender_thread_id=msg.sender_thread_id,
-                prompt=msg.prompt,
-                model=msg.model,
-                reasoning_effort=msg.reasoning_effort,
-            )
-        )
-
-    def on_collab_spawn_end(self, msg: core.CollabAgentSpawnEndEvent) -> None:
-        receiver = msg.new_thread_id
-        status = collab_end_status(msg.status)
-        self._upsert_current(
-            build_collab_agent_tool_call_item(
-                call_id=msg.call_id,
-                tool="spawnAgent",
-                # Without a new thread the spawn failed, whatever the agent status says.
-                status=status if receiver is not None else "failed",
-                sender_thread_id=msg.sender_thread_id,
-                receiver_thread_ids=[] if receiver is None else [receiver],
-                prompt=msg.prompt,
-                model=msg.model,
-                reasoning_effort=msg.reasoning_effort,
-                agent_statuses={} if receiver is None else {receiver: msg.status},
-            )
-        )
-
-    def on_collab_interaction_begin(self, msg: core.CollabAgentInteractionBeginEvent) -> None:
-        self._upsert_current(
-            build_collab_agent_tool_call_item(
-                call_id=msg.call_id,
-                tool="sendInput",
-                status="inProgress",
-                sender_thread_id=msg.sender_thread_id,
-                receiver_thread_ids=[msg.receiver_thread_id],
-                prompt=msg.prompt,
-            )
-        )
-
-    def on_collab_interaction_end(self, msg: core.CollabAgentInteractionEndEvent) -> None:
-        self._upsert_current(
-            build_collab_agent_tool_call_item(
-                call_id=msg.call_id,
-                tool="sendInput",
-                status=collab_end_status(msg.status),
-                sender_thread_id=msg.sender_thread_id,
-                receiver_thread_ids=[msg.receiver_thread_id],
-                prompt=msg.prompt,
-                agent_statuses={msg.receiver_thread_id: msg.status},
-            )
-        )
-
-    def on_collab_waiting_begin(self, msg: core.CollabWaitingBeginEvent) -> None:
-        self._upsert_current(
-            build_collab_agent_tool_call_item(
-                call_id=msg.call_id,
-                tool="wait",
-                status="inProgress",
-                sender_thread_id=msg.sender_thread_id,
-                receiver_thread_ids=msg.receiver_thread_ids,
-            )
-        )
-
-    def on_collab_waiting_end(self, msg: core.CollabWaitingEndEvent) -> None:
-        self._upsert_current(
-            build_collab_agent_tool_call_item(
-                call_id=msg.call_id,
-                tool="wait",
-                status=collab_end_status(*msg.statuses.values()),
-                sender_thread_id=msg.sender_thread_id,
-                receiver_thread_ids=sorted(msg.statuses),
-                agent_statuses=cast("Mapping[str, object]", msg.statuses),
-            )
-        )
-
-    def on_collab_close_begin(self, msg: core.CollabCloseBeginEvent) -> None:
-        self._collab_receiver_begin(
-            "closeAgent", msg.call_id, msg.sender_thread_id, msg.receiver_thread_id
-        )
-
-    def on_collab_close_end(self, msg: core.CollabCloseEndEvent) -> None:
-        self._collab_receiver_end(
-            "closeAgent", msg.call_id, msg.sender_thread_id, msg.receiver_thread_id, msg.status
-        )
-
-    def on_collab_resume_begin(self, msg: core.CollabResumeBeginEvent) -> None:
-        self._collab_receiver_begin(
-            "resumeAgent", msg.call_id, msg.sender_thread_id, msg.receiver_thread_id
-        )
-
-    def on_collab_resume_end(self, msg: core.CollabResumeEndEvent) -> None:
-        self._collab_receiver_end(
-            "resumeAgent", msg.call_id, msg.sender_thread_id, msg.receiver_thread_id, msg.status
-        )
-
-    def _collab_receiver_begin(self, tool: Any, call_id: str, sender: str, receiver: str) -> None:
-        self._upsert_current(
-            build_collab_agent_tool_call_item(
-                call_id=call_id,
-                tool=tool,
-                status="inProgress",
-                sender_thread_id=sender,
-                receiver_thread_ids=[receiver],
-            )
-        )
-
-    def _collab_receiver_end(
-        self, tool: Any, call_id: str, sender: str, receiver: str, status: core.AgentStatus
-    ) -> None:
-        self._upsert_current(
-            build_collab_agent_tool_call_item(
-                call_id=call_id,
-                tool=tool,
-                status=collab_end_status(status),
-                sender_thread_id=sender,
-                receiver_thread_ids=[receiver],
-                agent_statuses={receiver: status},
-            )
-        )
+    def on_mapped_item(self, msg: core.EventMsg) -> None:
+        """Collab agent events: the stateless mapper's item (one rule for both), current turn."""
+        notification = item_event_to_server_notification(msg, "", "")
+        if not isinstance(
+            notification, ItemStartedServerNotification | ItemCompletedServerNotification
+        ):
+            self.skipped_items += 1
+            return
+        self._upsert_current(notification.params.item)
 
     def _handle_response_item(self, item: core.ResponseItem) -> None:
         if not isinstance(item, core.MessageResponseItem) or item.role != "user":
@@ -689,14 +577,14 @@ _HANDLERS: dict[type[Any], _Handler] = {
     core.McpToolCallBeginEvent: LegacyHistory.on_mcp_begin,
     core.McpToolCallEndEvent: LegacyHistory.on_mcp_end,
     core.SubAgentActivityEvent: LegacyHistory.on_sub_agent_activity,
-    core.CollabAgentSpawnBeginEvent: LegacyHistory.on_collab_spawn_begin,
-    core.CollabAgentSpawnEndEvent: LegacyHistory.on_collab_spawn_end,
-    core.CollabAgentInteractionBeginEvent: LegacyHistory.on_collab_interaction_begin,
-    core.CollabAgentInteractionEndEvent: LegacyHistory.on_collab_interaction_end,
-    core.CollabWaitingBeginEvent: LegacyHistory.on_collab_waiting_begin,
-    core.CollabWaitingEndEvent: LegacyHistory.on_collab_waiting_end,
-    core.CollabCloseBeginEvent: LegacyHistory.on_collab_close_begin,
-    core.CollabCloseEndEvent: LegacyHistory.on_collab_close_end,
-    core.CollabResumeBeginEvent: LegacyHistory.on_collab_resume_begin,
-    core.CollabResumeEndEvent: LegacyHistory.on_collab_resume_end,
+    core.CollabAgentSpawnBeginEvent: LegacyHistory.on_mapped_item,
+    core.CollabAgentSpawnEndEvent: LegacyHistory.on_mapped_item,
+    core.CollabAgentInteractionBeginEvent: LegacyHistory.on_mapped_item,
+    core.CollabAgentInteractionEndEvent: LegacyHistory.on_mapped_item,
+    core.CollabWaitingBeginEvent: LegacyHistory.on_mapped_item,
+    core.CollabWaitingEndEvent: LegacyHistory.on_mapped_item,
+    core.CollabCloseBeginEvent: LegacyHistory.on_mapped_item,
+    core.CollabCloseEndEvent: LegacyHistory.on_mapped_item,
+    core.CollabResumeBeginEvent: LegacyHistory.on_mapped_item,
+    core.CollabResumeEndEvent: LegacyHistory.on_mapped_item,
 }
