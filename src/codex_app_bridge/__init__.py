@@ -16,6 +16,7 @@ from codex_app_bridge.mapping import (
     item_event_to_server_notification,
     thread_item_from_turn_item,
 )
+from codex_app_bridge.mapping.thread_history import ThreadHistoryBuilder, build_turns
 from codex_app_bridge.projection import (
     DroppedUserTurns,
     build_hook_prompt_message,
@@ -89,6 +90,7 @@ __all__ = [
     "RolloutLine",
     "ScriptSource",
     "Thread",
+    "ThreadHistoryBuilder",
     "ThreadListener",
     "Turn",
     "TurnItem",
@@ -96,6 +98,7 @@ __all__ = [
     "UserInput",
     "__version__",
     "build_hook_prompt_message",
+    "build_turns",
     "convert_patch_changes",
     "drop_last_n_user_turns",
     "fork_turn_positions_in_rollout",
