@@ -172,3 +172,19 @@ async def test_a_turn_started_in_reaction_to_turn_completed_is_a_new_turn() -> N
         await client.until(is_turn_completed(second))
         assert [r.turn_index for r in source.requests] == [0, 1]
         assert [r.input[0].text for r in source.requests] == ["one", "two"]  # type: ignore[union-attr]
+
+
+async def test_a_source_that_cannot_even_begin_fails_the_turn_and_the_server_lives_on() -> None:
+    def turn(request: TurnRequest) -> AsyncIterator[EventMsg]:
+        raise ValueError(f"no turn {request.turn_index} for you")
+
+    async with open_bridge("memory", source=FakeSource(turn)) as bridge:
+        client = await bridge.connect()
+        thread_id = await _thread(client)
+        for index in range(2):
+            _, messages = await client.run_turn(thread_id, "hi")
+            turn_done = messages[-1]["params"]["turn"]
+            assert turn_done["status"] == "failed"
+            assert turn_done["error"]["message"] == (
+                f"codex-app-bridge: the event source failed: no turn {index} for you"
+            )

@@ -26,9 +26,10 @@ Boundary: no connections, no JSON-RPC; the handlers create runs and call ``inter
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import time
-from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
+from collections.abc import AsyncGenerator, Awaitable, Callable, Sequence
 from contextlib import aclosing
 from typing import TYPE_CHECKING, Final
 
@@ -120,7 +121,16 @@ class TurnRun:
             if self._previous is not None:
                 await self._previous.done.wait()
                 self._previous = None
-            await self._play()
+            try:
+                await self._play()
+            except Exception:
+                # A bug must not take the server down with it: end the turn if we still can.
+                logger.exception("turn %s failed", self.turn_id)
+                if not self._terminal_fed:
+                    with contextlib.suppress(Exception):
+                        await self._feed_terminal(
+                            self._failed("codex-app-bridge: internal error while running the turn")
+                        )
         finally:
             if self.record.active_run is self:
                 self.record.active_run = None
@@ -129,8 +139,8 @@ class TurnRun:
     async def _play(self) -> None:
         started = False
         failure: str | None = None
-        events: AsyncIterator[EventMsg] = aiter(self.source.turn(self.request))
-        async with aclosing(events):  # pyright: ignore[reportArgumentType]
+        events = self._source_events()
+        async with aclosing(events):
             while True:
                 if self._interrupted and started:
                     break
@@ -169,6 +179,11 @@ class TurnRun:
         )
         await self._feed(ErrorEvent(message=message, codex_error_info="other"))
         await self._feed_terminal(self._failed(message))
+
+    async def _source_events(self) -> AsyncGenerator[EventMsg]:
+        # Wrapped so that a source failing to even begin fails on the first pull, like any other.
+        async for event in self.source.turn(self.request):
+            yield event
 
     # ------------------------------------------------------------------ feeding
 
