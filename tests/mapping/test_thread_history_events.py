@@ -223,7 +223,7 @@ def test_command_turn_item_replaces_the_begin_item_in_place() -> None:
         pytest.param(
             [{"type": "image_generation_begin", "call_id": "g1"}],
             [{"type": "imageGeneration", "id": "g1", "status": "", "revisedPrompt": None,
-              "result": "", "failure": None}],
+              "result": "", "failure": None, "transparentBackground": None}],
             id="image generation still running",
         ),
         pytest.param(

@@ -871,11 +871,6 @@ LEGACY_POSITIONS = Scenario(
     [["item-1"]],
 )
 
-OMITTED_NULLS = (
-    "the v2 models generated from the schema omit this null field (OMIT_WHEN_NONE in "
-    "protocol-schemas/generate.py); the 0.163.0 binary writes it as null"
-)
-
 L6, L7 = tid(206), tid(207)
 LEGACY_IMAGE_GENERATION = Scenario(
     "legacy: an image generation end event gives an imageGeneration item in the current turn",
@@ -912,8 +907,6 @@ LEGACY_IMAGE_GENERATION = Scenario(
         )
     ],
     [["item-1"]],
-    deviation=OMITTED_NULLS + " (imageGeneration.transparentBackground)",
-    deviation_in_summary=False,
 )
 
 LEGACY_IMAGES = Scenario(
@@ -939,7 +932,6 @@ LEGACY_IMAGES = Scenario(
         )
     ],
     [["item-1"]],
-    deviation=OMITTED_NULLS + " (image and localImage user input detail)",
 )
 
 LEGACY = [

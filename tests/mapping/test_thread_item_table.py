@@ -51,8 +51,8 @@ ROWS: list[tuple[str, Json, Json]] = [
                     "text_elements": [{"byteRange": {"start": 4, "end": 6}, "placeholder": "@a"}],
                 },
                 {"type": "image", "url": "data:image/png;base64,AA==", "detail": "low"},
-                {"type": "image", "fileId": "file-1"},
-                {"type": "localImage", "path": "/tmp/a.png"},
+                {"type": "image", "fileId": "file-1", "detail": None},
+                {"type": "localImage", "path": "/tmp/a.png", "detail": None},
                 {"type": "audio", "url": "https://x/a.wav"},
                 {"type": "localAudio", "path": "/tmp/a.wav"},
                 {"type": "skill", "name": "lint", "path": "/skills/lint"},
@@ -396,7 +396,7 @@ ROWS: list[tuple[str, Json, Json]] = [
         {"type": "imageView", "id": "iv2", "path": "/tmp/a.png"},
     ),
     (
-        "image generation: saved path and transparency omitted when absent",
+        "image generation: saved path omitted when absent, transparency written as null",
         {
             "type": "ImageGeneration",
             "id": "ig1",
@@ -411,6 +411,7 @@ ROWS: list[tuple[str, Json, Json]] = [
             "revisedPrompt": "a fox",
             "result": "cG5n",
             "failure": None,
+            "transparentBackground": None,
         },
     ),
     (
@@ -527,6 +528,7 @@ ROWS: list[tuple[str, Json, Json]] = [
             "revisedPrompt": "A fox",
             "result": "",
             "failure": None,
+            "transparentBackground": None,
         },
     ),
     (
@@ -567,6 +569,7 @@ ROWS: list[tuple[str, Json, Json]] = [
             "revisedPrompt": "A blue square",
             "result": "cG5n",
             "failure": None,
+            "transparentBackground": None,
         },
     ),
 ]

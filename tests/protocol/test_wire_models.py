@@ -128,7 +128,6 @@ OMITTED_WHEN_NONE = [
      "mcp_app_resource_uri", "mcpAppResourceUri", "ui://widget"),
     (v2.ImageGenerationThreadItem(id="i", status="", result=""),
      "saved_path", "savedPath", "/home/dev/img.png"),
-    (v2.LocalImageUserInput(path="/tmp/a.png"), "detail", "detail", "high"),
     (v2.McpServerOauthLoginCompletedNotification(name="srv", success=False),
      "error", "error", "denied"),
 ]  # fmt: skip
@@ -155,6 +154,14 @@ def test_other_optional_fields_are_written_as_null() -> None:
     }
 
 
+def test_image_inputs_and_image_generation_write_their_empty_options_as_null() -> None:
+    # probed: 0.163.0 thread/read writes these as null, although the TypeScript bindings mark
+    # them optional (tests/mapping/test_thread_history_conformance.py asks the binary again)
+    assert v2.dump_dict(v2.LocalImageUserInput(path="/tmp/a.png"))["detail"] is None
+    generated = v2.ImageGenerationThreadItem(id="i", status="", result="")
+    assert v2.dump_dict(generated)["transparentBackground"] is None
+
+
 def test_reasoning_response_item_writes_missing_content_as_null() -> None:
     # serde skips it only when it holds no reasoning_text part; None is written (rollouts)
     item = v2.ReasoningResponseItem(summary=[])
@@ -169,7 +176,7 @@ def test_tag_fields_default_to_their_only_value() -> None:
 @pytest.mark.parametrize(
     ("message", "model"),
     [
-        ({"type": "image", "url": "https://x/y.png"}, v2.UrlUserInput),
+        ({"type": "image", "url": "https://x/y.png", "detail": None}, v2.UrlUserInput),
         ({"type": "image", "fileId": "file_1", "detail": "low"}, v2.FileIdUserInput),
     ],
 )

@@ -1278,21 +1278,18 @@ class ImageGenerationThreadItem(WireModel):
         Field(alias="savedPath", exclude_if=is_none),
     ] = None
     status: str
-    transparent_background: Annotated[
-        bool | None,
-        Field(alias="transparentBackground", exclude_if=is_none),
-    ] = None
+    transparent_background: Annotated[bool | None, Field(alias="transparentBackground")] = None
     type: Literal["imageGeneration"] = "imageGeneration"
 
 
 class UrlUserInput(WireModel):
-    detail: Annotated[ImageDetail | None, Field(exclude_if=is_none)] = None
+    detail: ImageDetail | None = None
     type: Literal["image"] = "image"
     url: str
 
 
 class FileIdUserInput(WireModel):
-    detail: Annotated[ImageDetail | None, Field(exclude_if=is_none)] = None
+    detail: ImageDetail | None = None
     type: Literal["image"] = "image"
     file_id: Annotated[str, Field(alias="fileId")]
 
@@ -1500,7 +1497,7 @@ class LocalAudioUserInput(WireModel):
 
 
 class LocalImageUserInput(WireModel):
-    detail: Annotated[ImageDetail | None, Field(exclude_if=is_none)] = None
+    detail: ImageDetail | None = None
     path: str
     type: Literal["localImage"] = "localImage"
 
