@@ -265,3 +265,34 @@ async def test_an_unsubscribed_connection_only_sees_status_changes_of_its_turn(k
             "thread/status/changed",
             "thread/status/changed",
         ]
+
+
+async def test_requests_on_one_thread_are_answered_in_order(kind: str) -> None:
+    async with open_bridge(kind, pace=0.02) as bridge:
+        client = await bridge.connect()
+        thread_id = await _ready(client)
+        turn_id = await client.start_turn(thread_id, LONG_PROMPT)
+        await client.until(lambda m: m.get("method") == "item/agentMessage/delta")
+        # The interrupt waits for the abort; the read behind it on the same thread must wait too
+        # (a request on no thread is not held up by either).
+        await client.send(
+            {
+                "id": 101,
+                "method": "turn/interrupt",
+                "params": {"threadId": thread_id, "turnId": turn_id},
+            }
+        )
+        await client.send({"id": 102, "method": "thread/read", "params": {"threadId": thread_id}})
+        await client.send({"id": 103, "method": "thread/loaded/list", "params": {}})
+        seen: set[int] = set()
+
+        def both_answered(message: Message) -> bool:
+            if "method" not in message:
+                seen.add(message["id"])
+            return {102, 103} <= seen
+
+        replies = [m for m in await client.until(both_answered) if "method" not in m]
+        answered = [m["id"] for m in replies]
+        assert answered.index(101) < answered.index(102)
+        read = next(m for m in replies if m["id"] == 102)
+        assert read["result"]["thread"]["status"] == {"type": "idle"}
