@@ -8,6 +8,8 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import BinaryIO
 
+from pydantic import ValidationError
+
 
 def add_codex_compat_flags(parser: argparse.ArgumentParser) -> None:
     """Accept (and ignore) the flags clients pass to a ``codex`` binary."""
@@ -64,3 +66,13 @@ def iter_lines(stream: BinaryIO) -> Iterator[tuple[int, bytes]]:
 def report_bad_line(command: str, number: int, reason: str) -> None:
     """Report an input line that could not be processed, with its line number, on stderr."""
     print(f"{command}: line {number}: {reason}", file=sys.stderr)
+
+
+def describe_validation_error(error: ValidationError, limit: int = 3) -> str:
+    """A one-line summary of a pydantic error for a bad-line report: ``loc: msg; ...``."""
+    details = error.errors(include_url=False)
+    parts = [
+        f"{'.'.join(str(p) for p in d['loc']) or '<root>'}: {d['msg']}" for d in details[:limit]
+    ]
+    more = f" (+{len(details) - limit} more)" if len(details) > limit else ""
+    return "; ".join(parts) + more

@@ -27,7 +27,12 @@ from typing import Any, BinaryIO
 import orjson
 from pydantic import ValidationError
 
-from codex_app_bridge.cli._common import iter_lines, open_input, report_bad_line
+from codex_app_bridge.cli._common import (
+    describe_validation_error,
+    iter_lines,
+    open_input,
+    report_bad_line,
+)
 from codex_app_bridge.mapping.thread_history import (
     HistoryBaseError,
     ThreadHistoryBuilder,
@@ -44,13 +49,6 @@ _EXIT_BAD_INPUT = 1
 _EXIT_USAGE = 2
 
 
-def _describe(error: ValidationError) -> str:
-    details = error.errors(include_url=False)
-    parts = [f"{'.'.join(str(p) for p in d['loc']) or '<root>'}: {d['msg']}" for d in details[:3]]
-    more = f" (+{len(details) - 3} more)" if len(details) > 3 else ""
-    return "; ".join(parts) + more
-
-
 class _Reader:
     """Parses rollout files, reporting bad lines; remembers whether any line was bad."""
 
@@ -64,7 +62,7 @@ class _Reader:
                 lines.append(parse_rollout_line(raw))
             except ValidationError as exc:
                 self.failed = True
-                report_bad_line(label, number, _describe(exc))
+                report_bad_line(label, number, describe_validation_error(exc))
         return lines
 
     def parse_file(self, path: Path) -> list[RolloutLine] | None:

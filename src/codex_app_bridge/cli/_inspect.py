@@ -30,7 +30,12 @@ from typing import Any, BinaryIO, cast
 import orjson
 from pydantic import ValidationError
 
-from codex_app_bridge.cli._common import iter_lines, open_input, report_bad_line
+from codex_app_bridge.cli._common import (
+    describe_validation_error,
+    iter_lines,
+    open_input,
+    report_bad_line,
+)
 from codex_app_bridge.projection import (
     is_user_turn_boundary,
     last_n_fork_turns_start,
@@ -51,13 +56,6 @@ __all__ = ["register"]
 
 _EXIT_BAD_LINES = 1
 _EXIT_USAGE = 2
-
-
-def _describe(error: ValidationError) -> str:
-    details = error.errors(include_url=False)
-    parts = [f"{'.'.join(str(p) for p in d['loc']) or '<root>'}: {d['msg']}" for d in details[:3]]
-    more = f" (+{len(details) - 3} more)" if len(details) > 3 else ""
-    return "; ".join(parts) + more
 
 
 def _non_negative(text: str) -> int:
@@ -106,7 +104,9 @@ def _response_items(command: str, stream: BinaryIO) -> Iterator[tuple[int, Respo
         try:
             yield number, RESPONSE_ITEM_ADAPTER.validate_python(data)
         except ValidationError as exc:
-            report_bad_line(command, number, f"not a ResponseItem: {_describe(exc)}")
+            report_bad_line(
+                command, number, f"not a ResponseItem: {describe_validation_error(exc)}"
+            )
             yield number, None
 
 
@@ -165,7 +165,9 @@ def _read_rollout(command: str, stream: BinaryIO) -> tuple[list[bytes], list[Rol
         try:
             parsed.append(parse_rollout_line(text))
         except ValidationError as exc:
-            report_bad_line(command, number, f"not a rollout line: {_describe(exc)}")
+            report_bad_line(
+                command, number, f"not a rollout line: {describe_validation_error(exc)}"
+            )
             parsed.append(_UNPARSED)
             failed = True
     return raw_lines, parsed, failed

@@ -43,7 +43,12 @@ import anyio
 import orjson
 from pydantic import ValidationError
 
-from codex_app_bridge.cli._common import iter_lines, open_input, report_bad_line
+from codex_app_bridge.cli._common import (
+    describe_validation_error,
+    iter_lines,
+    open_input,
+    report_bad_line,
+)
 from codex_app_bridge.listener import ListenerHub, ThreadListener
 from codex_app_bridge.mapping import item_event_to_server_notification
 from codex_app_bridge.protocol.core import (
@@ -115,13 +120,6 @@ class _WriterOutbox:
         self, request_id: RequestId, method: str, params: EncodedParams
     ) -> bool:
         return False
-
-
-def _describe(error: ValidationError) -> str:
-    details = error.errors(include_url=False)
-    parts = [f"{'.'.join(str(p) for p in d['loc']) or '<root>'}: {d['msg']}" for d in details[:3]]
-    more = f" (+{len(details) - 3} more)" if len(details) > 3 else ""
-    return "; ".join(parts) + more
 
 
 def _as_object(value: object) -> dict[str, Any]:
@@ -201,7 +199,7 @@ class _Mapper:
             try:
                 envelope = parse_event_envelope(raw)
             except ValidationError as exc:
-                self.bad_line(number, f"invalid event envelope: {_describe(exc)}")
+                self.bad_line(number, f"invalid event envelope: {describe_validation_error(exc)}")
                 return
             await self.event(number, envelope)
             return
@@ -227,7 +225,7 @@ class _Mapper:
         try:
             msg: EventMsg = EVENT_MSG_ADAPTER.validate_python(payload)
         except ValidationError as exc:
-            self.bad_line(number, f"invalid event_msg payload: {_describe(exc)}")
+            self.bad_line(number, f"invalid event_msg payload: {describe_validation_error(exc)}")
             return
         if isinstance(msg, TaskStartedEvent):
             await self.flush()
@@ -249,7 +247,9 @@ class _Mapper:
         try:
             item: ResponseItem = RESPONSE_ITEM_ADAPTER.validate_python(payload)
         except ValidationError as exc:
-            self.bad_line(number, f"invalid response_item payload: {_describe(exc)}")
+            self.bad_line(
+                number, f"invalid response_item payload: {describe_validation_error(exc)}"
+            )
             return
         passthrough = _passthrough_turn_id(payload)
         turn_id = self.current_turn or passthrough or ""
