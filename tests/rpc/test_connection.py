@@ -300,6 +300,40 @@ async def test_a_closing_connection_releases_the_scope_for_other_connections() -
         assert (await two.client.receive())["id"] == 2
 
 
+async def test_a_request_dropped_while_queued_lets_no_later_one_overtake() -> None:
+    scopes = SerialScopes()
+    async with serving(scopes=scopes) as one:
+        async with serving(scopes=scopes, drain_timeout=0) as two:
+            await one.client.send(
+                {"id": 1, "method": "test/wait", "params": {"key": "a", "threadId": "t"}}
+            )
+            with anyio.fail_after(TIMEOUT):
+                await one.probe.started_event("a").wait()
+            await two.client.send(
+                {"id": 2, "method": "test/wait", "params": {"key": "b", "threadId": "t"}}
+            )
+            # requests are accepted in order: the answer to 3 proves b is queued behind a
+            two.probe.gate("x").set()
+            reply = await two.client.call(3, "test/wait", {"key": "x", "threadId": "u"})
+            assert reply["id"] == 3
+            two.connection.close()
+            with anyio.fail_after(TIMEOUT):
+                await two.finished.wait()
+        await one.client.send(
+            {"id": 4, "method": "test/wait", "params": {"key": "c", "threadId": "t"}}
+        )
+        one.probe.gate("y").set()
+        assert (await one.client.call(5, "test/wait", {"key": "y", "threadId": "u"}))["id"] == 5
+        assert "start:c" not in one.probe.order  # c still waits for a, not for the dropped b
+        one.probe.gate("c").set()
+        one.probe.gate("a").set()
+        assert [(await one.client.receive())["id"], (await one.client.receive())["id"]] == [1, 4]
+    assert "start:b" not in two.probe.order
+    same_scope = [entry for entry in one.probe.order if entry.endswith((":a", ":c"))]
+    assert same_scope == ["start:a", "end:a", "start:c", "end:c"]
+    assert len(scopes) == 0
+
+
 async def test_response_precedes_the_notifications_its_handler_defers() -> None:
     async with serving() as served:
         params = {"threadId": "t", "input": [{"type": "text", "text": "hi"}]}

@@ -3,11 +3,12 @@
 The real server queues requests whose method declares a serialization scope (the ``threadId`` of
 thread/* and turn/* methods, ...) behind earlier requests with the same key, and runs all others
 concurrently. Here each request takes a ``ScopeTicket`` *when it is accepted* (so order is arrival
-order), waits for the previous ticket of its key to be released, runs, and releases its own.
+order), waits until it is at the head of its key's queue, runs, and releases its ticket.
 
-Tickets chain through events, not through a queue-draining task, so a connection that goes away
-cannot strand the requests of other connections queued behind it: its connection releases every
-ticket it still holds when it closes.
+A ticket may be released before its turn comes: its connection closed while the request was still
+queued (a connection releases every ticket it holds when it closes). It then simply leaves the
+queue: the requests behind it keep waiting for the ones before it, so a closing connection can
+neither strand the requests of other connections nor let them overtake a request still running.
 """
 
 from __future__ import annotations
@@ -22,44 +23,51 @@ __all__ = ["ScopeTicket", "SerialScopes"]
 class ScopeTicket:
     """One request's place in the queue of its scope key."""
 
-    __slots__ = ("_done", "_key", "_previous", "_scopes")
+    __slots__ = ("_key", "_released", "_scopes", "_turn")
 
-    def __init__(self, scopes: SerialScopes, key: Hashable, previous: anyio.Event | None) -> None:
+    def __init__(self, scopes: SerialScopes, key: Hashable) -> None:
         self._scopes = scopes
         self._key = key
-        self._previous = previous
-        self._done = anyio.Event()
+        self._turn = anyio.Event()
+        self._released = False
 
     async def wait_turn(self) -> None:
         """Wait until every earlier request with the same key has released its ticket."""
-        if self._previous is not None:
-            await self._previous.wait()
+        await self._turn.wait()
 
     def release(self) -> None:
-        """Let the next request with the same key run (idempotent)."""
-        if not self._done.is_set():
-            self._done.set()
-            self._scopes._forget(self._key, self)  # pyright: ignore[reportPrivateUsage]
+        """Leave the queue, letting the next request run if this one was running (idempotent)."""
+        if not self._released:
+            self._released = True
+            self._scopes._leave(self._key, self)  # pyright: ignore[reportPrivateUsage]
 
 
 class SerialScopes:
-    """Scope key -> the last ticket taken for it. Share one instance to serialize across
+    """Scope key -> the tickets queued for it, head first. Share one instance to serialize across
     connections (thread scopes are process-wide in the real server)."""
 
     def __init__(self) -> None:
-        self._tails: dict[Hashable, ScopeTicket] = {}
+        # A dict per key is an ordered set: appending and removing anywhere are O(1).
+        self._queues: dict[Hashable, dict[ScopeTicket, None]] = {}
 
     def enter(self, key: Hashable) -> ScopeTicket:
         """Take the next ticket for ``key`` (synchronously: arrival order is queue order)."""
-        tail = self._tails.get(key)
-        ticket = ScopeTicket(self, key, None if tail is None else tail._done)  # pyright: ignore[reportPrivateUsage]
-        self._tails[key] = ticket
+        queue = self._queues.setdefault(key, {})
+        ticket = ScopeTicket(self, key)
+        if not queue:
+            ticket._turn.set()  # pyright: ignore[reportPrivateUsage]
+        queue[ticket] = None
         return ticket
 
-    def _forget(self, key: Hashable, ticket: ScopeTicket) -> None:
-        if self._tails.get(key) is ticket:
-            del self._tails[key]
+    def _leave(self, key: Hashable, ticket: ScopeTicket) -> None:
+        queue = self._queues[key]
+        was_head = next(iter(queue)) is ticket
+        del queue[ticket]
+        if not queue:
+            del self._queues[key]
+        elif was_head:
+            next(iter(queue))._turn.set()  # pyright: ignore[reportPrivateUsage]
 
     def __len__(self) -> int:
         """Number of keys with requests queued or running."""
-        return len(self._tails)
+        return len(self._queues)
