@@ -149,26 +149,23 @@ Gate = Callable[[RequestContext], Awaitable[None]]
 """Runs before dispatch with the decoded request; raises ``RpcError`` to refuse it."""
 
 
-def _result_json(value: object) -> object:
-    if isinstance(value, BaseModel):
-        return orjson.Fragment(type(value).__pydantic_serializer__.to_json(value, by_alias=True))
-    if isinstance(value, bytes):
-        return orjson.Fragment(value)
-    return value
+def _model_json(value: BaseModel) -> orjson.Fragment:
+    return orjson.Fragment(type(value).__pydantic_serializer__.to_json(value, by_alias=True))
 
 
 def _orjson_default(value: object) -> object:
     # Models nested in plain containers (``{"data": [thread_model, ...]}``).
     if isinstance(value, BaseModel):
-        return orjson.Fragment(type(value).__pydantic_serializer__.to_json(value, by_alias=True))
+        return _model_json(value)
     raise TypeError(f"Type is not JSON serializable: {type(value).__name__}")
 
 
 def _encode_result(request_id: RequestId, value: object) -> bytes:
-    result = _result_json(value)
-    if isinstance(result, orjson.Fragment):
-        return encode_response(request_id, result)
-    return orjson.dumps({"id": request_id, "result": result}, default=_orjson_default)
+    if isinstance(value, BaseModel):
+        return encode_response(request_id, _model_json(value))
+    if isinstance(value, bytes | orjson.Fragment):
+        return encode_response(request_id, value)
+    return orjson.dumps({"id": request_id, "result": value}, default=_orjson_default)
 
 
 class Connection:
@@ -248,8 +245,7 @@ class Connection:
     async def send_server_request(
         self, request_id: RequestId, method: str, params: EncodedParams
     ) -> bool:
-        params_json = orjson.Fragment(params) if isinstance(params, bytes) else params
-        return await self._emit(encode_server_request(request_id, method, params_json))
+        return await self._emit(encode_server_request(request_id, method, params))
 
     async def request(self, method: str, params: EncodedParams) -> JsonValue:
         """Send a server -> client request and wait for the client's result.
