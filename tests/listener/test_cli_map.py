@@ -130,6 +130,18 @@ def test_unknown_events_are_noted_but_are_not_bad_lines(capsys: pytest.CaptureFi
     assert "line 1: note: event skipped" in capsys.readouterr().err
 
 
+def test_approval_requests_are_noted_but_a_failed_conversion_is_a_bad_line(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    approval = {"type": "exec_approval_request", "call_id": "c", "command": ["ls"], "cwd": "/"}
+    unconvertible = {"type": "plan_update", "plan": [{"step": "s", "status": "no_such_status"}]}
+    out, bad = run_map(lines(env(approval), env(unconvertible)))
+    assert (out, bad) == ([], 1)
+    err = capsys.readouterr().err
+    assert "map: line 1: note: event skipped (exec_approval_request: " in err
+    assert "map: line 2: event skipped (plan_update: " in err
+
+
 def test_stateless_gives_one_line_per_event_with_null_where_the_mapper_gives_none() -> None:
     delta = {"type": "agent_message_content_delta", "item_id": "m1", "delta": "Hel"}
     out, bad = run_map(

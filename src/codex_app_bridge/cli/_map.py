@@ -49,7 +49,7 @@ from codex_app_bridge.cli._common import (
     open_input,
     report_bad_line,
 )
-from codex_app_bridge.listener import ListenerHub, ThreadListener
+from codex_app_bridge.listener import APPROVAL_EVENT_TYPES, ListenerHub, ThreadListener
 from codex_app_bridge.mapping import item_event_to_server_notification
 from codex_app_bridge.protocol.core import (
     EVENT_MSG_ADAPTER,
@@ -290,8 +290,8 @@ class _Mapper:
         if listener is None or listener.skipped_events == before:
             return
         reason = listener.last_skip_reason or "skipped"
-        if isinstance(msg, UnknownEventMsg) or reason.startswith(
-            tuple(f"{t}:" for t in _NOTED_SKIPS)
+        if isinstance(msg, UnknownEventMsg) or (
+            msg is not None and msg.type in APPROVAL_EVENT_TYPES
         ):
             print(f"{_COMMAND}: line {number}: note: event skipped ({reason})", file=sys.stderr)
         else:
@@ -320,15 +320,6 @@ class _Mapper:
             )
             + b"\n"
         )
-
-
-_NOTED_SKIPS = (
-    "exec_approval_request",
-    "apply_patch_approval_request",
-    "request_user_input",
-    "elicitation_request",
-    "request_permissions",
-)
 
 
 async def map_lines(lines: Iterable[tuple[int, bytes]], options: MapOptions, out: BinaryIO) -> int:

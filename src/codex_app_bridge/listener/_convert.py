@@ -160,11 +160,6 @@ def error_affects_turn_status(info: CodexErrorInfo | None) -> bool:
     return not any(key in _NON_TERMINAL_OBJECTS for key in info)
 
 
-def is_rollback_failure(info: CodexErrorInfo | None) -> bool:
-    """The error answers a pending rollback request instead of reaching the client."""
-    return isinstance(info, str) and info in _NON_TERMINAL_ERRORS
-
-
 def turn_error(
     message: str,
     info: CodexErrorInfo | None,

@@ -14,6 +14,8 @@ from __future__ import annotations
 
 from pydantic import JsonValue
 
+from codex_app_bridge.listener._convert import camel
+
 __all__ = ["IGNORED_REALTIME_KINDS", "realtime_notification"]
 
 IGNORED_REALTIME_KINDS: frozenset[str] = frozenset(
@@ -42,12 +44,9 @@ def _field(inner: JsonValue, key: str) -> JsonValue:
 
 
 def _camel_keys(value: JsonValue) -> JsonValue:
+    """The keys of a JSON object camelCased (one level; values untouched)."""
     if isinstance(value, dict):
-        converted: dict[str, JsonValue] = {}
-        for key, item in value.items():
-            head, *rest = key.split("_")
-            converted[head + "".join(p[:1].upper() + p[1:] for p in rest)] = item
-        return converted
+        return {camel(key): item for key, item in value.items()}
     return value
 
 

@@ -51,10 +51,9 @@ from codex_app_bridge.mapping import (
     item_event_to_server_notification,
     thread_item_from_turn_item,
 )
-from codex_app_bridge.protocol._base import WireModel, dump_jsonable
+from codex_app_bridge.protocol._base import WireModel, dump_json, dump_jsonable
 from codex_app_bridge.protocol.core import (
     AgentMessageItem,
-    ApplyPatchApprovalRequestEvent,
     AuthRecoveryCompletedEvent,
     AuthRecoveryStartedEvent,
     CollabAgentInteractionBeginEvent,
@@ -69,13 +68,11 @@ from codex_app_bridge.protocol.core import (
     CollabWaitingEndEvent,
     DeprecationNoticeEvent,
     DynamicToolCallResponseEvent,
-    ElicitationRequestEvent,
     EnvironmentConnectedEvent,
     EnvironmentDisconnectedEvent,
     ErrorEvent,
     EventEnvelope,
     EventMsg,
-    ExecApprovalRequestEvent,
     ExecCommandBeginEvent,
     ExecCommandEndEvent,
     GuardianAssessmentEvent,
@@ -98,8 +95,6 @@ from codex_app_bridge.protocol.core import (
     RealtimeConversationRealtimeEvent,
     RealtimeConversationSdpEvent,
     RealtimeConversationStartedEvent,
-    RequestPermissionsEvent,
-    RequestUserInputEvent,
     SafetyBufferingEvent,
     ShutdownCompleteEvent,
     StreamErrorEvent,
@@ -198,9 +193,7 @@ class Emission:
 
     def params_json(self) -> bytes:
         """The params as wire JSON (the model decides null versus absent)."""
-        if isinstance(self.params, WireModel):
-            return self.params.__pydantic_serializer__.to_json(self.params, by_alias=True)
-        return orjson.dumps(self.params)
+        return dump_json(self.params)
 
     def params_dict(self) -> dict[str, Any]:
         """The params as plain JSON data (tests and the CLI compare these)."""
@@ -235,12 +228,9 @@ class ThreadWatch:
         return IdleThreadStatus()
 
     def key(self) -> str:
-        """A value equal for equal statuses (``thread/status/changed`` fires when it changes)."""
-        if not self.loaded:
-            return "notLoaded"
-        if self.running:
-            return "active"
-        return "systemError" if self.system_error else "idle"
+        """The status type, equal for equal statuses (``thread/status/changed`` fires when it
+        changes; ``active`` never carries flags here)."""
+        return self.status().type
 
 
 _EMPTY: frozenset[str] = frozenset()
@@ -523,7 +513,7 @@ def _error(
     status = _status_change(state.watch, watch, ctx.thread_id)
     new_state = replace(state, watch=watch)
     info = msg.codex_error_info
-    if convert.is_rollback_failure(info) or not convert.error_affects_turn_status(info):
+    if not convert.error_affects_turn_status(info):
         # a rollback failure answers the pending rollback request (server side), and a
         # non-steerable-turn error does not fail the turn: neither reaches the client
         return Reduction(new_state, status)
@@ -1096,14 +1086,6 @@ _HANDLERS: dict[type[Any], _Handler] = {
 }
 _HANDLERS.update(dict.fromkeys(_LEGACY_ITEM_KIND, _legacy_item))
 
-_APPROVAL_TYPES: tuple[type[Any], ...] = (
-    ExecApprovalRequestEvent,
-    ApplyPatchApprovalRequestEvent,
-    RequestUserInputEvent,
-    ElicitationRequestEvent,
-    RequestPermissionsEvent,
-)
-
 
 def reduce(state: ThreadState, envelope: EventEnvelope, ctx: ReduceContext) -> Reduction:
     """Reduce one event. Never raises: a bad, unknown or out-of-scope event is skipped.
@@ -1113,7 +1095,7 @@ def reduce(state: ThreadState, envelope: EventEnvelope, ctx: ReduceContext) -> R
     msg = envelope.msg
     if isinstance(msg, UnknownEventMsg):
         return Reduction(state, skipped=f"unknown event type {msg.type!r}")
-    if isinstance(msg, _APPROVAL_TYPES):
+    if msg.type in APPROVAL_EVENT_TYPES:
         return Reduction(state, skipped=f"{msg.type}: server requests are not handled here")
     if msg.type in _LIVE_MAPPER_TYPES:
         handler: _Handler | None = _live_mapped
