@@ -15,11 +15,9 @@ from codex_app_bridge.mapping.thread_history import build_turns
 from codex_app_bridge.protocol.core import EventEnvelope, TurnAbortedEvent
 from codex_app_bridge.protocol.v2 import Turn
 from codex_app_bridge.rpc import invalid_request
+from codex_app_bridge.sources import TURN_END_TYPES, TURN_START_TYPES
 
 __all__ = ["build_thread_turns", "fork_events"]
-
-_TERMINAL = frozenset({"task_complete", "turn_complete", "turn_aborted"})
-_STARTED = frozenset({"task_started", "turn_started"})
 
 
 def build_thread_turns(events: Sequence[EventEnvelope], *, running: bool = False) -> list[Turn]:
@@ -33,9 +31,9 @@ def _turn_spans(events: Sequence[EventEnvelope]) -> list[tuple[str, int, int | N
     spans: list[tuple[str, int, int | None]] = []
     for index, envelope in enumerate(events):
         kind = envelope.msg.type
-        if kind in _STARTED:
+        if kind in TURN_START_TYPES:
             spans.append((envelope.id, index, None))
-        elif kind in _TERMINAL and spans and spans[-1][0] == envelope.id:
+        elif kind in TURN_END_TYPES and spans and spans[-1][0] == envelope.id:
             turn_id, first, _ = spans[-1]
             spans[-1] = (turn_id, first, index)
     return spans

@@ -13,9 +13,9 @@ Boundary: pure functions, no I/O beyond the clock and ``os.urandom``.
 from __future__ import annotations
 
 import os
-import time
 import uuid
 
+from codex_app_bridge.protocol.jsonrpc import now_ms as _clock_ms
 from codex_app_bridge.rpc import RpcError, invalid_request
 
 __all__ = ["new_uuid7", "parse_thread_id", "thread_id_error"]
@@ -28,7 +28,7 @@ _URN_PREFIX = "urn:uuid:"
 
 def new_uuid7(now_ms: int | None = None) -> str:
     """A fresh UUIDv7: 48 bits of Unix milliseconds, version 7, variant RFC 4122, random rest."""
-    millis = int(time.time() * 1000) if now_ms is None else now_ms
+    millis = _clock_ms() if now_ms is None else now_ms
     value = int.from_bytes(os.urandom(10), "big")  # 80 random bits
     value = (millis & ((1 << 48) - 1)) << 80 | value
     value &= ~(0xF << 76)

@@ -28,10 +28,9 @@ from __future__ import annotations
 
 import contextlib
 import logging
-import time
 from collections.abc import AsyncGenerator, Awaitable, Callable, Sequence
 from contextlib import aclosing
-from typing import TYPE_CHECKING, Final
+from typing import TYPE_CHECKING
 
 import anyio
 
@@ -39,33 +38,30 @@ from codex_app_bridge.protocol.core import (
     ErrorEvent,
     EventEnvelope,
     EventMsg,
-    ItemCompletedEvent,
-    ItemStartedEvent,
     TaskCompleteEvent,
-    TaskError,
-    TaskStartedEvent,
     TurnAbortedEvent,
-    TurnAttribution,
     UserInput,
     UserMessageItem,
 )
-from codex_app_bridge.sources import DEFAULT_CONTEXT_WINDOW, EventSource, TurnRequest
+from codex_app_bridge.protocol.jsonrpc import now_ms
+from codex_app_bridge.sources import (
+    TURN_END_TYPES,
+    TURN_START_TYPES,
+    EventSource,
+    TurnRequest,
+    failed_task_complete,
+    task_started_event,
+    user_message_events,
+)
 
 if TYPE_CHECKING:
     from codex_app_bridge.server._threads import ThreadRecord
 
-__all__ = ["TERMINAL_EVENT_TYPES", "EndHook", "TurnRun"]
+__all__ = ["EndHook", "TurnRun"]
 
 logger = logging.getLogger(__name__)
 
-TERMINAL_EVENT_TYPES: Final = frozenset({"task_complete", "turn_complete", "turn_aborted"})
-_STARTED_TYPES: Final = frozenset({"task_started", "turn_started"})
-
 EndHook = Callable[[], Awaitable[None]]
-
-
-def _now_ms() -> int:
-    return int(time.time() * 1000)
 
 
 class TurnRun:
@@ -160,11 +156,11 @@ class TurnRun:
                     break
                 if event is None:
                     break
-                if not started and event.type not in _STARTED_TYPES:
+                if not started and event.type not in TURN_START_TYPES:
                     await self._feed_started()
                 started = True
                 await self._feed_steers()
-                if event.type in TERMINAL_EVENT_TYPES:
+                if event.type in TURN_END_TYPES:
                     await self._feed_terminal(event)
                     return
                 await self._feed(event)
@@ -191,40 +187,18 @@ class TurnRun:
         envelope = EventEnvelope(id=self.turn_id, msg=event)
         self.record.events.append(envelope)
         await self.record.listener.handle(envelope)
-        if event.type in _STARTED_TYPES:
+        if event.type in TURN_START_TYPES:
             self.record.listener.add_turn_end_hook(self._run_end_hooks)
 
     async def _feed_started(self) -> None:
-        await self._feed(
-            TaskStartedEvent(
-                turn_attribution=TurnAttribution(turn_id=self.turn_id, root_turn_id=self.turn_id),
-                turn_id=self.turn_id,
-                root_turn_id=self.turn_id,
-                started_at=self.request.started_at_ms // 1000,
-                model_context_window=DEFAULT_CONTEXT_WINDOW,
-            )
-        )
+        await self._feed(task_started_event(self.turn_id, self.request.started_at_ms))
 
     async def _feed_steers(self) -> None:
         while self._steers:
             message_id, inputs = self._steers.pop(0)
             item = UserMessageItem(id=message_id, content=inputs)
-            at = _now_ms()
-            thread_id = self.record.id
-            await self._feed(
-                ItemStartedEvent(
-                    thread_id=thread_id, turn_id=self.turn_id, item=item, started_at_ms=at
-                )
-            )
-            await self._feed(
-                ItemCompletedEvent(
-                    thread_id=thread_id,
-                    turn_id=self.turn_id,
-                    item=item,
-                    started_at_ms=at,
-                    completed_at_ms=at,
-                )
-            )
+            for event in user_message_events(self.record.id, self.turn_id, item, now_ms()):
+                await self._feed(event)
 
     async def _feed_terminal(self, event: EventMsg) -> None:
         if self.record.active_run is self:
@@ -249,30 +223,22 @@ class TurnRun:
 
     # ------------------------------------------------------------------ synthesized terminals
 
-    def _timings(self) -> tuple[int, int, int]:
-        now = _now_ms()
-        started = self.request.started_at_ms
-        return started // 1000, now // 1000, max(0, now - started)
-
     def _aborted(self) -> TurnAbortedEvent:
-        started_at, completed_at, duration_ms = self._timings()
+        now = now_ms()
+        started = self.request.started_at_ms
         return TurnAbortedEvent(
             root_turn_id=self.turn_id,
             turn_id=self.turn_id,
             reason="interrupted",
-            started_at=started_at,
-            completed_at=completed_at,
-            duration_ms=duration_ms,
+            started_at=started // 1000,
+            completed_at=now // 1000,
+            duration_ms=max(0, now - started),
         )
 
     def _failed(self, message: str) -> TaskCompleteEvent:
-        started_at, completed_at, duration_ms = self._timings()
-        return TaskCompleteEvent(
-            root_turn_id=self.turn_id,
-            turn_id=self.turn_id,
-            last_agent_message=None,
-            error=TaskError(message=message, codex_error_info="other"),
-            started_at=started_at,
-            completed_at=completed_at,
-            duration_ms=duration_ms,
+        return failed_task_complete(
+            self.turn_id,
+            message,
+            started_at_ms=self.request.started_at_ms,
+            completed_at_ms=now_ms(),
         )

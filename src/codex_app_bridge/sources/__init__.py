@@ -11,10 +11,15 @@ steering and the guarantee that every turn ends. Sources never touch connections
 
 from codex_app_bridge.sources._base import (
     DEFAULT_CONTEXT_WINDOW,
+    TURN_END_TYPES,
+    TURN_START_TYPES,
     EventSource,
     SourceDefaults,
     TurnRequest,
+    failed_task_complete,
     input_text,
+    task_started_event,
+    user_message_events,
 )
 from codex_app_bridge.sources._default import (
     DEFAULT_MODEL,
@@ -39,6 +44,8 @@ __all__ = [
     "DEFAULT_MODEL",
     "DEFAULT_MODEL_PROVIDER",
     "RECORDED",
+    "TURN_END_TYPES",
+    "TURN_START_TYPES",
     "DefaultAgent",
     "EventSource",
     "RecordedEvent",
@@ -49,8 +56,11 @@ __all__ = [
     "SourceDefaults",
     "TurnRequest",
     "answer_for",
+    "failed_task_complete",
     "input_text",
     "load_script",
     "parse_script",
     "split_deltas",
+    "task_started_event",
+    "user_message_events",
 ]

@@ -11,27 +11,53 @@ A well-behaved source yields, like Codex 0.163.0 core: ``task_started`` first, t
 (``item_started`` / deltas / ``item_completed``), ``token_count``, and a terminal ``task_complete``
 (with ``error`` when the turn failed, preceded by an ``error`` event). Pacing (``anyio.sleep``
 between events) is the source's business; the runner may cancel it at any ``await``.
+
+The event types that open and end a turn (``TURN_START_TYPES``, ``TURN_END_TYPES``) and builders
+for the events that sources and the runner both synthesize (``task_started_event``,
+``failed_task_complete``, ``user_message_events``) live here too, so that every synthesized turn
+looks the same whoever makes it.
 """
 
 from __future__ import annotations
 
-import time
 from collections.abc import AsyncIterator, Sequence
 from dataclasses import dataclass, field
-from typing import Protocol, runtime_checkable
+from typing import Final, Protocol, runtime_checkable
 
-from codex_app_bridge.protocol.core import EventMsg, TextUserInput, UserInput
+from codex_app_bridge.protocol.core import (
+    EventMsg,
+    ItemCompletedEvent,
+    ItemStartedEvent,
+    TaskCompleteEvent,
+    TaskError,
+    TaskStartedEvent,
+    TextUserInput,
+    TurnAttribution,
+    UserInput,
+    UserMessageItem,
+)
+from codex_app_bridge.protocol.jsonrpc import now_ms
 
 __all__ = [
     "DEFAULT_CONTEXT_WINDOW",
+    "TURN_END_TYPES",
+    "TURN_START_TYPES",
     "EventSource",
     "SourceDefaults",
     "TurnRequest",
+    "failed_task_complete",
     "input_text",
+    "task_started_event",
+    "user_message_events",
 ]
 
 DEFAULT_CONTEXT_WINDOW = 258_400
 """The context window 0.163.0 reports when it has no model metadata (its fallback)."""
+
+TURN_START_TYPES: Final = frozenset({"task_started", "turn_started"})
+"""Event types that open a turn (``turn_started`` is the older spelling of ``task_started``)."""
+TURN_END_TYPES: Final = frozenset({"task_complete", "turn_complete", "turn_aborted"})
+"""Event types that end a turn."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -56,7 +82,7 @@ class TurnRequest:
     """0 for the first turn started on this thread, 1 for the next one, ..."""
     model: str
     cwd: str
-    started_at_ms: int = field(default_factory=lambda: int(time.time() * 1000))
+    started_at_ms: int = field(default_factory=now_ms)
 
 
 @runtime_checkable
@@ -74,3 +100,46 @@ class EventSource(Protocol):
 def input_text(inputs: Sequence[UserInput]) -> str:
     """The text parts of a user input, joined by newlines (what a thread preview shows)."""
     return "\n".join(part.text for part in inputs if isinstance(part, TextUserInput))
+
+
+def task_started_event(turn_id: str, started_at_ms: int) -> TaskStartedEvent:
+    """The ``task_started`` opening a root turn (``started_at`` in Unix seconds, as core)."""
+    return TaskStartedEvent(
+        turn_attribution=TurnAttribution(turn_id=turn_id, root_turn_id=turn_id),
+        turn_id=turn_id,
+        root_turn_id=turn_id,
+        started_at=started_at_ms // 1000,
+        model_context_window=DEFAULT_CONTEXT_WINDOW,
+    )
+
+
+def failed_task_complete(
+    turn_id: str, message: str, *, started_at_ms: int, completed_at_ms: int
+) -> TaskCompleteEvent:
+    """The ``task_complete`` of a turn that failed with ``message`` (``codexErrorInfo: other``)."""
+    return TaskCompleteEvent(
+        root_turn_id=turn_id,
+        turn_id=turn_id,
+        last_agent_message=None,
+        error=TaskError(message=message, codex_error_info="other"),
+        started_at=started_at_ms // 1000,
+        completed_at=completed_at_ms // 1000,
+        duration_ms=max(0, completed_at_ms - started_at_ms),
+    )
+
+
+def user_message_events(
+    thread_id: str, turn_id: str, item: UserMessageItem, at_ms: int
+) -> tuple[ItemStartedEvent, ItemCompletedEvent]:
+    """A user message entering a turn: its ``item_started`` and ``item_completed``, both at
+    ``at_ms`` (core records user input whole)."""
+    return (
+        ItemStartedEvent(thread_id=thread_id, turn_id=turn_id, item=item, started_at_ms=at_ms),
+        ItemCompletedEvent(
+            thread_id=thread_id,
+            turn_id=turn_id,
+            item=item,
+            started_at_ms=at_ms,
+            completed_at_ms=at_ms,
+        ),
+    )

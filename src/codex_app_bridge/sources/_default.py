@@ -24,9 +24,7 @@ from __future__ import annotations
 
 import math
 import re
-import time
 from collections.abc import AsyncIterator, Sequence
-from dataclasses import dataclass
 
 import anyio
 
@@ -43,20 +41,21 @@ from codex_app_bridge.protocol.core import (
     ReasoningContentDeltaEvent,
     ReasoningItem,
     TaskCompleteEvent,
-    TaskStartedEvent,
     TextAgentMessageContent,
     TokenCountEvent,
     TokenUsage,
     TokenUsageInfo,
-    TurnAttribution,
     UserInput,
     UserMessageItem,
 )
+from codex_app_bridge.protocol.jsonrpc import now_ms
 from codex_app_bridge.sources._base import (
     DEFAULT_CONTEXT_WINDOW,
     SourceDefaults,
     TurnRequest,
     input_text,
+    task_started_event,
+    user_message_events,
 )
 
 __all__ = ["DEFAULT_MODEL", "DEFAULT_MODEL_PROVIDER", "DefaultAgent", "answer_for", "split_deltas"]
@@ -109,15 +108,6 @@ def _tokens(text: str) -> int:
     return math.ceil(len(text) / 4)
 
 
-def _now_ms() -> int:
-    return int(time.time() * 1000)
-
-
-@dataclass
-class _Totals:
-    usage: TokenUsage
-
-
 class DefaultAgent:
     """The built-in agent (see the module docstring)."""
 
@@ -132,7 +122,7 @@ class DefaultAgent:
             raise ValueError("delay must not be negative")
         self.delay = delay
         self._defaults = SourceDefaults(model=model, model_provider=model_provider)
-        self._totals: dict[str, _Totals] = {}
+        self._totals: dict[str, TokenUsage] = {}
 
     @property
     def defaults(self) -> SourceDefaults:
@@ -143,9 +133,8 @@ class DefaultAgent:
             await anyio.sleep(self.delay)
 
     def _usage(self, thread_id: str, last: TokenUsage) -> TokenUsageInfo:
-        totals = self._totals.setdefault(thread_id, _Totals(TokenUsage()))
-        previous = totals.usage
-        totals.usage = TokenUsage(
+        previous = self._totals.get(thread_id, TokenUsage())
+        total = self._totals[thread_id] = TokenUsage(
             input_tokens=previous.input_tokens + last.input_tokens,
             cached_input_tokens=previous.cached_input_tokens + last.cached_input_tokens,
             cache_write_input_tokens=previous.cache_write_input_tokens,
@@ -154,7 +143,7 @@ class DefaultAgent:
             total_tokens=previous.total_tokens + last.total_tokens,
         )
         return TokenUsageInfo(
-            total_token_usage=totals.usage,
+            total_token_usage=total,
             last_token_usage=last,
             model_context_window=DEFAULT_CONTEXT_WINDOW,
         )
@@ -162,32 +151,17 @@ class DefaultAgent:
     async def turn(self, request: TurnRequest) -> AsyncIterator[EventMsg]:
         thread_id, turn_id = request.thread_id, request.turn_id
         started_at_ms = request.started_at_ms
-        yield TaskStartedEvent(
-            turn_attribution=TurnAttribution(turn_id=turn_id, root_turn_id=turn_id),
-            turn_id=turn_id,
-            root_turn_id=turn_id,
-            started_at=started_at_ms // 1000,
-            model_context_window=DEFAULT_CONTEXT_WINDOW,
-        )
+        yield task_started_event(turn_id, started_at_ms)
 
         if request.input:
             user_item = UserMessageItem(id=request.user_message_id, content=list(request.input))
-            at = _now_ms()
-            yield ItemStartedEvent(
-                thread_id=thread_id, turn_id=turn_id, item=user_item, started_at_ms=at
-            )
-            yield ItemCompletedEvent(
-                thread_id=thread_id,
-                turn_id=turn_id,
-                item=user_item,
-                started_at_ms=at,
-                completed_at_ms=at,
-            )
+            for event in user_message_events(thread_id, turn_id, user_item, now_ms()):
+                yield event
 
         suffix = turn_id.replace("-", "")
         reasoning_id = f"rs_{suffix}"
         parts = _summary_parts(request.input)
-        reasoning_started = _now_ms()
+        reasoning_started = now_ms()
         yield ItemStartedEvent(
             thread_id=thread_id,
             turn_id=turn_id,
@@ -200,7 +174,7 @@ class DefaultAgent:
             for delta in split_deltas(part):
                 await self._pace()
                 if first_token_ms is None:
-                    first_token_ms = _now_ms()
+                    first_token_ms = now_ms()
                 yield ReasoningContentDeltaEvent(
                     thread_id=thread_id,
                     turn_id=turn_id,
@@ -213,12 +187,12 @@ class DefaultAgent:
             turn_id=turn_id,
             item=ReasoningItem(id=reasoning_id, summary_text=parts, raw_content=[]),
             started_at_ms=reasoning_started,
-            completed_at_ms=_now_ms(),
+            completed_at_ms=now_ms(),
         )
 
         message_id = f"msg_{suffix}"
         answer = answer_for(request.input, request.turn_index)
-        message_started = _now_ms()
+        message_started = now_ms()
         yield ItemStartedEvent(
             thread_id=thread_id,
             turn_id=turn_id,
@@ -235,7 +209,7 @@ class DefaultAgent:
             turn_id=turn_id,
             item=AgentMessageItem(id=message_id, content=[TextAgentMessageContent(text=answer)]),
             started_at_ms=message_started,
-            completed_at_ms=_now_ms(),
+            completed_at_ms=now_ms(),
         )
 
         prompt = input_text(request.input)
@@ -253,7 +227,7 @@ class DefaultAgent:
             rate_limits=RateLimitSnapshot(limit_id="codex"),
         )
 
-        completed_ms = _now_ms()
+        completed_ms = now_ms()
         yield TaskCompleteEvent(
             root_turn_id=turn_id,
             turn_id=turn_id,

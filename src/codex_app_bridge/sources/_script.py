@@ -26,7 +26,6 @@ the first bad line with its number); playing never touches the file again.
 from __future__ import annotations
 
 import math
-import time
 from collections.abc import AsyncIterator, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
@@ -37,19 +36,15 @@ import anyio
 import orjson
 from pydantic import ValidationError
 
-from codex_app_bridge.protocol.core import (
-    EVENT_MSG_ADAPTER,
-    ErrorEvent,
-    EventMsg,
-    TaskCompleteEvent,
-    TaskError,
-    TaskStartedEvent,
-    TurnAttribution,
-)
+from codex_app_bridge.protocol.core import EVENT_MSG_ADAPTER, ErrorEvent, EventMsg
+from codex_app_bridge.protocol.jsonrpc import now_ms
 from codex_app_bridge.sources._base import (
-    DEFAULT_CONTEXT_WINDOW,
+    TURN_END_TYPES,
+    TURN_START_TYPES,
     SourceDefaults,
     TurnRequest,
+    failed_task_complete,
+    task_started_event,
 )
 
 __all__ = [
@@ -64,8 +59,6 @@ __all__ = [
 ]
 
 RECORDED = "recorded"
-_TERMINAL_TYPES = frozenset({"task_complete", "turn_complete", "turn_aborted"})
-_OPENER_TYPES = frozenset({"task_started", "turn_started"})
 
 
 class ScriptError(ValueError):
@@ -89,7 +82,7 @@ class RecordedTurn:
 
     @property
     def ended(self) -> bool:
-        return bool(self.events) and self.events[-1].msg.get("type") in _TERMINAL_TYPES
+        return bool(self.events) and self.events[-1].msg.get("type") in TURN_END_TYPES
 
 
 @dataclass(frozen=True, slots=True)
@@ -188,7 +181,7 @@ def parse_script(data: bytes, *, name: str = "<script>") -> tuple[list[RecordedT
                 f"{where}: {first['msg']}"
             ) from None
         _collect_thread_ids(event, thread_ids)
-        opener = event.get("type") in _OPENER_TYPES
+        opener = event.get("type") in TURN_START_TYPES
         current = turns[-1] if turns else None
         if (
             current is None
@@ -278,7 +271,7 @@ class ScriptSource:
             yield EVENT_MSG_ADAPTER.validate_python(_rewrite(event.msg, mapping))
 
     def _exhausted(self, request: TurnRequest) -> list[EventMsg]:
-        now = int(time.time())
+        now = now_ms()
         count = len(self.turns)
         message = (
             f"codex-app-bridge: the script {self.name} has no turn left to play "
@@ -286,23 +279,7 @@ class ScriptSource:
             f"{request.turn_index + 1} of the thread)"
         )
         return [
-            TaskStartedEvent(
-                turn_attribution=TurnAttribution(
-                    turn_id=request.turn_id, root_turn_id=request.turn_id
-                ),
-                turn_id=request.turn_id,
-                root_turn_id=request.turn_id,
-                started_at=now,
-                model_context_window=DEFAULT_CONTEXT_WINDOW,
-            ),
+            task_started_event(request.turn_id, now),
             ErrorEvent(message=message, codex_error_info="other"),
-            TaskCompleteEvent(
-                root_turn_id=request.turn_id,
-                turn_id=request.turn_id,
-                last_agent_message=None,
-                error=TaskError(message=message, codex_error_info="other"),
-                started_at=now,
-                completed_at=now,
-                duration_ms=0,
-            ),
+            failed_task_complete(request.turn_id, message, started_at_ms=now, completed_at_ms=now),
         ]
