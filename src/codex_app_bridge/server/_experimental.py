@@ -1,7 +1,8 @@
-"""The ``capabilities.experimentalApi`` gate: experimental methods, params fields and enum variants.
+"""The ``capabilities.experimentalApi`` gate: experimental params fields and enum variants.
 
-Methods: ``protocol.v2.methods.EXPERIMENTAL_CLIENT_REQUEST_METHODS``; without the capability they
-answer ``-32600 "<method> requires experimentalApi capability"``.
+Methods: ``protocol.v2.methods.EXPERIMENTAL_CLIENT_REQUEST_METHODS``, marked ``experimental`` in
+the method table (``_table``); without the capability they answer ``-32600 "<method> requires
+experimentalApi capability"`` (``_handshake.check_request``).
 
 Fields: the vendored (stable) schema leaves experimental params fields out, so they reach us as
 unknown members of the params object. ``EXPERIMENTAL_FIELDS`` lists them per method **in the order
@@ -23,17 +24,13 @@ from enum import Enum
 from typing import Final
 
 from codex_app_bridge.protocol.jsonrpc import JsonValue
-from codex_app_bridge.protocol.v2.methods import EXPERIMENTAL_CLIENT_REQUEST_METHODS
 
 __all__ = [
     "APPROVAL_POLICY_METHODS",
     "EXPERIMENTAL_FIELDS",
-    "EXPERIMENTAL_METHODS",
     "FieldKind",
     "experimental_descriptor",
 ]
-
-EXPERIMENTAL_METHODS: Final = frozenset(EXPERIMENTAL_CLIENT_REQUEST_METHODS)
 
 
 class FieldKind(Enum):

@@ -27,7 +27,8 @@ import os
 import time
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, replace
-from typing import TYPE_CHECKING, Any, Final
+from functools import partial
+from typing import TYPE_CHECKING, Any, Final, Self
 
 import anyio
 
@@ -163,6 +164,19 @@ class _Overrides:
     reasoning_effort: str | None = None
     service_tier: str | None = None
 
+    @classmethod
+    def of_thread(cls, params: ThreadStartParams | ThreadResumeParams | ThreadForkParams) -> Self:
+        """The overrides of thread/start, thread/resume and thread/fork (the same fields)."""
+        return cls(
+            cwd=params.cwd,
+            model=params.model,
+            model_provider=params.model_provider,
+            approval_policy=params.approval_policy,
+            approvals_reviewer=params.approvals_reviewer,
+            sandbox_mode=params.sandbox,
+            service_tier=params.service_tier,
+        )
+
     def apply(self, settings: ThreadSettings) -> ThreadSettings:
         cwd = os.path.abspath(self.cwd) if self.cwd else settings.cwd
         updated = replace(
@@ -270,26 +284,14 @@ class Handlers:
     async def thread_start(
         self, ctx: RequestContext, params: ThreadStartParams
     ) -> ThreadStartResponse:
-        settings = _Overrides(
-            cwd=params.cwd,
-            model=params.model,
-            model_provider=params.model_provider,
-            approval_policy=params.approval_policy,
-            approvals_reviewer=params.approvals_reviewer,
-            sandbox_mode=params.sandbox,
-            service_tier=params.service_tier,
-        ).apply(self._default_settings())
+        settings = _Overrides.of_thread(params).apply(self._default_settings())
         record = self._new_record(
             settings, ephemeral=bool(params.ephemeral), thread_source=params.thread_source
         )
         record.raw_events = _extra_flag(params, "experimentalRawEvents")
         record.listener.subscribe(ctx.connection, raw_events=record.raw_events)
         thread = record.thread()
-
-        async def started() -> None:
-            await self._broadcast_started(record)
-
-        ctx.after_response(started)
+        ctx.after_response(partial(self._broadcast_started, record))
         return ThreadStartResponse(thread=thread, **settings.response_fields())
 
     async def thread_resume(
@@ -303,15 +305,7 @@ class Handlers:
                 raise list_turns_unsupported()
         elif not record.materialized:
             raise no_rollout(record.id)
-        record.settings = _Overrides(
-            cwd=params.cwd,
-            model=params.model,
-            model_provider=params.model_provider,
-            approval_policy=params.approval_policy,
-            approvals_reviewer=params.approvals_reviewer,
-            sandbox_mode=params.sandbox,
-            service_tier=params.service_tier,
-        ).apply(record.settings)
+        record.settings = _Overrides.of_thread(params).apply(record.settings)
         record.listener.subscribe(ctx.connection, raw_events=record.raw_events)
         turns = (
             None
@@ -334,15 +328,7 @@ class Handlers:
         )
         if not exclude_turns:
             await self._deprecation(ctx, RESUME_DEPRECATION)
-        settings = _Overrides(
-            cwd=params.cwd,
-            model=params.model,
-            model_provider=params.model_provider,
-            approval_policy=params.approval_policy,
-            approvals_reviewer=params.approvals_reviewer,
-            sandbox_mode=params.sandbox,
-            service_tier=params.service_tier,
-        ).apply(replace(source.settings))
+        settings = _Overrides.of_thread(params).apply(replace(source.settings))
         record = self._new_record(
             settings,
             ephemeral=bool(params.ephemeral),
@@ -355,11 +341,7 @@ class Handlers:
         record.raw_events = source.raw_events
         record.listener.subscribe(ctx.connection, raw_events=record.raw_events)
         turns = None if exclude_turns else build_thread_turns(events)
-
-        async def started() -> None:
-            await self._broadcast_started(record)
-
-        ctx.after_response(started)
+        ctx.after_response(partial(self._broadcast_started, record))
         return ThreadForkResponse(thread=record.thread(turns=turns), **settings.response_fields())
 
     async def thread_read(

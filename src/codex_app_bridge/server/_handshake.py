@@ -24,11 +24,10 @@ from __future__ import annotations
 
 import os
 import platform
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 
 from codex_app_bridge._version import CODEX_PROTOCOL_VERSION
-from codex_app_bridge.protocol.jsonrpc import JsonValue
 from codex_app_bridge.protocol.v2 import InitializeParams
 from codex_app_bridge.rpc import RequestContext
 from codex_app_bridge.server._errors import (
@@ -37,7 +36,7 @@ from codex_app_bridge.server._errors import (
     invalid_client_name,
     not_initialized,
 )
-from codex_app_bridge.server._experimental import EXPERIMENTAL_METHODS, experimental_descriptor
+from codex_app_bridge.server._experimental import experimental_descriptor
 
 __all__ = [
     "ConnectionState",
@@ -61,7 +60,6 @@ class ConnectionState:
     experimental_api: bool = False
     client_name: str | None = None
     client_version: str | None = None
-    opt_out: frozenset[str] = field(default_factory=frozenset[str])
 
 
 def connection_state(ctx: RequestContext) -> ConnectionState:
@@ -173,8 +171,7 @@ def validate_initialize(ctx: RequestContext, params: InitializeParams) -> Connec
     state.client_version = params.client_info.version
     state.experimental_api = bool(capabilities and capabilities.experimental_api)
     opt_out = (capabilities.opt_out_notification_methods if capabilities else None) or []
-    state.opt_out = frozenset(opt_out)
-    ctx.connection.set_notification_opt_out(state.opt_out)
+    ctx.connection.set_notification_opt_out(opt_out)
     return state
 
 
@@ -189,9 +186,9 @@ async def check_request(ctx: RequestContext) -> None:
         raise not_initialized()
     if state.experimental_api:
         return
-    if ctx.method in EXPERIMENTAL_METHODS:
+    if ctx.spec.experimental:
         raise experimental_required(ctx.method)
-    raw: JsonValue = ctx.request.params if isinstance(ctx.request.params, dict) else None
+    raw = ctx.request.params
     if isinstance(raw, dict):
         descriptor = experimental_descriptor(ctx.method, raw)
         if descriptor is not None:
