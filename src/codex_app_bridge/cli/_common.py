@@ -1,14 +1,20 @@
-"""Helpers shared by the CLI commands: codex-compatible ignored flags and JSONL input reading."""
+"""Helpers shared by the CLI commands: codex-compatible ignored flags, exit statuses and JSONL
+input reading."""
 
 from __future__ import annotations
 
 import argparse
 import sys
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
-from typing import BinaryIO
+from typing import BinaryIO, Final
 
 from pydantic import ValidationError
+
+EXIT_BAD_INPUT: Final = 1
+"""Some input lines were bad (each reported on stderr); the rest was still processed."""
+EXIT_USAGE: Final = 2
+"""Bad usage or unreadable input: nothing was processed."""
 
 
 def add_codex_compat_flags(parser: argparse.ArgumentParser) -> None:
@@ -53,6 +59,21 @@ def open_input(path: str) -> BinaryIO:
     if path == "-":
         return sys.stdin.buffer
     return Path(path).open("rb")
+
+
+def with_input(command: str, path: str, body: Callable[[BinaryIO], int]) -> int:
+    """``body(stream)`` on the opened input, closed afterwards (standard input is left open); an
+    input that cannot be opened is reported on stderr and gives ``EXIT_USAGE``."""
+    try:
+        stream = open_input(path)
+    except OSError as exc:
+        print(f"{command}: cannot read {path}: {exc.strerror or exc}", file=sys.stderr)
+        return EXIT_USAGE
+    try:
+        return body(stream)
+    finally:
+        if stream is not sys.stdin.buffer:
+            stream.close()
 
 
 def iter_lines(stream: BinaryIO) -> Iterator[tuple[int, bytes]]:

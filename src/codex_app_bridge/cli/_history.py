@@ -21,6 +21,7 @@ import argparse
 import os
 import sys
 from collections.abc import Iterable, Sequence
+from functools import partial
 from pathlib import Path
 from typing import Any, BinaryIO
 
@@ -28,10 +29,12 @@ import orjson
 from pydantic import ValidationError
 
 from codex_app_bridge.cli._common import (
+    EXIT_BAD_INPUT,
+    EXIT_USAGE,
     describe_validation_error,
     iter_lines,
-    open_input,
     report_bad_line,
+    with_input,
 )
 from codex_app_bridge.mapping.thread_history import (
     HistoryBaseError,
@@ -45,8 +48,6 @@ from codex_app_bridge.protocol.v2 import dump_dict
 __all__ = ["register"]
 
 _COMMAND = "history"
-_EXIT_BAD_INPUT = 1
-_EXIT_USAGE = 2
 
 
 class _Reader:
@@ -119,30 +120,24 @@ def _run(args: argparse.Namespace) -> int:
     if args.thread_id is not None:
         if args.file is not None:
             print(f"{_COMMAND}: give either FILE or --thread-id, not both", file=sys.stderr)
-            return _EXIT_USAGE
+            return EXIT_USAGE
         found = _thread_rollout(sessions, args.thread_id)
         if found is None:
             print(
                 f"{_COMMAND}: no rollout for thread {args.thread_id} under {sessions}",
                 file=sys.stderr,
             )
-            return _EXIT_USAGE
+            return EXIT_USAGE
         source = str(found)
     else:
         source = args.file if args.file is not None else "-"
+    return with_input(_COMMAND, source, partial(_rebuild, args, source, sessions))
 
+
+def _rebuild(args: argparse.Namespace, source: str, sessions: Path, stream: BinaryIO) -> int:
+    """Print the turns of the rollout read from ``stream`` (``source``), bases resolved."""
     reader = _Reader()
-    try:
-        stream = open_input(source)
-    except OSError as exc:
-        print(f"{_COMMAND}: cannot read {source}: {exc.strerror or exc}", file=sys.stderr)
-        return _EXIT_USAGE
-    try:
-        lines = reader.parse(stream, _COMMAND)
-    finally:
-        if stream is not sys.stdin.buffer:
-            stream.close()
-
+    lines = reader.parse(stream, _COMMAND)
     beside = [] if source == "-" else [Path(source).resolve().parent]
 
     def load(rollout_id: str) -> Sequence[RolloutLine] | None:
@@ -166,7 +161,7 @@ def _run(args: argparse.Namespace) -> int:
     document: dict[str, Any] = {"turns": [dump_dict(turn) for turn in turns]}
     sys.stdout.buffer.write(orjson.dumps(document) + b"\n")
     sys.stdout.buffer.flush()
-    return _EXIT_BAD_INPUT if reader.failed else 0
+    return EXIT_BAD_INPUT if reader.failed else 0
 
 
 def register(subparsers: Any) -> None:

@@ -31,10 +31,11 @@ import orjson
 from pydantic import ValidationError
 
 from codex_app_bridge.cli._common import (
+    EXIT_BAD_INPUT,
     describe_validation_error,
     iter_lines,
-    open_input,
     report_bad_line,
+    with_input,
 )
 from codex_app_bridge.projection import (
     is_user_turn_boundary,
@@ -54,9 +55,6 @@ from codex_app_bridge.protocol.core import (
 
 __all__ = ["register"]
 
-_EXIT_BAD_LINES = 1
-_EXIT_USAGE = 2
-
 
 def _non_negative(text: str) -> int:
     try:
@@ -66,19 +64,6 @@ def _non_negative(text: str) -> int:
     if value < 0:
         raise argparse.ArgumentTypeError(f"expected a number >= 0, got {value}")
     return value
-
-
-def _with_input(command: str, path: str, body: Callable[[BinaryIO], int]) -> int:
-    try:
-        stream = open_input(path)
-    except OSError as exc:
-        print(f"{command}: cannot read {path}: {exc.strerror or exc}", file=sys.stderr)
-        return _EXIT_USAGE
-    try:
-        return body(stream)
-    finally:
-        if stream is not sys.stdin.buffer:
-            stream.close()
 
 
 def _write(data: bytes) -> None:
@@ -123,9 +108,9 @@ def _run_turn_items(args: argparse.Namespace) -> int:
             _write(
                 b"null\n" if turn_item is None else TURN_ITEM_ADAPTER.dump_json(turn_item) + b"\n"
             )
-        return _EXIT_BAD_LINES if failed else 0
+        return EXIT_BAD_INPUT if failed else 0
 
-    return _with_input(command, args.file, body)
+    return with_input(command, args.file, body)
 
 
 def _run_boundaries(args: argparse.Namespace) -> int:
@@ -138,9 +123,9 @@ def _run_boundaries(args: argparse.Namespace) -> int:
                 failed = True
                 continue
             _write(b"true\n" if is_user_turn_boundary(item) else b"false\n")
-        return _EXIT_BAD_LINES if failed else 0
+        return EXIT_BAD_INPUT if failed else 0
 
-    return _with_input(command, args.file, body)
+    return with_input(command, args.file, body)
 
 
 # --------------------------------------------------------------------------- rollout JSONL
@@ -179,9 +164,9 @@ def _run_user_positions(args: argparse.Namespace) -> int:
     def body(stream: BinaryIO) -> int:
         _raw, lines, failed = _read_rollout(command, stream)
         _write(orjson.dumps(user_message_positions_in_rollout(lines)) + b"\n")
-        return _EXIT_BAD_LINES if failed else 0
+        return EXIT_BAD_INPUT if failed else 0
 
-    return _with_input(command, args.file, body)
+    return with_input(command, args.file, body)
 
 
 def _run_truncate(args: argparse.Namespace) -> int:
@@ -195,9 +180,9 @@ def _run_truncate(args: argparse.Namespace) -> int:
             kept = raw[last_n_fork_turns_start(lines, args.last_fork_turns) :]
         for line in kept:
             _write(line if line.endswith(b"\n") else line + b"\n")
-        return _EXIT_BAD_LINES if failed else 0
+        return EXIT_BAD_INPUT if failed else 0
 
-    return _with_input(command, args.file, body)
+    return with_input(command, args.file, body)
 
 
 # --------------------------------------------------------------------------- wiring

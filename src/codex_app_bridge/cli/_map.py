@@ -44,10 +44,11 @@ import orjson
 from pydantic import ValidationError
 
 from codex_app_bridge.cli._common import (
+    EXIT_BAD_INPUT,
     describe_validation_error,
     iter_lines,
-    open_input,
     report_bad_line,
+    with_input,
 )
 from codex_app_bridge.listener import APPROVAL_EVENT_TYPES, ListenerHub, ThreadListener
 from codex_app_bridge.mapping import item_event_to_server_notification
@@ -72,8 +73,6 @@ from codex_app_bridge.rpc.outbox import EncodedParams, OutboundNotification
 __all__ = ["DEFAULT_THREAD_ID", "MapOptions", "map_lines", "register"]
 
 _COMMAND = "map"
-_EXIT_BAD_LINES = 1
-_EXIT_USAGE = 2
 
 DEFAULT_THREAD_ID = "00000000-0000-0000-0000-000000000000"
 """Thread id used when neither ``--thread-id`` nor a rollout ``session_meta`` names one."""
@@ -332,11 +331,6 @@ async def map_lines(lines: Iterable[tuple[int, bytes]], options: MapOptions, out
 
 
 def _run(args: argparse.Namespace) -> int:
-    try:
-        stream = open_input(args.file)
-    except OSError as exc:
-        print(f"{_COMMAND}: cannot read {args.file}: {exc.strerror or exc}", file=sys.stderr)
-        return _EXIT_USAGE
     options = MapOptions(
         thread_id=args.thread_id,
         raw_events=args.raw_events,
@@ -344,13 +338,15 @@ def _run(args: argparse.Namespace) -> int:
         timestamps=not args.no_timestamps,
     )
     out = sys.stdout.buffer
-    try:
-        bad = anyio.run(map_lines, iter_lines(stream), options, out)
-    finally:
-        out.flush()
-        if stream is not sys.stdin.buffer:
-            stream.close()
-    return _EXIT_BAD_LINES if bad else 0
+
+    def body(stream: BinaryIO) -> int:
+        try:
+            bad = anyio.run(map_lines, iter_lines(stream), options, out)
+        finally:
+            out.flush()
+        return EXIT_BAD_INPUT if bad else 0
+
+    return with_input(_COMMAND, args.file, body)
 
 
 def register(subparsers: Any) -> None:

@@ -31,7 +31,7 @@ from typing import Any
 
 import anyio
 
-from codex_app_bridge.cli._common import add_codex_compat_flags
+from codex_app_bridge.cli._common import EXIT_USAGE, add_codex_compat_flags
 from codex_app_bridge.server import BridgeServer
 from codex_app_bridge.sources import (
     DefaultAgent,
@@ -47,7 +47,6 @@ __all__ = ["DEFAULT_AGENT_PACE", "parse_listen_url", "register", "run_server"]
 logger = logging.getLogger(__name__)
 
 DEFAULT_AGENT_PACE = 0.02
-_EXIT_USAGE = 2
 _STDIO = "stdio://"
 
 
@@ -177,6 +176,6 @@ def _run(args: argparse.Namespace) -> int:
         source = _build_source(args)
     except (ScriptError, ValueError) as exc:
         print(f"codex-app-bridge serve: {exc}", file=sys.stderr)
-        return _EXIT_USAGE
+        return EXIT_USAGE
     anyio.run(lambda: run_server(source, default_cwd=args.cwd))
     return 0
