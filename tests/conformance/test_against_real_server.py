@@ -11,6 +11,7 @@ import json
 import os
 import subprocess
 import tempfile
+import threading
 from collections.abc import Iterator
 from functools import cache
 from pathlib import Path
@@ -48,20 +49,30 @@ def exchange(
     ) as proc:
         assert proc.stdin is not None
         assert proc.stdout is not None
-        wanted = {request["id"] for request in requests}
-        answers: dict[Any, Any] = {}
-        for request in requests:
-            proc.stdin.write(json.dumps(request).encode() + b"\n")
-            proc.stdin.flush()
-            # One at a time: the real server handles requests concurrently after initialize.
-            while request["id"] not in answers:
-                line = proc.stdout.readline()
-                assert line, f"server closed stdout; answered so far: {sorted(answers)}"
-                message = json.loads(line)
-                if "method" not in message and message.get("id") in wanted:
-                    answers[message["id"]] = message
-        proc.stdin.close()
-        proc.wait(timeout=TIMEOUT)
+        # readline() has no timeout: a server still running after TIMEOUT seconds is killed,
+        # which closes its stdout and ends the read.
+        watchdog = threading.Timer(TIMEOUT, proc.kill)
+        watchdog.start()
+        try:
+            wanted = {request["id"] for request in requests}
+            answers: dict[Any, Any] = {}
+            for request in requests:
+                proc.stdin.write(json.dumps(request).encode() + b"\n")
+                proc.stdin.flush()
+                # One at a time: the real server handles requests concurrently after initialize.
+                while request["id"] not in answers:
+                    line = proc.stdout.readline()
+                    assert line, (
+                        f"server closed stdout (or was killed after {TIMEOUT}s); "
+                        f"answered so far: {sorted(answers)}"
+                    )
+                    message = json.loads(line)
+                    if "method" not in message and message.get("id") in wanted:
+                        answers[message["id"]] = message
+            proc.stdin.close()
+            proc.wait(timeout=TIMEOUT)
+        finally:
+            watchdog.cancel()
     return answers
 
 
