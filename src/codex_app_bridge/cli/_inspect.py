@@ -73,59 +73,58 @@ def _write(data: bytes) -> None:
 # --------------------------------------------------------------------------- ResponseItem JSONL
 
 
-def _response_items(command: str, stream: BinaryIO) -> Iterator[tuple[int, ResponseItem | None]]:
-    """``(line_number, item)``; ``item`` is ``None`` for a line already reported as bad."""
+def _response_items(command: str, stream: BinaryIO) -> Iterator[ResponseItem | None]:
+    """Each line's ResponseItem, or ``None`` for a line already reported as bad."""
     for number, line in iter_lines(stream):
         try:
             data: Any = orjson.loads(line)
         except orjson.JSONDecodeError as exc:
             report_bad_line(command, number, f"not JSON: {exc}")
-            yield number, None
+            yield None
             continue
         if isinstance(data, dict):
             wrapper = cast("dict[str, Any]", data)
             if wrapper.get("type") == "response_item" and isinstance(wrapper.get("payload"), dict):
                 data = wrapper["payload"]
         try:
-            yield number, RESPONSE_ITEM_ADAPTER.validate_python(data)
+            yield RESPONSE_ITEM_ADAPTER.validate_python(data)
         except ValidationError as exc:
             report_bad_line(
                 command, number, f"not a ResponseItem: {describe_validation_error(exc)}"
             )
-            yield number, None
+            yield None
+
+
+def _per_response_item(command: str, path: str, render: Callable[[ResponseItem], bytes]) -> int:
+    """One output line, ``render(item)``, per good ResponseItem line of the input."""
+
+    def body(stream: BinaryIO) -> int:
+        failed = False
+        for item in _response_items(command, stream):
+            if item is None:
+                failed = True
+            else:
+                _write(render(item) + b"\n")
+        return EXIT_BAD_INPUT if failed else 0
+
+    return with_input(command, path, body)
+
+
+def _turn_item_json(item: ResponseItem) -> bytes:
+    turn_item = parse_turn_item(item)
+    return b"null" if turn_item is None else TURN_ITEM_ADAPTER.dump_json(turn_item)
+
+
+def _boundary_json(item: ResponseItem) -> bytes:
+    return b"true" if is_user_turn_boundary(item) else b"false"
 
 
 def _run_turn_items(args: argparse.Namespace) -> int:
-    command = "inspect turn-items"
-
-    def body(stream: BinaryIO) -> int:
-        failed = False
-        for _number, item in _response_items(command, stream):
-            if item is None:
-                failed = True
-                continue
-            turn_item = parse_turn_item(item)
-            _write(
-                b"null\n" if turn_item is None else TURN_ITEM_ADAPTER.dump_json(turn_item) + b"\n"
-            )
-        return EXIT_BAD_INPUT if failed else 0
-
-    return with_input(command, args.file, body)
+    return _per_response_item("inspect turn-items", args.file, _turn_item_json)
 
 
 def _run_boundaries(args: argparse.Namespace) -> int:
-    command = "inspect boundaries"
-
-    def body(stream: BinaryIO) -> int:
-        failed = False
-        for _number, item in _response_items(command, stream):
-            if item is None:
-                failed = True
-                continue
-            _write(b"true\n" if is_user_turn_boundary(item) else b"false\n")
-        return EXIT_BAD_INPUT if failed else 0
-
-    return with_input(command, args.file, body)
+    return _per_response_item("inspect boundaries", args.file, _boundary_json)
 
 
 # --------------------------------------------------------------------------- rollout JSONL
