@@ -2,10 +2,13 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 import anyio
 import pytest
 
-from tests.e2e._harness import is_turn_completed, methods, open_bridge
+from codex_app_bridge.transport import TransportKind, create_memory_transport_pair
+from tests.e2e._harness import TIMEOUT, is_turn_completed, methods, open_bridge
 
 pytestmark = pytest.mark.anyio
 
@@ -62,3 +65,44 @@ async def test_closing_a_client_drops_it_without_disturbing_the_other() -> None:
         assert len(listener.subscriber_ids()) == 1
         _, messages = await alice.run_turn(thread_id, "still fine")
         assert methods(messages)[-1] == "turn/completed"
+
+
+async def test_a_turn_start_whose_answer_cannot_be_delivered_leaves_the_thread_idle() -> None:
+    async with open_bridge("memory") as bridge:
+        server = bridge.server
+        assert server is not None
+        alice = await bridge.connect()
+        await alice.initialize()
+        thread_id = await alice.start_thread()
+        await alice.run_turn(thread_id, "first")
+        gone = anyio.Event()
+        async with (
+            create_memory_transport_pair() as ((read, write), server_streams),
+            anyio.create_task_group() as tg,
+        ):
+
+            async def serve_carol() -> None:
+                await server.serve_connection(server_streams, TransportKind.MEMORY)
+                gone.set()
+
+            tg.start_soon(serve_carol)
+            init: dict[str, Any] = {"clientInfo": {"name": "carol", "version": "1"}}
+            await write.send({"id": 1, "method": "initialize", "params": init})
+            with anyio.fail_after(TIMEOUT):
+                assert "result" in await read.receive()
+                await read.receive()  # remoteControl/status/changed
+            # Carol stops reading; the answer to request 2 finds her gone, so the answer to
+            # her turn/start cannot be written.
+            read.close()
+            await write.send({"id": 2, "method": "thread/loaded/list", "params": {}})
+            await anyio.wait_all_tasks_blocked()
+            text = [{"type": "text", "text": "never answered"}]
+            params = {"threadId": thread_id, "input": text}
+            await write.send({"id": 3, "method": "turn/start", "params": params})
+            with anyio.fail_after(TIMEOUT):
+                await gone.wait()
+        read_back = await alice.result("thread/read", {"threadId": thread_id})
+        assert read_back["thread"]["status"] == {"type": "idle"}
+        second, messages = await alice.run_turn(thread_id, "second")
+        assert methods(messages)[-1] == "turn/completed"
+        assert messages[-1]["params"]["turn"]["id"] == second

@@ -9,9 +9,10 @@ Rules they share (probed from the 0.163.0 binary, see the errors in ``_errors``)
   registered with ``ctx.after_response`` (``thread/started`` broadcasts, starting a turn runner,
   steering input); notifications that *precede* a response in the real server
   (``deprecationNotice`` on full-history hydration) are sent to the caller before returning.
-* ``turn/start`` answers at once with the new turn (``inProgress``, ``startedAt: null``) and starts
-  its runner after the response; while a turn is running, ``turn/start`` answers that running turn
-  and adds its input to it (0.163.0 behaviour: no error).
+* ``turn/start`` answers at once with the new turn (``inProgress``, ``startedAt: null``) and
+  records and starts it only after the response (a turn whose answer cannot be delivered never
+  exists); while a turn is running, ``turn/start`` answers that running turn and adds its input
+  to it (0.163.0 behaviour: no error).
 * ``turn/interrupt`` answers ``{}`` only once the abort has happened and before ``turn/completed``:
   it waits (at most ``INTERRUPT_TIMEOUT``) for the turn's end hook, which in turn holds the fan-out
   of the terminal notifications until the response is queued (at most ``RESPONSE_WAIT``).
@@ -32,6 +33,7 @@ from typing import TYPE_CHECKING, Any, Final, Self
 
 import anyio
 
+from codex_app_bridge.protocol.core import UserInput
 from codex_app_bridge.protocol.jsonrpc import JsonValue
 from codex_app_bridge.protocol.v2 import (
     DeprecationNoticeNotification,
@@ -430,7 +432,7 @@ class Handlers:
                 ctx.after_response(steer)
             return TurnStartResponse(turn=_pending_turn(running.turn_id))
 
-        record.settings = _Overrides(
+        overrides = _Overrides(
             cwd=params.cwd,
             model=params.model,
             approval_policy=params.approval_policy,
@@ -438,8 +440,26 @@ class Handlers:
             sandbox_policy=params.sandbox_policy,
             reasoning_effort=params.effort,
             service_tier=params.service_tier,
-        ).apply(record.settings)
+        )
         turn_id = new_uuid7()
+
+        async def start() -> None:
+            # The turn exists once its answer is out: were it recorded before, an answer that
+            # cannot be delivered (the client is gone) would leave the thread "active" with a
+            # runner that never starts, and every later turn queued behind it.
+            self._begin_turn(record, overrides, turn_id, inputs)
+
+        ctx.after_response(start)
+        return TurnStartResponse(turn=_pending_turn(turn_id))
+
+    def _begin_turn(
+        self,
+        record: ThreadRecord,
+        overrides: _Overrides,
+        turn_id: str,
+        inputs: list[UserInput],
+    ) -> None:
+        record.settings = overrides.apply(record.settings)
         request = TurnRequest(
             thread_id=record.id,
             turn_id=turn_id,
@@ -456,12 +476,7 @@ class Handlers:
         run = TurnRun(record, self.server.source, request, previous=record.last_run)
         record.active_run = run
         record.last_run = run
-
-        async def start() -> None:
-            self.server.start_turn(run)
-
-        ctx.after_response(start)
-        return TurnStartResponse(turn=_pending_turn(turn_id))
+        self.server.start_turn(run)
 
     async def turn_interrupt(
         self, ctx: RequestContext, params: TurnInterruptParams
