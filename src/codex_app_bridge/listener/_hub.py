@@ -294,7 +294,8 @@ class ThreadListener:
 
     @property
     def token_usage(self) -> ThreadTokenUsage | None:
-        """The last ``thread/tokenUsage/updated`` payload's usage (for replay on resume)."""
+        """The last ``thread/tokenUsage/updated`` payload's usage (kept for a replay on resume,
+        which the server does not do yet)."""
         return self._state.token_usage
 
     @property

@@ -267,7 +267,8 @@ class ThreadState:
     thread_settings: ThreadSettings | None = None
     """The settings last reported (or seeded); ``None`` until the first is seen."""
     token_usage: ThreadTokenUsage | None = None
-    """The last token usage reported (replayed by the server to a resuming client)."""
+    """The last token usage reported (what a resuming client would be replayed; the server does
+    not replay it yet)."""
 
 
 @dataclass(frozen=True, slots=True)

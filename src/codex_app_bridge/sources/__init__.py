@@ -1,5 +1,6 @@
-"""Event sources: where EventMsg streams come from (the built-in agent, scripts, rollouts,
-producer processes, test-harness injection).
+"""Event sources: where EventMsg streams come from. Implemented: the built-in agent and recorded
+scripts; rollouts, producer processes and test-harness injection are to plug in behind the same
+contract.
 
 The contract (``EventSource``, ``TurnRequest``) is in ``_base``: a source yields the core events of
 one turn; the server's turn runner feeds them to the thread's listener and owns interrupts,
