@@ -37,9 +37,9 @@ import binascii
 from collections.abc import Mapping
 from typing import Annotated, Any, Literal, TypeAlias, cast, get_args
 
-from pydantic import BaseModel, ConfigDict, Discriminator, Field, JsonValue, Tag, TypeAdapter
+from pydantic import BaseModel, Discriminator, Field, JsonValue, Tag, TypeAdapter
 
-from codex_app_bridge.protocol._base import CoreModel, is_none
+from codex_app_bridge.protocol._base import CoreModel, is_none, union_adapter
 from codex_app_bridge.protocol.core._response_item import (
     MessagePhase,
     ResponseItem,
@@ -1454,9 +1454,7 @@ EventMsg = Annotated[_EventMsgVariants, tagged_discriminator(EVENT_MSG_TAGS, "Ev
 """Every core event; the discriminator is ``type``, unknown types become ``UnknownEventMsg``."""
 
 
-EVENT_MSG_ADAPTER: TypeAdapter[EventMsg] = TypeAdapter(
-    EventMsg, config=ConfigDict(title="EventMsg")
-)
+EVENT_MSG_ADAPTER: TypeAdapter[EventMsg] = union_adapter(EventMsg, title="EventMsg")
 
 
 def parse_event_msg(data: bytes | str) -> EventMsg:

@@ -37,7 +37,7 @@ from typing import Annotated, Any, Literal
 
 from pydantic import BeforeValidator, Field, Tag, TypeAdapter, model_validator
 
-from codex_app_bridge.protocol._base import CoreModel, is_none
+from codex_app_bridge.protocol._base import CoreModel, is_none, union_adapter
 from codex_app_bridge.protocol.core._tagged import UNKNOWN_TAG, tagged_union_discriminator
 from codex_app_bridge.protocol.core._user_input import ImageDetail
 
@@ -648,9 +648,9 @@ ResponseItem = Annotated[
 ]
 """Core ``ResponseItem`` union (tagged by ``type``, unknown variants kept)."""
 
-RESPONSE_ITEM_ADAPTER: TypeAdapter[ResponseItem] = TypeAdapter(ResponseItem)
-CONTENT_ITEM_ADAPTER: TypeAdapter[ContentItem] = TypeAdapter(ContentItem)
-FUNCTION_CALL_OUTPUT_BODY_ADAPTER: TypeAdapter[FunctionCallOutputBody] = TypeAdapter(
+RESPONSE_ITEM_ADAPTER: TypeAdapter[ResponseItem] = union_adapter(ResponseItem)
+CONTENT_ITEM_ADAPTER: TypeAdapter[ContentItem] = union_adapter(ContentItem)
+FUNCTION_CALL_OUTPUT_BODY_ADAPTER: TypeAdapter[FunctionCallOutputBody] = union_adapter(
     FunctionCallOutputBody
 )
-WEB_SEARCH_ACTION_ADAPTER: TypeAdapter[WebSearchAction] = TypeAdapter(WebSearchAction)
+WEB_SEARCH_ACTION_ADAPTER: TypeAdapter[WebSearchAction] = union_adapter(WebSearchAction)

@@ -21,9 +21,9 @@ from __future__ import annotations
 from collections.abc import Iterator, Mapping
 from typing import Annotated, Literal, TypeAlias
 
-from pydantic import ConfigDict, Field, JsonValue, Tag, TypeAdapter, ValidationError
+from pydantic import Field, JsonValue, Tag, TypeAdapter, ValidationError
 
-from codex_app_bridge.protocol._base import CoreModel
+from codex_app_bridge.protocol._base import CoreModel, union_adapter
 from codex_app_bridge.protocol.core._event_msg import (
     EventMsg,
     TokenUsage,
@@ -320,9 +320,7 @@ RolloutLine = Annotated[
 ]
 """One line of a rollout file; unknown line types become ``UnknownRolloutLine``."""
 
-ROLLOUT_LINE_ADAPTER: TypeAdapter[RolloutLine] = TypeAdapter(
-    RolloutLine, config=ConfigDict(title="RolloutLine")
-)
+ROLLOUT_LINE_ADAPTER: TypeAdapter[RolloutLine] = union_adapter(RolloutLine, title="RolloutLine")
 
 
 class RolloutParseError(ValueError):

@@ -26,7 +26,7 @@ from typing import Annotated, Any, Literal
 
 from pydantic import Field, Tag, TypeAdapter
 
-from codex_app_bridge.protocol._base import CoreModel, is_none
+from codex_app_bridge.protocol._base import CoreModel, is_none, union_adapter
 from codex_app_bridge.protocol.core._response_item import (
     FunctionCallOutputBody,
     MessagePhase,
@@ -614,4 +614,4 @@ TurnItem = Annotated[
 ]
 """Core ``TurnItem`` union (PascalCase tags, unknown variants kept)."""
 
-TURN_ITEM_ADAPTER: TypeAdapter[TurnItem] = TypeAdapter(TurnItem)
+TURN_ITEM_ADAPTER: TypeAdapter[TurnItem] = union_adapter(TurnItem)

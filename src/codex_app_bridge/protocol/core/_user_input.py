@@ -19,7 +19,7 @@ from typing import Annotated, Literal
 
 from pydantic import Field, Tag, TypeAdapter, model_validator
 
-from codex_app_bridge.protocol._base import CoreModel, is_none
+from codex_app_bridge.protocol._base import CoreModel, is_none, union_adapter
 from codex_app_bridge.protocol.core._tagged import UNKNOWN_TAG, tagged_union_discriminator
 
 __all__ = [
@@ -139,4 +139,4 @@ UserInput = Annotated[
 ]
 """Core ``UserInput`` union (tagged by ``type``, unknown variants kept)."""
 
-USER_INPUT_ADAPTER: TypeAdapter[UserInput] = TypeAdapter(UserInput)
+USER_INPUT_ADAPTER: TypeAdapter[UserInput] = union_adapter(UserInput)

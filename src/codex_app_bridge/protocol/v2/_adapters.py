@@ -17,10 +17,10 @@ from __future__ import annotations
 from collections.abc import Iterable
 from typing import Annotated, Any, TypeAlias, Union, cast, get_args, get_origin
 
-from pydantic import ConfigDict, Discriminator, Tag, TypeAdapter
+from pydantic import Discriminator, Tag, TypeAdapter
 from typing_extensions import TypeAliasType
 
-from codex_app_bridge.protocol._base import WireModel
+from codex_app_bridge.protocol._base import WireModel, union_adapter
 from codex_app_bridge.protocol.v2._generated import (
     ClientRequest,
     RawResponseCompletedServerNotification,
@@ -183,7 +183,7 @@ def _lenient_union(variants: Iterable[Any], tag: str, unknown: type[WireModel]) 
 
 
 def _adapter(title: str, variants: Iterable[Any], tag: str, unknown: type[WireModel]) -> Any:
-    return TypeAdapter(_lenient_union(variants, tag, unknown), config=ConfigDict(title=title))
+    return union_adapter(_lenient_union(variants, tag, unknown), title=title)
 
 
 SERVER_NOTIFICATION_ADAPTER: TypeAdapter[AnyServerNotification] = _adapter(
