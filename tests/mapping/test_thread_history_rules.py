@@ -496,12 +496,46 @@ PAGINATED_ENTRIES = Scenario(
     ],
 )  # fmt: skip
 
+P6 = tid(106)
+T6 = T[106]
+# core codex_error_info -> the codexErrorInfo thread/resume shows
+ERROR_INFOS: list[tuple[Any, Any]] = [
+    ("internal_server_error", "internalServerError"),
+    ("invalid_prompt", "other"),
+    ("a_future_variant", "other"),
+    ({"bad_request": None}, "badRequest"),
+    (
+        {"response_stream_disconnected": {"http_status_code": 502}},
+        {"responseStreamDisconnected": {"httpStatusCode": 502}},
+    ),
+    ({"a_future_object": {"x_y": 1}}, "other"),
+]
+PAGINATED_ERRORS = Scenario(
+    "paginated: a failed turn's error info is spelled as the v2 enum, other when it has none",
+    P6,
+    True,
+    [
+        entry
+        for n, (info, _) in enumerate(ERROR_INFOS, start=1)
+        for entry in (
+            started(T6[n]),
+            complete(T6[n], error={"message": f"e{n}", "codex_error_info": info}),
+        )
+    ],
+    [
+        turn(T6[n], [], "failed", error=turn_error(f"e{n}", wire))
+        for n, (_, wire) in enumerate(ERROR_INFOS, start=1)
+    ],
+    [[] for _ in ERROR_INFOS],
+)
+
 PAGINATED = [
     PAGINATED_ITEMS,
     PAGINATED_LIFECYCLE,
     PAGINATED_IGNORES,
     PAGINATED_SUMMARIES,
     PAGINATED_ENTRIES,
+    PAGINATED_ERRORS,
 ]
 
 # ----------------------------------------------------------------------------- legacy

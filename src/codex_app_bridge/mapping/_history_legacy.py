@@ -58,12 +58,9 @@ from codex_app_bridge.mapping._builders import (
     build_mcp_tool_call_end_item,
     build_sub_agent_activity_event_item,
 )
+from codex_app_bridge.mapping._errors import error_affects_turn_status, turn_error
 from codex_app_bridge.mapping._event_mapping import item_event_to_server_notification
-from codex_app_bridge.mapping._history_turns import (
-    TurnRecord,
-    affects_turn_status,
-    turn_error,
-)
+from codex_app_bridge.mapping._history_turns import TurnRecord
 from codex_app_bridge.mapping._text import review_output_text
 from codex_app_bridge.mapping._thread_item import thread_item_from_turn_item
 from codex_app_bridge.projection import parse_hook_prompt_message, uuid7
@@ -299,7 +296,7 @@ class LegacyHistory:
             abort(self.current)
 
     def on_error(self, msg: core.ErrorEvent) -> None:
-        if self.current is not None and affects_turn_status(msg.codex_error_info):
+        if self.current is not None and error_affects_turn_status(msg.codex_error_info):
             self.current.status = "failed"
             self.current.error = turn_error(msg.message, msg.codex_error_info)
 

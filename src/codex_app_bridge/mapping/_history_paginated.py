@@ -36,11 +36,8 @@ from __future__ import annotations
 import logging
 from dataclasses import dataclass
 
-from codex_app_bridge.mapping._history_turns import (
-    TurnRecord,
-    final_agent_message,
-    turn_error,
-)
+from codex_app_bridge.mapping._errors import turn_error
+from codex_app_bridge.mapping._history_turns import TurnRecord, final_agent_message
 from codex_app_bridge.mapping._thread_item import thread_item_from_turn_item
 from codex_app_bridge.protocol import core
 from codex_app_bridge.protocol.v2 import (
