@@ -33,12 +33,12 @@ Boundary: shapes only; no projection logic lives here.
 
 from __future__ import annotations
 
-from typing import Annotated, Any, Literal
+from typing import Annotated, Any, Literal, TypeAlias
 
 from pydantic import BeforeValidator, Field, Tag, TypeAdapter, model_validator
 
 from codex_app_bridge.protocol._base import CoreModel, is_none, union_adapter
-from codex_app_bridge.protocol.core._tagged import UNKNOWN_TAG, tagged_union_discriminator
+from codex_app_bridge.protocol.core._tagged import UNKNOWN_TAG, tagged_discriminator
 from codex_app_bridge.protocol.core._user_input import ImageDetail
 
 __all__ = [
@@ -160,28 +160,28 @@ class UnknownContentItem(CoreModel):
     type: str
 
 
-ContentItem = Annotated[
+_ContentItemVariants: TypeAlias = (
     Annotated[InputTextContentItem, Tag("input_text")]
     | Annotated[InputImageContentItem, Tag("input_image")]
     | Annotated[InputAudioContentItem, Tag("input_audio")]
     | Annotated[OutputTextContentItem, Tag("output_text")]
-    | Annotated[UnknownContentItem, Tag(UNKNOWN_TAG)],
-    tagged_union_discriminator(
-        ["input_text", "input_image", "input_audio", "output_text"], union_name="ContentItem"
-    ),
+    | Annotated[UnknownContentItem, Tag(UNKNOWN_TAG)]
+)
+ContentItem = Annotated[
+    _ContentItemVariants, tagged_discriminator(_ContentItemVariants, "ContentItem")
 ]
 """Message content item (``input_text``, ``input_image``, ``input_audio``, ``output_text``)."""
 
-FunctionCallOutputContentItem = Annotated[
+_FunctionCallOutputContentItemVariants: TypeAlias = (
     Annotated[InputTextContentItem, Tag("input_text")]
     | Annotated[InputImageContentItem, Tag("input_image")]
     | Annotated[InputAudioContentItem, Tag("input_audio")]
     | Annotated[EncryptedContentItem, Tag("encrypted_content")]
-    | Annotated[UnknownContentItem, Tag(UNKNOWN_TAG)],
-    tagged_union_discriminator(
-        ["input_text", "input_image", "input_audio", "encrypted_content"],
-        union_name="FunctionCallOutputContentItem",
-    ),
+    | Annotated[UnknownContentItem, Tag(UNKNOWN_TAG)]
+)
+FunctionCallOutputContentItem = Annotated[
+    _FunctionCallOutputContentItemVariants,
+    tagged_discriminator(_FunctionCallOutputContentItemVariants, "FunctionCallOutputContentItem"),
 ]
 """Structured tool output item."""
 
@@ -192,13 +192,14 @@ On the wire a bare JSON string (text) or an array of content items; Codex's in-m
 flag is never serialized, so it has no field here.
 """
 
-AgentMessageInputContent = Annotated[
+_AgentMessageInputContentVariants: TypeAlias = (
     Annotated[InputTextContentItem, Tag("input_text")]
     | Annotated[EncryptedContentItem, Tag("encrypted_content")]
-    | Annotated[UnknownContentItem, Tag(UNKNOWN_TAG)],
-    tagged_union_discriminator(
-        ["input_text", "encrypted_content"], union_name="AgentMessageInputContent"
-    ),
+    | Annotated[UnknownContentItem, Tag(UNKNOWN_TAG)]
+)
+AgentMessageInputContent = Annotated[
+    _AgentMessageInputContentVariants,
+    tagged_discriminator(_AgentMessageInputContentVariants, "AgentMessageInputContent"),
 ]
 """Content of the ``agent_message`` variant."""
 
@@ -241,17 +242,23 @@ class UnknownReasoningPart(CoreModel):
     type: str
 
 
-ReasoningItemReasoningSummary = Annotated[
+_ReasoningItemReasoningSummaryVariants: TypeAlias = (
     Annotated[SummaryTextContent, Tag("summary_text")]
-    | Annotated[UnknownReasoningPart, Tag(UNKNOWN_TAG)],
-    tagged_union_discriminator(["summary_text"], union_name="ReasoningItemReasoningSummary"),
+    | Annotated[UnknownReasoningPart, Tag(UNKNOWN_TAG)]
+)
+ReasoningItemReasoningSummary = Annotated[
+    _ReasoningItemReasoningSummaryVariants,
+    tagged_discriminator(_ReasoningItemReasoningSummaryVariants, "ReasoningItemReasoningSummary"),
 ]
 
-ReasoningItemContent = Annotated[
+_ReasoningItemContentVariants: TypeAlias = (
     Annotated[ReasoningTextContent, Tag("reasoning_text")]
     | Annotated[TextReasoningContent, Tag("text")]
-    | Annotated[UnknownReasoningPart, Tag(UNKNOWN_TAG)],
-    tagged_union_discriminator(["reasoning_text", "text"], union_name="ReasoningItemContent"),
+    | Annotated[UnknownReasoningPart, Tag(UNKNOWN_TAG)]
+)
+ReasoningItemContent = Annotated[
+    _ReasoningItemContentVariants,
+    tagged_discriminator(_ReasoningItemContentVariants, "ReasoningItemContent"),
 ]
 
 
@@ -272,10 +279,12 @@ class UnknownLocalShellAction(CoreModel):
     type: str
 
 
-LocalShellAction = Annotated[
+_LocalShellActionVariants: TypeAlias = (
     Annotated[LocalShellExecAction, Tag("exec")]
-    | Annotated[UnknownLocalShellAction, Tag(UNKNOWN_TAG)],
-    tagged_union_discriminator(["exec"], union_name="LocalShellAction"),
+    | Annotated[UnknownLocalShellAction, Tag(UNKNOWN_TAG)]
+)
+LocalShellAction = Annotated[
+    _LocalShellActionVariants, tagged_discriminator(_LocalShellActionVariants, "LocalShellAction")
 ]
 
 
@@ -314,15 +323,15 @@ class UnknownWebSearchAction(CoreModel):
     type: str
 
 
-WebSearchAction = Annotated[
+_WebSearchActionVariants: TypeAlias = (
     Annotated[WebSearchSearchAction, Tag("search")]
     | Annotated[WebSearchOpenPageAction, Tag("open_page")]
     | Annotated[WebSearchFindInPageAction, Tag("find_in_page")]
     | Annotated[WebSearchOtherAction, Tag("other")]
-    | Annotated[UnknownWebSearchAction, Tag(UNKNOWN_TAG)],
-    tagged_union_discriminator(
-        ["search", "open_page", "find_in_page", "other"], union_name="WebSearchAction"
-    ),
+    | Annotated[UnknownWebSearchAction, Tag(UNKNOWN_TAG)]
+)
+WebSearchAction = Annotated[
+    _WebSearchActionVariants, tagged_discriminator(_WebSearchActionVariants, "WebSearchAction")
 ]
 """Responses API web search action (shared by ``web_search_call`` and the ``WebSearch`` item)."""
 
@@ -597,29 +606,7 @@ class UnknownResponseItem(CoreModel):
     type: str
 
 
-_RESPONSE_ITEM_TAGS = [
-    "message",
-    "agent_message",
-    "reasoning",
-    "local_shell_call",
-    "function_call",
-    "tool_search_call",
-    "function_call_output",
-    "custom_tool_call",
-    "custom_tool_call_output",
-    "tool_search_output",
-    "web_search_call",
-    "image_generation_call",
-    "ghost_snapshot",
-    "compaction",
-    "additional_tools",
-    "configuration_update",
-    "compaction_trigger",
-    "context_compaction",
-    "other",
-]
-
-ResponseItem = Annotated[
+_ResponseItemVariants: TypeAlias = (
     Annotated[MessageResponseItem, Tag("message")]
     | Annotated[AgentMessageResponseItem, Tag("agent_message")]
     | Annotated[ReasoningResponseItem, Tag("reasoning")]
@@ -639,11 +626,12 @@ ResponseItem = Annotated[
     | Annotated[CompactionTriggerResponseItem, Tag("compaction_trigger")]
     | Annotated[ContextCompactionResponseItem, Tag("context_compaction")]
     | Annotated[OtherResponseItem, Tag("other")]
-    | Annotated[UnknownResponseItem, Tag(UNKNOWN_TAG)],
-    tagged_union_discriminator(
-        _RESPONSE_ITEM_TAGS,
-        aliases={"compaction_summary": "compaction"},
-        union_name="ResponseItem",
+    | Annotated[UnknownResponseItem, Tag(UNKNOWN_TAG)]
+)
+ResponseItem = Annotated[
+    _ResponseItemVariants,
+    tagged_discriminator(
+        _ResponseItemVariants, "ResponseItem", aliases={"compaction_summary": "compaction"}
     ),
 ]
 """Core ``ResponseItem`` union (tagged by ``type``, unknown variants kept)."""

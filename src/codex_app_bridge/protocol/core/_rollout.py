@@ -24,15 +24,9 @@ from typing import Annotated, Literal, TypeAlias
 from pydantic import Field, JsonValue, Tag, TypeAdapter, ValidationError
 
 from codex_app_bridge.protocol._base import CoreModel, union_adapter
-from codex_app_bridge.protocol.core._event_msg import (
-    EventMsg,
-    TokenUsage,
-    omit_none,
-    tagged_discriminator,
-    variant_tags,
-)
+from codex_app_bridge.protocol.core._event_msg import EventMsg, TokenUsage, omit_none
 from codex_app_bridge.protocol.core._response_item import ResponseItem
-from codex_app_bridge.protocol.core._tagged import UNKNOWN_TAG
+from codex_app_bridge.protocol.core._tagged import UNKNOWN_TAG, tagged_discriminator, variant_tags
 
 __all__ = [
     "ROLLOUT_LINE_ADAPTER",
@@ -316,7 +310,7 @@ ROLLOUT_LINE_TAGS: Mapping[str, str] = variant_tags(_RolloutLineVariants)
 """Every rollout line ``type`` the bridge knows."""
 
 RolloutLine = Annotated[
-    _RolloutLineVariants, tagged_discriminator(ROLLOUT_LINE_TAGS, "RolloutLine")
+    _RolloutLineVariants, tagged_discriminator(_RolloutLineVariants, "RolloutLine")
 ]
 """One line of a rollout file; unknown line types become ``UnknownRolloutLine``."""
 

@@ -1,30 +1,36 @@
 """Discriminators for Codex's internally tagged unions that keep unknown variants.
 
-Codex core unions (``ResponseItem``, ``ContentItem``, ``TurnItem``, ``UserInput``, ...) are serde
-enums tagged by one field (``type``). Our models keep a variant whose tag we do not know instead of
-rejecting it: the discriminator built here sends every known tag to its model and every other
-*string* tag to the union's ``Unknown*`` model, which keeps all fields and writes them back
-unchanged. A missing or non-string tag is still a validation error, as it is for serde.
+Codex core unions (``ResponseItem``, ``ContentItem``, ``TurnItem``, ``UserInput``, ``EventMsg``,
+rollout lines, ...) are serde enums tagged by ``type``. Our models keep a variant whose tag we do
+not know instead of rejecting it: the discriminator built here sends every known tag to its
+model and every other *string* tag to the union's ``Unknown*`` model, which keeps all fields and
+writes them back unchanged. A missing or non-string tag is still a validation error, as it is for
+serde.
+
+A union is declared once, as ``Annotated[Model, Tag(...)]`` members with the ``Unknown*`` model
+tagged :data:`UNKNOWN_TAG`; :func:`tagged_discriminator` reads the tags it knows from those
+members (each model's ``type`` Literal), so no list of tags is kept beside the union.
 
 Only the tag is inspected; the variant models decide everything else.
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
-from typing import Any, cast
+from collections.abc import Mapping
+from typing import Any, cast, get_args
 
-from pydantic import Discriminator
+from pydantic import BaseModel, Discriminator, Tag
 
-__all__ = ["UNKNOWN_TAG", "tag_of", "tagged_union_discriminator"]
+__all__ = ["UNKNOWN_TAG", "tag_of", "tagged_discriminator", "variant_tags"]
 
 #: Union tag used for the lossless ``Unknown*`` member of every union.
 UNKNOWN_TAG = "<unknown>"
 
+_FIELD = "type"
 _MISSING = object()
 
 
-def tag_of(value: Any, field: str = "type") -> str | None:
+def tag_of(value: Any, field: str = _FIELD) -> str | None:
     """The raw tag of a JSON object or a model instance, or ``None`` when absent or not a string."""
     raw: object
     if isinstance(value, dict):
@@ -34,30 +40,46 @@ def tag_of(value: Any, field: str = "type") -> str | None:
     return raw if isinstance(raw, str) else None
 
 
-def tagged_union_discriminator(
-    known: Iterable[str],
-    *,
-    field: str = "type",
-    aliases: Mapping[str, str] | None = None,
-    union_name: str = "union",
-) -> Discriminator:
-    """A pydantic ``Discriminator`` for a union tagged by ``field`` with an unknown fallback.
+def variant_tags(variants: Any) -> dict[str, str]:
+    """``wire tag -> union Tag`` for each member of a union of ``Annotated[Model, Tag(...)]``.
 
-    ``known`` lists the tags that have their own model; ``aliases`` maps extra input tags onto a
-    known one (serde ``#[serde(alias)]``). Any other string tag selects :data:`UNKNOWN_TAG`.
+    A model accepts every value of its ``type`` Literal (serde renames plus aliases); the
+    ``Unknown*`` fallback member is skipped.
     """
-    known_tags = frozenset(known)
-    alias_map = dict(aliases or {})
+    mapping: dict[str, str] = {}
+    for member in get_args(variants):
+        model, tag = get_args(member)
+        if not isinstance(tag, Tag):  # pragma: no cover - guards the declarations
+            raise TypeError(f"union member {member!r} lacks a Tag")
+        if tag.tag == UNKNOWN_TAG:
+            continue
+        annotation = cast("type[BaseModel]", model).model_fields[_FIELD].annotation
+        for literal in get_args(annotation):
+            mapping[str(literal)] = tag.tag
+    return mapping
+
+
+def tagged_discriminator(
+    variants: Any, union_name: str, *, aliases: Mapping[str, str] | None = None
+) -> Discriminator:
+    """The unknown-preserving ``type`` discriminator of the union of ``variants``.
+
+    The known tags and their input aliases come from the members (:func:`variant_tags`);
+    ``aliases`` adds input tags a member's Literal does not name (``compaction_summary``, which a
+    validator rewrites). Any other string tag selects :data:`UNKNOWN_TAG`.
+    """
+    tags = {**variant_tags(variants), **(aliases or {})}
+    known = frozenset(tags.values())
 
     def discriminate(value: Any) -> str | None:
-        tag = tag_of(value, field)
+        tag = tag_of(value)
         if tag is None:
             return None
-        tag = alias_map.get(tag, tag)
-        return tag if tag in known_tags else UNKNOWN_TAG
+        tag = tags.get(tag, tag)
+        return tag if tag in known else UNKNOWN_TAG
 
     return Discriminator(
         discriminate,
         custom_error_type="missing_tag",
-        custom_error_message=f"{union_name}: expected an object with a string {field!r} tag",
+        custom_error_message=f"{union_name}: expected an object with a string {_FIELD!r} tag",
     )

@@ -22,7 +22,7 @@ them into app-server ``ThreadItem`` s is the mapping layer's job.
 
 from __future__ import annotations
 
-from typing import Annotated, Any, Literal
+from typing import Annotated, Any, Literal, TypeAlias
 
 from pydantic import Field, Tag, TypeAdapter
 
@@ -32,7 +32,7 @@ from codex_app_bridge.protocol.core._response_item import (
     MessagePhase,
     WebSearchAction,
 )
-from codex_app_bridge.protocol.core._tagged import UNKNOWN_TAG, tagged_union_discriminator
+from codex_app_bridge.protocol.core._tagged import UNKNOWN_TAG, tagged_discriminator
 from codex_app_bridge.protocol.core._user_input import UserInput
 
 __all__ = [
@@ -158,10 +158,13 @@ class UnknownAgentMessageContent(CoreModel):
     type: str
 
 
-AgentMessageContent = Annotated[
+_AgentMessageContentVariants: TypeAlias = (
     Annotated[TextAgentMessageContent, Tag("Text")]
-    | Annotated[UnknownAgentMessageContent, Tag(UNKNOWN_TAG)],
-    tagged_union_discriminator(["Text"], union_name="AgentMessageContent"),
+    | Annotated[UnknownAgentMessageContent, Tag(UNKNOWN_TAG)]
+)
+AgentMessageContent = Annotated[
+    _AgentMessageContentVariants,
+    tagged_discriminator(_AgentMessageContentVariants, "AgentMessageContent"),
 ]
 
 
@@ -263,15 +266,15 @@ class UnknownParsedCommand(CoreModel):
     type: str
 
 
-ParsedCommand = Annotated[
+_ParsedCommandVariants: TypeAlias = (
     Annotated[ParsedCommandRead, Tag("read")]
     | Annotated[ParsedCommandListFiles, Tag("list_files")]
     | Annotated[ParsedCommandSearch, Tag("search")]
     | Annotated[ParsedCommandUnknown, Tag("unknown")]
-    | Annotated[UnknownParsedCommand, Tag(UNKNOWN_TAG)],
-    tagged_union_discriminator(
-        ["read", "list_files", "search", "unknown"], union_name="ParsedCommand"
-    ),
+    | Annotated[UnknownParsedCommand, Tag(UNKNOWN_TAG)]
+)
+ParsedCommand = Annotated[
+    _ParsedCommandVariants, tagged_discriminator(_ParsedCommandVariants, "ParsedCommand")
 ]
 
 
@@ -322,13 +325,16 @@ class UnknownDynamicToolContentItem(CoreModel):
     type: str
 
 
-DynamicToolCallOutputContentItem = Annotated[
+_DynamicToolCallOutputContentItemVariants: TypeAlias = (
     Annotated[DynamicToolInputText, Tag("inputText")]
     | Annotated[DynamicToolInputImage, Tag("inputImage")]
     | Annotated[DynamicToolInputAudio, Tag("inputAudio")]
-    | Annotated[UnknownDynamicToolContentItem, Tag(UNKNOWN_TAG)],
-    tagged_union_discriminator(
-        ["inputText", "inputImage", "inputAudio"], union_name="DynamicToolCallOutputContentItem"
+    | Annotated[UnknownDynamicToolContentItem, Tag(UNKNOWN_TAG)]
+)
+DynamicToolCallOutputContentItem = Annotated[
+    _DynamicToolCallOutputContentItemVariants,
+    tagged_discriminator(
+        _DynamicToolCallOutputContentItemVariants, "DynamicToolCallOutputContentItem"
     ),
 ]
 
@@ -514,13 +520,13 @@ class UnknownFileChange(CoreModel):
     type: str
 
 
-FileChange = Annotated[
+_FileChangeVariants: TypeAlias = (
     Annotated[FileChangeAdd, Tag("add")]
     | Annotated[FileChangeDelete, Tag("delete")]
     | Annotated[FileChangeUpdate, Tag("update")]
-    | Annotated[UnknownFileChange, Tag(UNKNOWN_TAG)],
-    tagged_union_discriminator(["add", "delete", "update"], union_name="FileChange"),
-]
+    | Annotated[UnknownFileChange, Tag(UNKNOWN_TAG)]
+)
+FileChange = Annotated[_FileChangeVariants, tagged_discriminator(_FileChangeVariants, "FileChange")]
 
 
 class FileChangeItem(CoreModel):
@@ -567,29 +573,7 @@ class UnknownTurnItem(CoreModel):
     type: str
 
 
-_TURN_ITEM_TAGS = [
-    "UserMessage",
-    "HookPrompt",
-    "AgentMessage",
-    "Plan",
-    "Reasoning",
-    "FunctionCallOutput",
-    "CommandExecution",
-    "DynamicToolCall",
-    "CollabAgentToolCall",
-    "SubAgentActivity",
-    "WebSearch",
-    "ImageView",
-    "Sleep",
-    "ImageGeneration",
-    "EnteredReviewMode",
-    "ExitedReviewMode",
-    "FileChange",
-    "McpToolCall",
-    "ContextCompaction",
-]
-
-TurnItem = Annotated[
+_TurnItemVariants: TypeAlias = (
     Annotated[UserMessageItem, Tag("UserMessage")]
     | Annotated[HookPromptItem, Tag("HookPrompt")]
     | Annotated[AgentMessageItem, Tag("AgentMessage")]
@@ -609,9 +593,9 @@ TurnItem = Annotated[
     | Annotated[FileChangeItem, Tag("FileChange")]
     | Annotated[McpToolCallItem, Tag("McpToolCall")]
     | Annotated[ContextCompactionItem, Tag("ContextCompaction")]
-    | Annotated[UnknownTurnItem, Tag(UNKNOWN_TAG)],
-    tagged_union_discriminator(_TURN_ITEM_TAGS, union_name="TurnItem"),
-]
+    | Annotated[UnknownTurnItem, Tag(UNKNOWN_TAG)]
+)
+TurnItem = Annotated[_TurnItemVariants, tagged_discriminator(_TurnItemVariants, "TurnItem")]
 """Core ``TurnItem`` union (PascalCase tags, unknown variants kept)."""
 
 TURN_ITEM_ADAPTER: TypeAdapter[TurnItem] = union_adapter(TurnItem)
