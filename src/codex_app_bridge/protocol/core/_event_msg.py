@@ -40,12 +40,12 @@ from typing import Annotated, Any, Literal, TypeAlias
 from pydantic import Field, JsonValue, Tag, TypeAdapter
 
 from codex_app_bridge.protocol._base import CoreModel, is_none, union_adapter
+from codex_app_bridge.protocol._tagged import UNKNOWN_TAG, tagged_discriminator, variant_tags
 from codex_app_bridge.protocol.core._response_item import (
     MessagePhase,
     ResponseItem,
     WebSearchAction,
 )
-from codex_app_bridge.protocol.core._tagged import UNKNOWN_TAG, tagged_discriminator, variant_tags
 from codex_app_bridge.protocol.core._turn_item import (
     Duration,
     DynamicToolCallOutputContentItem,

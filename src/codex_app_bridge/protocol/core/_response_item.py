@@ -38,7 +38,7 @@ from typing import Annotated, Any, Literal, TypeAlias
 from pydantic import BeforeValidator, Field, Tag, TypeAdapter, model_validator
 
 from codex_app_bridge.protocol._base import CoreModel, is_none, union_adapter
-from codex_app_bridge.protocol.core._tagged import UNKNOWN_TAG, tagged_discriminator
+from codex_app_bridge.protocol._tagged import UNKNOWN_TAG, tagged_discriminator
 from codex_app_bridge.protocol.core._user_input import ImageDetail
 
 __all__ = [

@@ -27,12 +27,12 @@ from typing import Annotated, Any, Literal, TypeAlias
 from pydantic import Field, Tag, TypeAdapter
 
 from codex_app_bridge.protocol._base import CoreModel, is_none, union_adapter
+from codex_app_bridge.protocol._tagged import UNKNOWN_TAG, tagged_discriminator
 from codex_app_bridge.protocol.core._response_item import (
     FunctionCallOutputBody,
     MessagePhase,
     WebSearchAction,
 )
-from codex_app_bridge.protocol.core._tagged import UNKNOWN_TAG, tagged_discriminator
 from codex_app_bridge.protocol.core._user_input import UserInput
 
 __all__ = [

@@ -20,7 +20,7 @@ from typing import Annotated, Literal, TypeAlias
 from pydantic import Field, Tag, TypeAdapter, model_validator
 
 from codex_app_bridge.protocol._base import CoreModel, is_none, union_adapter
-from codex_app_bridge.protocol.core._tagged import UNKNOWN_TAG, tagged_discriminator
+from codex_app_bridge.protocol._tagged import UNKNOWN_TAG, tagged_discriminator
 
 __all__ = [
     "USER_INPUT_ADAPTER",

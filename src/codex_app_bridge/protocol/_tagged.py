@@ -1,15 +1,17 @@
-"""Discriminators for Codex's internally tagged unions that keep unknown variants.
+"""Discriminators for tagged unions that keep unknown variants, shared by core and v2 models.
 
 Codex core unions (``ResponseItem``, ``ContentItem``, ``TurnItem``, ``UserInput``, ``EventMsg``,
-rollout lines, ...) are serde enums tagged by ``type``. Our models keep a variant whose tag we do
-not know instead of rejecting it: the discriminator built here sends every known tag to its
-model and every other *string* tag to the union's ``Unknown*`` model, which keeps all fields and
-writes them back unchanged. A missing or non-string tag is still a validation error, as it is for
-serde.
+rollout lines, ...) are serde enums tagged by ``type``; the v2 wire unions (``ServerNotification``,
+``ThreadItem``, ...) are tagged by ``method`` or ``type``. Our models keep a variant whose tag we
+do not know instead of rejecting it: a discriminator sends every known tag to its model and every
+other tag to the union's ``Unknown*`` model (tagged :data:`UNKNOWN_TAG`), which keeps all fields
+and writes them back unchanged. :func:`tag_of` reads the tag of a JSON object or a model.
 
-A union is declared once, as ``Annotated[Model, Tag(...)]`` members with the ``Unknown*`` model
-tagged :data:`UNKNOWN_TAG`; :func:`tagged_discriminator` reads the tags it knows from those
-members (each model's ``type`` Literal), so no list of tags is kept beside the union.
+A core union is declared once, as ``Annotated[Model, Tag(...)]`` members with the ``Unknown*``
+model tagged :data:`UNKNOWN_TAG`; :func:`tagged_discriminator` reads the tags it knows from those
+members (each model's ``type`` Literal), so no list of tags is kept beside the union, and a
+missing or non-string tag is a validation error, as it is for serde. The v2 unions are built from
+the generated unions at run time (``protocol.v2._adapters``).
 
 Only the tag is inspected; the variant models decide everything else.
 """
