@@ -5,8 +5,9 @@
 rollout lines). Both keep unknown fields (``extra="allow"``) so that parsing and re-serializing is
 lossless, accept Python names and wire aliases on input, and are written with their wire aliases.
 
-Null versus absent is decided per field by the model (``exclude_if=is_none`` on the fields the real
-binary omits when empty); dump helpers never pass ``exclude_none`` or ``exclude_unset``.
+Null versus absent is decided per field by the model (``exclude_if=is_none``, for hand-written
+models usually as the ``omit_none()`` default, on the fields the real binary omits when empty);
+dump helpers never pass ``exclude_none`` or ``exclude_unset``.
 
 Validators and serializers are built on first use, not at import (``defer_build``): the protocol
 has about a thousand models, most of which one process never touches, and building all of them
@@ -20,7 +21,7 @@ from __future__ import annotations
 from typing import Any, TypeVar
 
 import orjson
-from pydantic import BaseModel, ConfigDict, TypeAdapter
+from pydantic import BaseModel, ConfigDict, Field, TypeAdapter
 
 __all__ = [
     "CoreModel",
@@ -29,6 +30,7 @@ __all__ = [
     "dump_jsonable",
     "is_none",
     "is_none_or_empty",
+    "omit_none",
     "union_adapter",
 ]
 
@@ -66,6 +68,11 @@ def union_adapter(union: Any, *, title: str | None = None) -> TypeAdapter[Any]:
 def is_none(value: object) -> bool:
     """``exclude_if`` predicate for fields the real binary omits when they are ``None``."""
     return value is None
+
+
+def omit_none() -> Any:
+    """Field default for an optional value the real binary leaves out when it is ``None``."""
+    return Field(default=None, exclude_if=is_none)
 
 
 def is_none_or_empty(value: object) -> bool:

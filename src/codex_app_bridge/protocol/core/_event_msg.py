@@ -35,11 +35,11 @@ from __future__ import annotations
 import base64
 import binascii
 from collections.abc import Mapping
-from typing import Annotated, Any, Literal, TypeAlias
+from typing import Annotated, Literal, TypeAlias
 
 from pydantic import Field, JsonValue, Tag, TypeAdapter
 
-from codex_app_bridge.protocol._base import CoreModel, is_none, union_adapter
+from codex_app_bridge.protocol._base import CoreModel, is_none, omit_none, union_adapter
 from codex_app_bridge.protocol._tagged import UNKNOWN_TAG, tagged_discriminator, variant_tags
 from codex_app_bridge.protocol.core._response_item import (
     MessagePhase,
@@ -172,14 +172,8 @@ __all__ = [
     "agent_status_kind",
     "agent_status_message",
     "dump_event_msg",
-    "omit_none",
     "parse_event_msg",
 ]
-
-
-def omit_none() -> Any:
-    """Field default for an optional value the real binary leaves out when it is ``None``."""
-    return Field(default=None, exclude_if=is_none)
 
 
 # ---------------------------------------------------------------------------------------------

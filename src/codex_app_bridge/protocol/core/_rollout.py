@@ -23,9 +23,9 @@ from typing import Annotated, Literal, TypeAlias
 
 from pydantic import Field, JsonValue, Tag, TypeAdapter, ValidationError
 
-from codex_app_bridge.protocol._base import CoreModel, union_adapter
+from codex_app_bridge.protocol._base import CoreModel, omit_none, union_adapter
 from codex_app_bridge.protocol._tagged import UNKNOWN_TAG, tagged_discriminator, variant_tags
-from codex_app_bridge.protocol.core._event_msg import EventMsg, TokenUsage, omit_none
+from codex_app_bridge.protocol.core._event_msg import EventMsg, TokenUsage
 from codex_app_bridge.protocol.core._response_item import ResponseItem
 
 __all__ = [

@@ -10,11 +10,11 @@ elements`` counts) and the rollouts in ``tests/data/captures``, e.g. ``CommandEx
 ``{"secs","nanos"}`` duration, a ``file://`` cwd and ``parsed_cmd``; ``DynamicToolCall`` with
 ``content_items`` in the app-server's camelCase content shape.
 
-Null versus absent follows Codex: optional fields marked ``exclude_if`` are omitted when ``None``
-(``UserMessage.client_id``, ``AgentMessage.phase`` / ``memory_citation`` / ``delivery``,
-``DynamicToolCall.namespace``, ...); the others are always written. Unknown fields are kept, and an
-unknown variant (including 0.163.0's extension-owned ``Extension`` items) parses into
-:class:`UnknownTurnItem`, which re-serializes unchanged.
+Null versus absent follows Codex: optional fields declared ``omit_none()`` (or with ``exclude_if``
+beside an alias) are omitted when ``None`` (``UserMessage.client_id``, ``AgentMessage.phase`` /
+``memory_citation`` / ``delivery``, ``DynamicToolCall.namespace``, ...); the others are always
+written. Unknown fields are kept, and an unknown variant (including 0.163.0's extension-owned
+``Extension`` items) parses into :class:`UnknownTurnItem`, which re-serializes unchanged.
 
 Boundary: shapes only. Building turn items from history is ``projection.parse_turn_item``; turning
 them into app-server ``ThreadItem`` s is the mapping layer's job.
@@ -26,7 +26,7 @@ from typing import Annotated, Any, Literal, TypeAlias
 
 from pydantic import Field, Tag, TypeAdapter
 
-from codex_app_bridge.protocol._base import CoreModel, is_none, union_adapter
+from codex_app_bridge.protocol._base import CoreModel, is_none, omit_none, union_adapter
 from codex_app_bridge.protocol._tagged import UNKNOWN_TAG, tagged_discriminator
 from codex_app_bridge.protocol.core._response_item import (
     FunctionCallOutputBody,
@@ -126,7 +126,7 @@ class UserMessageItem(CoreModel):
 
     type: Literal["UserMessage"] = "UserMessage"
     id: str
-    client_id: str | None = Field(default=None, exclude_if=is_none)
+    client_id: str | None = omit_none()
     content: list[UserInput]
 
 
@@ -192,9 +192,9 @@ class AgentMessageItem(CoreModel):
     type: Literal["AgentMessage"] = "AgentMessage"
     id: str
     content: list[AgentMessageContent]
-    phase: MessagePhase | None = Field(default=None, exclude_if=is_none)
-    memory_citation: MemoryCitation | None = Field(default=None, exclude_if=is_none)
-    delivery: str | None = Field(default=None, exclude_if=is_none)
+    phase: MessagePhase | None = omit_none()
+    memory_citation: MemoryCitation | None = omit_none()
+    delivery: str | None = omit_none()
 
 
 class PlanItem(CoreModel):
@@ -220,7 +220,7 @@ class FunctionCallOutputItem(CoreModel):
     type: Literal["FunctionCallOutput"] = "FunctionCallOutput"
     id: str
     name: str
-    namespace: str | None = Field(default=None, exclude_if=is_none)
+    namespace: str | None = omit_none()
     output: FunctionCallOutputBody
 
 
@@ -283,18 +283,18 @@ class CommandExecutionItem(CoreModel):
 
     type: Literal["CommandExecution"] = "CommandExecution"
     id: str
-    plugin_id: str | None = Field(default=None, exclude_if=is_none)
-    script_path: str | None = Field(default=None, exclude_if=is_none)
-    process_id: str | None = Field(default=None, exclude_if=is_none)
+    plugin_id: str | None = omit_none()
+    script_path: str | None = omit_none()
+    process_id: str | None = omit_none()
     command: list[str]
     cwd: str
     parsed_cmd: list[ParsedCommand]
     source: str
-    interaction_input: str | None = Field(default=None, exclude_if=is_none)
+    interaction_input: str | None = omit_none()
     status: Literal["in_progress", "completed", "failed", "declined"]
-    aggregated_output: str | None = Field(default=None, exclude_if=is_none)
-    exit_code: int | None = Field(default=None, exclude_if=is_none)
-    duration: Duration | None = Field(default=None, exclude_if=is_none)
+    aggregated_output: str | None = omit_none()
+    exit_code: int | None = omit_none()
+    duration: Duration | None = omit_none()
 
 
 class DynamicToolInputText(CoreModel):
@@ -309,7 +309,7 @@ class DynamicToolInputImage(CoreModel):
 
     type: Literal["inputImage"] = "inputImage"
     image_url: str = Field(validation_alias="imageUrl", serialization_alias="imageUrl")
-    detail: str | None = Field(default=None, exclude_if=is_none)
+    detail: str | None = omit_none()
 
 
 class DynamicToolInputAudio(CoreModel):
@@ -344,16 +344,14 @@ class DynamicToolCallItem(CoreModel):
 
     type: Literal["DynamicToolCall"] = "DynamicToolCall"
     id: str
-    namespace: str | None = Field(default=None, exclude_if=is_none)
+    namespace: str | None = omit_none()
     tool: str
     arguments: Any = None
     status: Literal["in_progress", "completed", "failed"]
-    content_items: list[DynamicToolCallOutputContentItem] | None = Field(
-        default=None, exclude_if=is_none
-    )
-    success: bool | None = Field(default=None, exclude_if=is_none)
-    error: str | None = Field(default=None, exclude_if=is_none)
-    duration: Duration | None = Field(default=None, exclude_if=is_none)
+    content_items: list[DynamicToolCallOutputContentItem] | None = omit_none()
+    success: bool | None = omit_none()
+    error: str | None = omit_none()
+    duration: Duration | None = omit_none()
 
 
 class McpToolCallError(CoreModel):
@@ -413,9 +411,9 @@ class McpToolCallItem(CoreModel):
         serialization_alias="mcpAppUi",
     )
     status: Literal["inProgress", "completed", "failed"]
-    result: dict[str, Any] | None = Field(default=None, exclude_if=is_none)
-    error: McpToolCallError | None = Field(default=None, exclude_if=is_none)
-    duration: Duration | None = Field(default=None, exclude_if=is_none)
+    result: dict[str, Any] | None = omit_none()
+    error: McpToolCallError | None = omit_none()
+    duration: Duration | None = omit_none()
 
 
 # --------------------------------------------------------------------------- agents
@@ -431,9 +429,9 @@ class CollabAgentToolCallItem(CoreModel):
     sender_thread_id: str
     receiver_thread_ids: list[str] = Field(default_factory=list[str])
     receiver_agents: list[dict[str, Any]] = Field(default_factory=list[dict[str, Any]])
-    prompt: str | None = Field(default=None, exclude_if=is_none)
-    model: str | None = Field(default=None, exclude_if=is_none)
-    reasoning_effort: str | None = Field(default=None, exclude_if=is_none)
+    prompt: str | None = omit_none()
+    model: str | None = omit_none()
+    reasoning_effort: str | None = omit_none()
     # AgentStatus is externally tagged: a bare string ("running") or {"completed": msg|null}.
     agents_states: dict[str, Any] = Field(default_factory=dict[str, Any])
 
@@ -446,8 +444,8 @@ class SubAgentActivityItem(CoreModel):
     kind: str
     agent_thread_id: str
     agent_path: str
-    model: str | None = Field(default=None, exclude_if=is_none)
-    reasoning_effort: str | None = Field(default=None, exclude_if=is_none)
+    model: str | None = omit_none()
+    reasoning_effort: str | None = omit_none()
 
 
 # --------------------------------------------------------------------------- tools and media
@@ -460,7 +458,7 @@ class WebSearchItem(CoreModel):
     id: str
     query: str
     action: WebSearchAction
-    results: list[Any] | None = Field(default=None, exclude_if=is_none)
+    results: list[Any] | None = omit_none()
 
 
 class ImageViewItem(CoreModel):
@@ -485,11 +483,11 @@ class ImageGenerationItem(CoreModel):
     type: Literal["ImageGeneration"] = "ImageGeneration"
     id: str
     status: str
-    revised_prompt: str | None = Field(default=None, exclude_if=is_none)
+    revised_prompt: str | None = omit_none()
     result: str
-    saved_path: str | None = Field(default=None, exclude_if=is_none)
-    failure: Any = Field(default=None, exclude_if=is_none)
-    transparent_background: bool | None = Field(default=None, exclude_if=is_none)
+    saved_path: str | None = omit_none()
+    failure: Any = omit_none()
+    transparent_background: bool | None = omit_none()
 
 
 class FileChangeAdd(CoreModel):
@@ -535,12 +533,10 @@ class FileChangeItem(CoreModel):
     type: Literal["FileChange"] = "FileChange"
     id: str
     changes: dict[str, FileChange]
-    status: Literal["in_progress", "completed", "failed", "declined"] | None = Field(
-        default=None, exclude_if=is_none
-    )
-    auto_approved: bool | None = Field(default=None, exclude_if=is_none)
-    stdout: str | None = Field(default=None, exclude_if=is_none)
-    stderr: str | None = Field(default=None, exclude_if=is_none)
+    status: Literal["in_progress", "completed", "failed", "declined"] | None = omit_none()
+    auto_approved: bool | None = omit_none()
+    stdout: str | None = omit_none()
+    stderr: str | None = omit_none()
 
 
 class EnteredReviewModeItem(CoreModel):

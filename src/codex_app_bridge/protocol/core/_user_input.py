@@ -19,7 +19,7 @@ from typing import Annotated, Literal, TypeAlias
 
 from pydantic import Field, Tag, TypeAdapter, model_validator
 
-from codex_app_bridge.protocol._base import CoreModel, is_none, union_adapter
+from codex_app_bridge.protocol._base import CoreModel, omit_none, union_adapter
 from codex_app_bridge.protocol._tagged import UNKNOWN_TAG, tagged_discriminator
 
 __all__ = [
@@ -53,7 +53,7 @@ class TextElement(CoreModel):
     """A UI-defined span inside a text input (e.g. a mention placeholder)."""
 
     byte_range: ByteRange
-    placeholder: str | None = Field(default=None, exclude_if=is_none)
+    placeholder: str | None = omit_none()
 
 
 class TextUserInput(CoreModel):
@@ -68,9 +68,9 @@ class ImageUserInput(CoreModel):
     """``{"type":"image","image_url":…,"detail"?:…}`` (or ``file_id`` instead of ``image_url``)."""
 
     type: Literal["image"] = "image"
-    image_url: str | None = Field(default=None, exclude_if=is_none)
-    file_id: str | None = Field(default=None, exclude_if=is_none)
-    detail: ImageDetail | None = Field(default=None, exclude_if=is_none)
+    image_url: str | None = omit_none()
+    file_id: str | None = omit_none()
+    detail: ImageDetail | None = omit_none()
 
     @model_validator(mode="after")
     def _needs_a_reference(self) -> ImageUserInput:
@@ -84,7 +84,7 @@ class LocalImageUserInput(CoreModel):
 
     type: Literal["local_image"] = "local_image"
     path: str
-    detail: ImageDetail | None = Field(default=None, exclude_if=is_none)
+    detail: ImageDetail | None = omit_none()
 
 
 class AudioUserInput(CoreModel):
