@@ -968,6 +968,34 @@ LEGACY_IMAGES = Scenario(
     [["item-1"]],
 )
 
+L8 = tid(208)
+LEGACY_BLANK_TEXT = Scenario(
+    "legacy: a user message's text is left out only when Rust's trim leaves nothing",
+    L8,
+    False,
+    # U+001F is whitespace to Python's str.strip, not to Rust's str::trim
+    [user_message("\x1f"), user_message(" \u00a0\u3000"), user_message(" x ")],
+    [
+        turn(
+            "rollout-1",
+            [
+                {
+                    "type": "userMessage",
+                    "id": "item-1",
+                    "clientId": None,
+                    "content": [{"type": "text", "text": "\x1f", "text_elements": []}],
+                }
+            ],
+        ),
+        turn(
+            "rollout-2",
+            [{"type": "userMessage", "id": "item-2", "clientId": None, "content": []}],
+        ),
+        turn("rollout-3", [user("item-3", " x ")]),
+    ],
+    [["item-1"], ["item-2"], ["item-3"]],
+)
+
 LEGACY = [
     LEGACY_IMPLICIT,
     LEGACY_LIFECYCLE,
@@ -976,6 +1004,7 @@ LEGACY = [
     LEGACY_POSITIONS,
     LEGACY_IMAGE_GENERATION,
     LEGACY_IMAGES,
+    LEGACY_BLANK_TEXT,
 ]
 SCENARIOS = [*PAGINATED, *LEGACY]
 

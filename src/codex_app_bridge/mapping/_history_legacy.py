@@ -63,7 +63,7 @@ from codex_app_bridge.mapping._event_mapping import item_event_to_server_notific
 from codex_app_bridge.mapping._history_turns import TurnRecord
 from codex_app_bridge.mapping._text import review_output_text
 from codex_app_bridge.mapping._thread_item import thread_item_from_turn_item
-from codex_app_bridge.projection import parse_hook_prompt_message, uuid7
+from codex_app_bridge.projection import parse_hook_prompt_message, rust_trim, uuid7
 from codex_app_bridge.protocol import core
 from codex_app_bridge.protocol.v2 import (
     ContextCompactionThreadItem,
@@ -316,7 +316,7 @@ class LegacyHistory:
         ):
             self._finish_current()
         content: list[core.UserInput] = []
-        if msg.message.strip():
+        if rust_trim(msg.message):
             content.append(core.TextUserInput(text=msg.message, text_elements=msg.text_elements))
         image_details = _extra(msg, "image_details")
         for index, url in enumerate(msg.images or []):
