@@ -29,7 +29,7 @@ from codex_app_bridge.protocol.v2 import (
 )
 
 __all__ = [
-    "SummaryRule",
+    "HistoryMode",
     "TurnRecord",
     "final_agent_message",
     "first_user_message",
@@ -37,8 +37,9 @@ __all__ = [
     "summary_items",
 ]
 
-#: How a projection picks a turn's summary items (``itemsView: "summary"``).
-SummaryRule = Literal["legacy", "paginated"]
+#: How a thread's history is rebuilt (its ``session_meta.history_mode``); it also decides how a
+#: turn's summary items are picked (``itemsView: "summary"``).
+HistoryMode = Literal["legacy", "paginated"]
 
 
 @dataclass
@@ -86,7 +87,7 @@ class TurnRecord:
         self,
         *,
         items_view: TurnItemsView = "full",
-        summary_rule: SummaryRule = "legacy",
+        summary_rule: HistoryMode = "legacy",
         interrupt_stale: bool = False,
     ) -> Turn:
         """This record as a v2 ``Turn``.
@@ -116,7 +117,7 @@ class TurnRecord:
             duration_ms=self.duration_ms,
         )
 
-    def summary(self, rule: SummaryRule) -> list[ThreadItem]:
+    def summary(self, rule: HistoryMode) -> list[ThreadItem]:
         """The items ``thread/turns/list`` shows for this turn (``itemsView: "summary"``).
 
         Probed on 0.163.0 (``thread/turns/list`` after ``thread/resume``): a legacy thread shows
