@@ -496,12 +496,46 @@ PAGINATED_ENTRIES = Scenario(
     ],
 )  # fmt: skip
 
+P6 = tid(106)
+T6 = T[106]
+# core codex_error_info -> the codexErrorInfo thread/resume shows
+ERROR_INFOS: list[tuple[Any, Any]] = [
+    ("internal_server_error", "internalServerError"),
+    ("invalid_prompt", "other"),
+    ("a_future_variant", "other"),
+    ({"bad_request": None}, "badRequest"),
+    (
+        {"response_stream_disconnected": {"http_status_code": 502}},
+        {"responseStreamDisconnected": {"httpStatusCode": 502}},
+    ),
+    ({"a_future_object": {"x_y": 1}}, "other"),
+]
+PAGINATED_ERRORS = Scenario(
+    "paginated: a failed turn's error info is spelled as the v2 enum, other when it has none",
+    P6,
+    True,
+    [
+        entry
+        for n, (info, _) in enumerate(ERROR_INFOS, start=1)
+        for entry in (
+            started(T6[n]),
+            complete(T6[n], error={"message": f"e{n}", "codex_error_info": info}),
+        )
+    ],
+    [
+        turn(T6[n], [], "failed", error=turn_error(f"e{n}", wire))
+        for n, (_, wire) in enumerate(ERROR_INFOS, start=1)
+    ],
+    [[] for _ in ERROR_INFOS],
+)
+
 PAGINATED = [
     PAGINATED_ITEMS,
     PAGINATED_LIFECYCLE,
     PAGINATED_IGNORES,
     PAGINATED_SUMMARIES,
     PAGINATED_ENTRIES,
+    PAGINATED_ERRORS,
 ]
 
 # ----------------------------------------------------------------------------- legacy
@@ -934,6 +968,34 @@ LEGACY_IMAGES = Scenario(
     [["item-1"]],
 )
 
+L8 = tid(208)
+LEGACY_BLANK_TEXT = Scenario(
+    "legacy: a user message's text is left out only when Rust's trim leaves nothing",
+    L8,
+    False,
+    # U+001F is whitespace to Python's str.strip, not to Rust's str::trim
+    [user_message("\x1f"), user_message(" \u00a0\u3000"), user_message(" x ")],
+    [
+        turn(
+            "rollout-1",
+            [
+                {
+                    "type": "userMessage",
+                    "id": "item-1",
+                    "clientId": None,
+                    "content": [{"type": "text", "text": "\x1f", "text_elements": []}],
+                }
+            ],
+        ),
+        turn(
+            "rollout-2",
+            [{"type": "userMessage", "id": "item-2", "clientId": None, "content": []}],
+        ),
+        turn("rollout-3", [user("item-3", " x ")]),
+    ],
+    [["item-1"], ["item-2"], ["item-3"]],
+)
+
 LEGACY = [
     LEGACY_IMPLICIT,
     LEGACY_LIFECYCLE,
@@ -942,6 +1004,7 @@ LEGACY = [
     LEGACY_POSITIONS,
     LEGACY_IMAGE_GENERATION,
     LEGACY_IMAGES,
+    LEGACY_BLANK_TEXT,
 ]
 SCENARIOS = [*PAGINATED, *LEGACY]
 

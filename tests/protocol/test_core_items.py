@@ -8,11 +8,11 @@ writes something different from the older source those tests come from, the test
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Annotated, Any, get_args, get_origin
 
 import orjson
 import pytest
-from pydantic import ValidationError
+from pydantic import Discriminator, Tag, ValidationError
 
 from codex_app_bridge.protocol.core import (
     CONTENT_ITEM_ADAPTER,
@@ -41,6 +41,11 @@ from codex_app_bridge.protocol.core import (
     UnknownWebSearchAction,
     UserMessageItem,
     WebSearchCallResponseItem,
+    _event_msg,
+    _response_item,
+    _rollout,
+    _turn_item,
+    _user_input,
 )
 from tests.conftest import CAPTURES_DIR
 
@@ -733,3 +738,55 @@ def test_aliased_fields_take_python_names_and_write_wire_names() -> None:
     assert HookPromptFragment.model_validate({"text": "t", "hookRunId": "r"}) == fragment
     item = MessageResponseItem(role="user", content=[InputTextContentItem(text="x")])
     assert RESPONSE_ITEM_ADAPTER.validate_python(item.model_dump()) == item
+
+
+def _core_unions() -> list[tuple[str, Any]]:
+    """Every module-level core union whose discriminator keeps unknown tags."""
+    found: dict[str, Any] = {}
+    for module in (_response_item, _turn_item, _user_input, _event_msg, _rollout):
+        for name, value in vars(module).items():
+            if get_origin(value) is Annotated and any(
+                isinstance(meta, Discriminator) for meta in value.__metadata__
+            ):
+                found[name] = value
+    return sorted(found.items())
+
+
+_CORE_UNIONS = _core_unions()
+
+
+def test_every_core_union_keeps_unknown_tags() -> None:
+    assert [name for name, _ in _CORE_UNIONS] == [
+        "AgentMessageContent",
+        "AgentMessageInputContent",
+        "ContentItem",
+        "DynamicToolCallOutputContentItem",
+        "EventMsg",
+        "FileChange",
+        "FunctionCallOutputContentItem",
+        "LocalShellAction",
+        "ParsedCommand",
+        "ReasoningItemContent",
+        "ReasoningItemReasoningSummary",
+        "ResponseItem",
+        "RolloutLine",
+        "TurnItem",
+        "UserInput",
+        "WebSearchAction",
+    ]
+
+
+@pytest.mark.parametrize(("name", "union"), _CORE_UNIONS, ids=[n for n, _ in _CORE_UNIONS])
+def test_every_member_of_a_core_union_is_reached_by_its_own_tags(name: str, union: Any) -> None:
+    variants, discriminator = get_args(union)[0], union.__metadata__[-1]
+    discriminate = discriminator.discriminator
+    for member in get_args(variants):
+        model, tag = get_args(member)
+        assert isinstance(tag, Tag)
+        if tag.tag == "<unknown>":
+            continue
+        for literal in get_args(model.model_fields["type"].annotation):
+            assert discriminate({"type": literal}) == tag.tag, (name, literal)
+    assert discriminate({"type": "zz_not_a_codex_tag"}) == "<unknown>"
+    assert discriminate({"type": 3}) is None
+    assert discriminate({}) is None

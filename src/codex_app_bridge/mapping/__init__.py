@@ -8,6 +8,8 @@ notification, TurnItem -> ThreadItem conversion and the item builders. No I/O, n
 * The item builders (``build_*``, :func:`convert_patch_changes`, :func:`command_actions`,
   :func:`collab_agent_state`): one rule per item kind, shared by the conversions here and by the
   listener's synthetic items.
+* Core errors in their v2 spelling (:func:`codex_error_info`, :func:`turn_error`,
+  :func:`error_affects_turn_status`): one rule for live notifications and rebuilt history.
 """
 
 from codex_app_bridge.mapping._builders import (
@@ -30,6 +32,14 @@ from codex_app_bridge.mapping._builders import (
     collab_agent_state,
     command_actions,
     convert_patch_changes,
+)
+from codex_app_bridge.mapping._errors import (
+    camel,
+    camel_keys,
+    codex_error_info,
+    error_affects_turn_status,
+    is_rollback_failure,
+    turn_error,
 )
 from codex_app_bridge.mapping._event_mapping import (
     ItemEventNotification,
@@ -55,9 +65,15 @@ __all__ = [
     "build_mcp_tool_call_end_item",
     "build_sub_agent_activity_event_item",
     "build_sub_agent_activity_item",
+    "camel",
+    "camel_keys",
+    "codex_error_info",
     "collab_agent_state",
     "command_actions",
     "convert_patch_changes",
+    "error_affects_turn_status",
+    "is_rollback_failure",
     "item_event_to_server_notification",
     "thread_item_from_turn_item",
+    "turn_error",
 ]

@@ -43,10 +43,9 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Callable
-from typing import Any, cast
+from typing import Any, cast, get_args
 
 from codex_app_bridge.mapping._builders import (
-    UnmappableItemError,
     build_command_execution_begin_item,
     build_command_execution_end_item,
     build_dynamic_tool_call_item,
@@ -58,15 +57,12 @@ from codex_app_bridge.mapping._builders import (
     build_mcp_tool_call_end_item,
     build_sub_agent_activity_event_item,
 )
+from codex_app_bridge.mapping._errors import error_affects_turn_status, turn_error
 from codex_app_bridge.mapping._event_mapping import item_event_to_server_notification
-from codex_app_bridge.mapping._history_turns import (
-    TurnRecord,
-    affects_turn_status,
-    turn_error,
-)
+from codex_app_bridge.mapping._history_turns import TurnRecord
 from codex_app_bridge.mapping._text import review_output_text
 from codex_app_bridge.mapping._thread_item import thread_item_from_turn_item
-from codex_app_bridge.projection import parse_hook_prompt_message, uuid7
+from codex_app_bridge.projection import parse_hook_prompt_message, rust_trim, uuid7
 from codex_app_bridge.protocol import core
 from codex_app_bridge.protocol.v2 import (
     ContextCompactionThreadItem,
@@ -125,6 +121,9 @@ _LIFECYCLE_ITEM_TYPES: tuple[type[Any], ...] = (
 
 REVIEW_REQUESTED = "Review requested."
 
+_PHASES: frozenset[object] = frozenset(get_args(core.MessagePhase))
+_IMAGE_DETAILS: frozenset[object] = frozenset(get_args(core.ImageDetail))
+
 
 def legacy_replay_keeps(msg: core.EventMsg) -> bool:
     """Whether a legacy rollout replay keeps this persisted event (see the module docstring)."""
@@ -175,8 +174,9 @@ class LegacyHistory:
             return
         try:
             handler(self, msg)
-        except (UnmappableItemError, ValueError) as exc:
-            # A value the wire cannot spell: the real server cannot read such an event either.
+        except ValueError as exc:
+            # UnmappableItemError or a validation error: a value the wire cannot spell, and the
+            # real server cannot read such an event either.
             self.skipped_items += 1
             _log.debug("history: skipped %s: %s", msg.type, exc)
 
@@ -299,7 +299,7 @@ class LegacyHistory:
             abort(self.current)
 
     def on_error(self, msg: core.ErrorEvent) -> None:
-        if self.current is not None and affects_turn_status(msg.codex_error_info):
+        if self.current is not None and error_affects_turn_status(msg.codex_error_info):
             self.current.status = "failed"
             self.current.error = turn_error(msg.message, msg.codex_error_info)
 
@@ -319,7 +319,7 @@ class LegacyHistory:
         ):
             self._finish_current()
         content: list[core.UserInput] = []
-        if msg.message.strip():
+        if rust_trim(msg.message):
             content.append(core.TextUserInput(text=msg.message, text_elements=msg.text_elements))
         image_details = _extra(msg, "image_details")
         for index, url in enumerate(msg.images or []):
@@ -341,7 +341,7 @@ class LegacyHistory:
     def on_agent_message(self, msg: core.AgentMessageEvent) -> None:
         if not msg.message:
             return
-        phase = msg.phase if msg.phase in ("commentary", "partial_answer", "final_answer") else None
+        phase = cast("core.MessagePhase", msg.phase) if msg.phase in _PHASES else None
         item = thread_item_from_turn_item(
             core.AgentMessageItem(
                 id=self._next_item_id(),
@@ -540,7 +540,7 @@ class LegacyHistory:
 def _detail_at(details: object, index: int) -> core.ImageDetail | None:
     if isinstance(details, list):
         values = cast("list[object]", details)
-        if index < len(values) and values[index] in ("auto", "low", "high", "original"):
+        if index < len(values) and values[index] in _IMAGE_DETAILS:
             return cast("core.ImageDetail", values[index])
     return None
 

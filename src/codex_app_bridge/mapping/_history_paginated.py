@@ -36,11 +36,8 @@ from __future__ import annotations
 import logging
 from dataclasses import dataclass
 
-from codex_app_bridge.mapping._history_turns import (
-    TurnRecord,
-    final_agent_message,
-    turn_error,
-)
+from codex_app_bridge.mapping._errors import turn_error
+from codex_app_bridge.mapping._history_turns import TurnRecord, final_agent_message
 from codex_app_bridge.mapping._thread_item import thread_item_from_turn_item
 from codex_app_bridge.protocol import core
 from codex_app_bridge.protocol.v2 import (
@@ -90,26 +87,10 @@ class PaginatedHistory:
                 if msg.error is None
                 else turn_error(msg.error.message, msg.error.codex_error_info)
             )
-            self._terminal(
-                msg.turn_id,
-                "failed" if error is not None else "completed",
-                error,
-                root_turn_id=msg.root_turn_id,
-                started_at=msg.started_at,
-                completed_at=msg.completed_at,
-                duration_ms=msg.duration_ms,
-            )
+            self._terminal(msg, msg.turn_id, "failed" if error is not None else "completed", error)
         elif isinstance(msg, core.TurnAbortedEvent):
             if msg.turn_id is not None:
-                self._terminal(
-                    msg.turn_id,
-                    "interrupted",
-                    None,
-                    root_turn_id=msg.root_turn_id,
-                    started_at=msg.started_at,
-                    completed_at=msg.completed_at,
-                    duration_ms=msg.duration_ms,
-                )
+                self._terminal(msg, msg.turn_id, "interrupted", None)
         elif isinstance(msg, core.ItemCompletedEvent):
             self._item(msg)
 
@@ -158,14 +139,10 @@ class PaginatedHistory:
 
     def _terminal(
         self,
+        msg: core.TaskCompleteEvent | core.TurnAbortedEvent,
         turn_id: str,
         status: TurnStatus,
         error: TurnError | None,
-        *,
-        root_turn_id: str | None,
-        started_at: int | None,
-        completed_at: int | None,
-        duration_ms: int | None,
     ) -> None:
         record, _ = self._open(turn_id)
         if record.terminal:
@@ -174,11 +151,11 @@ class PaginatedHistory:
         record.opened_explicitly = True
         record.status = status
         record.error = error
-        record.started_at = started_at
-        record.completed_at = completed_at
-        record.duration_ms = duration_ms
+        record.started_at = msg.started_at
+        record.completed_at = msg.completed_at
+        record.duration_ms = msg.duration_ms
         if record.root_turn_id is None:
-            record.root_turn_id = root_turn_id
+            record.root_turn_id = msg.root_turn_id
         final = final_agent_message(record.items)
         record.final_agent_id = None if final is None else final.id
 

@@ -14,11 +14,10 @@ Boundary: pure data and small pure functions; no event handling (``_history_lega
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass, field
-from typing import Literal, cast
+from typing import Literal
 
-from codex_app_bridge.protocol import core
 from codex_app_bridge.protocol.v2 import (
     AgentMessageThreadItem,
     ThreadItem,
@@ -30,18 +29,17 @@ from codex_app_bridge.protocol.v2 import (
 )
 
 __all__ = [
-    "SummaryRule",
+    "HistoryMode",
     "TurnRecord",
-    "affects_turn_status",
     "final_agent_message",
     "first_user_message",
     "last_agent_message",
     "summary_items",
-    "turn_error",
 ]
 
-#: How a projection picks a turn's summary items (``itemsView: "summary"``).
-SummaryRule = Literal["legacy", "paginated"]
+#: How a thread's history is rebuilt (its ``session_meta.history_mode``); it also decides how a
+#: turn's summary items are picked (``itemsView: "summary"``).
+HistoryMode = Literal["legacy", "paginated"]
 
 
 @dataclass
@@ -89,7 +87,7 @@ class TurnRecord:
         self,
         *,
         items_view: TurnItemsView = "full",
-        summary_rule: SummaryRule = "legacy",
+        summary_rule: HistoryMode = "legacy",
         interrupt_stale: bool = False,
     ) -> Turn:
         """This record as a v2 ``Turn``.
@@ -119,7 +117,7 @@ class TurnRecord:
             duration_ms=self.duration_ms,
         )
 
-    def summary(self, rule: SummaryRule) -> list[ThreadItem]:
+    def summary(self, rule: HistoryMode) -> list[ThreadItem]:
         """The items ``thread/turns/list`` shows for this turn (``itemsView: "summary"``).
 
         Probed on 0.163.0 (``thread/turns/list`` after ``thread/resume``): a legacy thread shows
@@ -172,46 +170,3 @@ def final_agent_message(items: Sequence[ThreadItem]) -> AgentMessageThreadItem |
         if isinstance(item, AgentMessageThreadItem) and item.phase != "commentary":
             return item
     return None
-
-
-def _camel(name: str) -> str:
-    head, *rest = name.split("_")
-    return head + "".join(part[:1].upper() + part[1:] for part in rest)
-
-
-def _camel_keys(value: object) -> object:
-    if isinstance(value, Mapping):
-        return {
-            _camel(str(key)): _camel_keys(inner)
-            for key, inner in cast("Mapping[object, object]", value).items()
-        }
-    return value
-
-
-def _codex_error_info(info: core.CodexErrorInfo | None) -> object:
-    """Core ``CodexErrorInfo`` (snake_case) in its v2 spelling (camelCase, keys included)."""
-    if info is None:
-        return None
-    if isinstance(info, str):
-        return _camel(info)
-    return _camel_keys(info)
-
-
-def turn_error(message: str, codex_error_info: core.CodexErrorInfo | None) -> TurnError:
-    """A v2 ``TurnError`` from a core error's message and classification.
-
-    ``additionalDetails`` and ``misalignment`` stay null: history has no source for them.
-    """
-    return TurnError.model_validate(
-        {"message": message, "codexErrorInfo": _codex_error_info(codex_error_info)}
-    )
-
-
-def affects_turn_status(codex_error_info: core.CodexErrorInfo | None) -> bool:
-    """Whether an ``error`` event fails the turn: every classification but a failed rollback and
-    a refused steer (``thread_rollback_failed``, ``active_turn_not_steerable``)."""
-    if codex_error_info is None:
-        return True
-    if isinstance(codex_error_info, str):
-        return codex_error_info != "thread_rollback_failed"
-    return "active_turn_not_steerable" not in codex_error_info

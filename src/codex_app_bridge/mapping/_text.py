@@ -22,6 +22,8 @@ import re
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any, cast
 
+from codex_app_bridge.projection import rust_trim
+
 __all__ = [
     "REVIEW_FALLBACK_MESSAGE",
     "redact_secrets",
@@ -100,13 +102,6 @@ def redact_secrets(text: str) -> str:
     return _ASSIGNMENT.sub(rf"\1\2\3{_REDACTED}", text)
 
 
-# Rust's str::trim removes Unicode White_Space, which is not quite Python's str.isspace().
-_WHITE_SPACE = (
-    "\t\n\x0b\x0c\r \x85\xa0\u1680\u2000\u2001\u2002\u2003\u2004\u2005\u2006\u2007\u2008\u2009"
-    "\u200a\u2028\u2029\u202f\u205f\u3000"
-)
-
-
 def _rust_lines(text: str) -> list[str]:
     """Rust's ``str::lines``: split on ``\\n``, one trailing ``\\r`` dropped per line, no final
     empty line after a trailing newline."""
@@ -148,12 +143,12 @@ def review_output_text(review_output: object) -> str:
     """
     output = _mapping(review_output)
     sections: list[str] = []
-    explanation = _text(output.get("overall_explanation")).strip(_WHITE_SPACE)
+    explanation = rust_trim(_text(output.get("overall_explanation")))
     if explanation:
         sections.append(explanation)
     findings = output.get("findings")
     if isinstance(findings, list) and findings:
-        block = _findings_block(cast("list[object]", findings)).strip(_WHITE_SPACE)
+        block = rust_trim(_findings_block(cast("list[object]", findings)))
         if block:
             sections.append(block)
     return "\n\n".join(sections) if sections else REVIEW_FALLBACK_MESSAGE

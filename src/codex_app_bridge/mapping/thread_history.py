@@ -37,11 +37,10 @@ Boundary: pure. No I/O, no clock (implicit turn ids of a live-only builder are U
 from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
-from typing import Literal
 
 from codex_app_bridge.mapping._history_legacy import LegacyHistory
 from codex_app_bridge.mapping._history_paginated import PaginatedHistory
-from codex_app_bridge.mapping._history_turns import SummaryRule, TurnRecord, final_agent_message
+from codex_app_bridge.mapping._history_turns import HistoryMode, TurnRecord, final_agent_message
 from codex_app_bridge.mapping._rollout_chain import (
     HistoryBase,
     HistoryBaseError,
@@ -64,9 +63,6 @@ __all__ = [
     "rollout_id_from_filename",
     "turn_summary",
 ]
-
-#: How a thread's history is rebuilt (its ``session_meta.history_mode``).
-HistoryMode = Literal["legacy", "paginated"]
 
 
 def _session_history_mode(line: core.SessionMetaLine) -> HistoryMode:
@@ -139,8 +135,8 @@ class ThreadHistoryBuilder:
     def _records(self) -> list[TurnRecord]:
         return [] if self._projection is None else self._projection.records()
 
-    def _rule(self) -> SummaryRule:
-        return "paginated" if isinstance(self._projection, PaginatedHistory) else "legacy"
+    def _rule(self) -> HistoryMode:
+        return self.history_mode or "legacy"
 
     def turns(
         self, *, items_view: TurnItemsView = "full", interrupt_stale: bool = False

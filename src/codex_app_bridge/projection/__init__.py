@@ -40,6 +40,7 @@ from codex_app_bridge.projection._rollout import (
     truncate_rollout_to_last_n_fork_turns,
     user_message_positions_in_rollout,
 )
+from codex_app_bridge.projection._text import rust_trim
 from codex_app_bridge.projection._turn_items import (
     parse_agent_message,
     parse_turn_item,
@@ -75,6 +76,7 @@ __all__ = [
     "parse_user_message",
     "parse_visible_hook_prompt_message",
     "projects_to_user_message",
+    "rust_trim",
     "serialize_hook_prompt_fragment",
     "truncate_rollout_before_nth_user_message_from_start",
     "truncate_rollout_to_last_n_fork_turns",

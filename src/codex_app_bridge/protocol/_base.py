@@ -5,8 +5,15 @@
 rollout lines). Both keep unknown fields (``extra="allow"``) so that parsing and re-serializing is
 lossless, accept Python names and wire aliases on input, and are written with their wire aliases.
 
-Null versus absent is decided per field by the model (``exclude_if=is_none`` on the fields the real
-binary omits when empty); dump helpers never pass ``exclude_none`` or ``exclude_unset``.
+Null versus absent is decided per field by the model (``exclude_if=is_none``, for hand-written
+models usually as the ``omit_none()`` default, on the fields the real binary omits when empty);
+dump helpers never pass ``exclude_none`` or ``exclude_unset``.
+
+Validators and serializers are built on first use, not at import (``defer_build``): the protocol
+has about a thousand models, most of which one process never touches, and building all of them
+was most of ``import codex_app_bridge``. A model or union adapter is built once, the first time it
+validates or dumps; nothing else changes. Module-level union adapters are made with
+:func:`union_adapter` for the same reason.
 """
 
 from __future__ import annotations
@@ -14,7 +21,7 @@ from __future__ import annotations
 from typing import Any, TypeVar
 
 import orjson
-from pydantic import BaseModel, ConfigDict, TypeAdapter
+from pydantic import BaseModel, ConfigDict, Field, TypeAdapter
 
 __all__ = [
     "CoreModel",
@@ -23,6 +30,8 @@ __all__ = [
     "dump_jsonable",
     "is_none",
     "is_none_or_empty",
+    "omit_none",
+    "union_adapter",
 ]
 
 T = TypeVar("T")
@@ -31,18 +40,39 @@ T = TypeVar("T")
 class WireModel(BaseModel):
     """Base of the app-server v2 wire models (generated; never edited by hand)."""
 
-    model_config = ConfigDict(extra="allow", populate_by_name=True, serialize_by_alias=True)
+    model_config = ConfigDict(
+        extra="allow", populate_by_name=True, serialize_by_alias=True, defer_build=True
+    )
 
 
 class CoreModel(BaseModel):
     """Base of the hand-written Codex core models."""
 
-    model_config = ConfigDict(extra="allow", populate_by_name=True, serialize_by_alias=True)
+    model_config = ConfigDict(
+        extra="allow", populate_by_name=True, serialize_by_alias=True, defer_build=True
+    )
+
+
+def union_adapter(union: Any, *, title: str | None = None) -> TypeAdapter[Any]:
+    """The module-level ``TypeAdapter`` of a union type, built on its first use.
+
+    ``title`` names the union in its JSON Schema. (A model class needs no adapter config: its
+    own ``defer_build`` applies.)
+    """
+    config = ConfigDict(defer_build=True)
+    if title is not None:
+        config["title"] = title
+    return TypeAdapter(union, config=config)
 
 
 def is_none(value: object) -> bool:
     """``exclude_if`` predicate for fields the real binary omits when they are ``None``."""
     return value is None
+
+
+def omit_none() -> Any:
+    """Field default for an optional value the real binary leaves out when it is ``None``."""
+    return Field(default=None, exclude_if=is_none)
 
 
 def is_none_or_empty(value: object) -> bool:

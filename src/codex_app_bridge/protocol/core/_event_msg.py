@@ -35,17 +35,17 @@ from __future__ import annotations
 import base64
 import binascii
 from collections.abc import Mapping
-from typing import Annotated, Any, Literal, TypeAlias, cast, get_args
+from typing import Annotated, Literal, TypeAlias
 
-from pydantic import BaseModel, ConfigDict, Discriminator, Field, JsonValue, Tag, TypeAdapter
+from pydantic import Field, JsonValue, Tag, TypeAdapter
 
-from codex_app_bridge.protocol._base import CoreModel, is_none
+from codex_app_bridge.protocol._base import CoreModel, is_none, omit_none, union_adapter
+from codex_app_bridge.protocol._tagged import UNKNOWN_TAG, tagged_discriminator, variant_tags
 from codex_app_bridge.protocol.core._response_item import (
     MessagePhase,
     ResponseItem,
     WebSearchAction,
 )
-from codex_app_bridge.protocol.core._tagged import UNKNOWN_TAG, tagged_union_discriminator
 from codex_app_bridge.protocol.core._turn_item import (
     Duration,
     DynamicToolCallOutputContentItem,
@@ -172,39 +172,8 @@ __all__ = [
     "agent_status_kind",
     "agent_status_message",
     "dump_event_msg",
-    "omit_none",
     "parse_event_msg",
 ]
-
-
-def omit_none() -> Any:
-    """Field default for an optional value the real binary leaves out when it is ``None``."""
-    return Field(default=None, exclude_if=is_none)
-
-
-def variant_tags(variants: Any) -> dict[str, str]:
-    """``wire tag -> union Tag`` for each member of a union of ``Annotated[Model, Tag(...)]``.
-
-    A model accepts every value of its ``type`` Literal (serde renames plus aliases); the
-    ``Unknown*`` fallback member is skipped.
-    """
-    mapping: dict[str, str] = {}
-    for member in get_args(variants):
-        model, tag = get_args(member)
-        if not isinstance(tag, Tag):  # pragma: no cover - guards the declarations below
-            raise TypeError(f"union member {member!r} lacks a Tag")
-        if tag.tag == UNKNOWN_TAG:
-            continue
-        annotation = cast("type[BaseModel]", model).model_fields["type"].annotation
-        for literal in get_args(annotation):
-            mapping[str(literal)] = tag.tag
-    return mapping
-
-
-def tagged_discriminator(tags: Mapping[str, str], union_name: str) -> Discriminator:
-    """The shared unknown-preserving discriminator for a union whose tags come from its members."""
-    aliases = {wire: tag for wire, tag in tags.items() if wire != tag}
-    return tagged_union_discriminator(set(tags.values()), aliases=aliases, union_name=union_name)
 
 
 # ---------------------------------------------------------------------------------------------
@@ -1450,13 +1419,11 @@ _EventMsgVariants: TypeAlias = (
 EVENT_MSG_TAGS: Mapping[str, str] = variant_tags(_EventMsgVariants)
 """Every wire ``type`` the bridge knows (input aliases included) mapped to its variant tag."""
 
-EventMsg = Annotated[_EventMsgVariants, tagged_discriminator(EVENT_MSG_TAGS, "EventMsg")]
+EventMsg = Annotated[_EventMsgVariants, tagged_discriminator(_EventMsgVariants, "EventMsg")]
 """Every core event; the discriminator is ``type``, unknown types become ``UnknownEventMsg``."""
 
 
-EVENT_MSG_ADAPTER: TypeAdapter[EventMsg] = TypeAdapter(
-    EventMsg, config=ConfigDict(title="EventMsg")
-)
+EVENT_MSG_ADAPTER: TypeAdapter[EventMsg] = union_adapter(EventMsg, title="EventMsg")
 
 
 def parse_event_msg(data: bytes | str) -> EventMsg:

@@ -9,7 +9,7 @@ Conventions (serde, as 0.163.0 writes them):
 * Internally tagged by ``type``, snake_case variant names.
 * Ids are optional on input and **written back when present** (0.163.0 rollouts write ids such as
   ``msg_01a2…``); the same holds for ``status``, ``phase``, ``namespace`` and the other fields
-  marked ``exclude_if``. Fields without ``exclude_if`` are always written, ``None`` as ``null``
+  declared ``omit_none()``. The other fields are always written, ``None`` as ``null``
   (``encrypted_content`` and ``content`` of ``reasoning``, ``call_id`` of ``local_shell_call``, the
   ``LocalShellAction`` options, ...).
 * ``reasoning.content`` follows Codex's odd rule: ``null`` is written as ``null``; a list is written
@@ -33,12 +33,12 @@ Boundary: shapes only; no projection logic lives here.
 
 from __future__ import annotations
 
-from typing import Annotated, Any, Literal
+from typing import Annotated, Any, Literal, TypeAlias
 
 from pydantic import BeforeValidator, Field, Tag, TypeAdapter, model_validator
 
-from codex_app_bridge.protocol._base import CoreModel, is_none
-from codex_app_bridge.protocol.core._tagged import UNKNOWN_TAG, tagged_union_discriminator
+from codex_app_bridge.protocol._base import CoreModel, omit_none, union_adapter
+from codex_app_bridge.protocol._tagged import UNKNOWN_TAG, tagged_discriminator
 from codex_app_bridge.protocol.core._user_input import ImageDetail
 
 __all__ = [
@@ -120,9 +120,9 @@ class InputImageContentItem(CoreModel):
     """``{"type":"input_image","image_url":…,"detail"?:…}`` (0.163.0 also allows ``file_id``)."""
 
     type: Literal["input_image"] = "input_image"
-    image_url: str | None = Field(default=None, exclude_if=is_none)
-    file_id: str | None = Field(default=None, exclude_if=is_none)
-    detail: ImageDetail | None = Field(default=None, exclude_if=is_none)
+    image_url: str | None = omit_none()
+    file_id: str | None = omit_none()
+    detail: ImageDetail | None = omit_none()
 
     @model_validator(mode="after")
     def _needs_a_reference(self) -> InputImageContentItem:
@@ -143,8 +143,8 @@ class OutputTextContentItem(CoreModel):
 
     type: Literal["output_text"] = "output_text"
     text: str
-    annotations: list[Any] | None = Field(default=None, exclude_if=is_none)
-    logprobs: list[Any] | None = Field(default=None, exclude_if=is_none)
+    annotations: list[Any] | None = omit_none()
+    logprobs: list[Any] | None = omit_none()
 
 
 class EncryptedContentItem(CoreModel):
@@ -160,28 +160,28 @@ class UnknownContentItem(CoreModel):
     type: str
 
 
-ContentItem = Annotated[
+_ContentItemVariants: TypeAlias = (
     Annotated[InputTextContentItem, Tag("input_text")]
     | Annotated[InputImageContentItem, Tag("input_image")]
     | Annotated[InputAudioContentItem, Tag("input_audio")]
     | Annotated[OutputTextContentItem, Tag("output_text")]
-    | Annotated[UnknownContentItem, Tag(UNKNOWN_TAG)],
-    tagged_union_discriminator(
-        ["input_text", "input_image", "input_audio", "output_text"], union_name="ContentItem"
-    ),
+    | Annotated[UnknownContentItem, Tag(UNKNOWN_TAG)]
+)
+ContentItem = Annotated[
+    _ContentItemVariants, tagged_discriminator(_ContentItemVariants, "ContentItem")
 ]
 """Message content item (``input_text``, ``input_image``, ``input_audio``, ``output_text``)."""
 
-FunctionCallOutputContentItem = Annotated[
+_FunctionCallOutputContentItemVariants: TypeAlias = (
     Annotated[InputTextContentItem, Tag("input_text")]
     | Annotated[InputImageContentItem, Tag("input_image")]
     | Annotated[InputAudioContentItem, Tag("input_audio")]
     | Annotated[EncryptedContentItem, Tag("encrypted_content")]
-    | Annotated[UnknownContentItem, Tag(UNKNOWN_TAG)],
-    tagged_union_discriminator(
-        ["input_text", "input_image", "input_audio", "encrypted_content"],
-        union_name="FunctionCallOutputContentItem",
-    ),
+    | Annotated[UnknownContentItem, Tag(UNKNOWN_TAG)]
+)
+FunctionCallOutputContentItem = Annotated[
+    _FunctionCallOutputContentItemVariants,
+    tagged_discriminator(_FunctionCallOutputContentItemVariants, "FunctionCallOutputContentItem"),
 ]
 """Structured tool output item."""
 
@@ -192,13 +192,14 @@ On the wire a bare JSON string (text) or an array of content items; Codex's in-m
 flag is never serialized, so it has no field here.
 """
 
-AgentMessageInputContent = Annotated[
+_AgentMessageInputContentVariants: TypeAlias = (
     Annotated[InputTextContentItem, Tag("input_text")]
     | Annotated[EncryptedContentItem, Tag("encrypted_content")]
-    | Annotated[UnknownContentItem, Tag(UNKNOWN_TAG)],
-    tagged_union_discriminator(
-        ["input_text", "encrypted_content"], union_name="AgentMessageInputContent"
-    ),
+    | Annotated[UnknownContentItem, Tag(UNKNOWN_TAG)]
+)
+AgentMessageInputContent = Annotated[
+    _AgentMessageInputContentVariants,
+    tagged_discriminator(_AgentMessageInputContentVariants, "AgentMessageInputContent"),
 ]
 """Content of the ``agent_message`` variant."""
 
@@ -209,9 +210,9 @@ AgentMessageInputContent = Annotated[
 class InternalChatMessageMetadataPassthrough(CoreModel):
     """Responses API passthrough metadata (``turn_id`` and harness classifications)."""
 
-    turn_id: str | None = Field(default=None, exclude_if=is_none)
-    create_time: float | None = Field(default=None, exclude_if=is_none)
-    content_item_kinds: list[str] | None = Field(default=None, exclude_if=is_none)
+    turn_id: str | None = omit_none()
+    create_time: float | None = omit_none()
+    content_item_kinds: list[str] | None = omit_none()
 
 
 class SummaryTextContent(CoreModel):
@@ -241,17 +242,23 @@ class UnknownReasoningPart(CoreModel):
     type: str
 
 
-ReasoningItemReasoningSummary = Annotated[
+_ReasoningItemReasoningSummaryVariants: TypeAlias = (
     Annotated[SummaryTextContent, Tag("summary_text")]
-    | Annotated[UnknownReasoningPart, Tag(UNKNOWN_TAG)],
-    tagged_union_discriminator(["summary_text"], union_name="ReasoningItemReasoningSummary"),
+    | Annotated[UnknownReasoningPart, Tag(UNKNOWN_TAG)]
+)
+ReasoningItemReasoningSummary = Annotated[
+    _ReasoningItemReasoningSummaryVariants,
+    tagged_discriminator(_ReasoningItemReasoningSummaryVariants, "ReasoningItemReasoningSummary"),
 ]
 
-ReasoningItemContent = Annotated[
+_ReasoningItemContentVariants: TypeAlias = (
     Annotated[ReasoningTextContent, Tag("reasoning_text")]
     | Annotated[TextReasoningContent, Tag("text")]
-    | Annotated[UnknownReasoningPart, Tag(UNKNOWN_TAG)],
-    tagged_union_discriminator(["reasoning_text", "text"], union_name="ReasoningItemContent"),
+    | Annotated[UnknownReasoningPart, Tag(UNKNOWN_TAG)]
+)
+ReasoningItemContent = Annotated[
+    _ReasoningItemContentVariants,
+    tagged_discriminator(_ReasoningItemContentVariants, "ReasoningItemContent"),
 ]
 
 
@@ -272,10 +279,12 @@ class UnknownLocalShellAction(CoreModel):
     type: str
 
 
-LocalShellAction = Annotated[
+_LocalShellActionVariants: TypeAlias = (
     Annotated[LocalShellExecAction, Tag("exec")]
-    | Annotated[UnknownLocalShellAction, Tag(UNKNOWN_TAG)],
-    tagged_union_discriminator(["exec"], union_name="LocalShellAction"),
+    | Annotated[UnknownLocalShellAction, Tag(UNKNOWN_TAG)]
+)
+LocalShellAction = Annotated[
+    _LocalShellActionVariants, tagged_discriminator(_LocalShellActionVariants, "LocalShellAction")
 ]
 
 
@@ -283,23 +292,23 @@ class WebSearchSearchAction(CoreModel):
     """``{"type":"search","query"?:…,"queries"?:[…]}``."""
 
     type: Literal["search"] = "search"
-    query: str | None = Field(default=None, exclude_if=is_none)
-    queries: list[str] | None = Field(default=None, exclude_if=is_none)
+    query: str | None = omit_none()
+    queries: list[str] | None = omit_none()
 
 
 class WebSearchOpenPageAction(CoreModel):
     """``{"type":"open_page","url"?:…}``."""
 
     type: Literal["open_page"] = "open_page"
-    url: str | None = Field(default=None, exclude_if=is_none)
+    url: str | None = omit_none()
 
 
 class WebSearchFindInPageAction(CoreModel):
     """``{"type":"find_in_page","url"?:…,"pattern"?:…}``."""
 
     type: Literal["find_in_page"] = "find_in_page"
-    url: str | None = Field(default=None, exclude_if=is_none)
-    pattern: str | None = Field(default=None, exclude_if=is_none)
+    url: str | None = omit_none()
+    pattern: str | None = omit_none()
 
 
 class WebSearchOtherAction(CoreModel):
@@ -314,15 +323,15 @@ class UnknownWebSearchAction(CoreModel):
     type: str
 
 
-WebSearchAction = Annotated[
+_WebSearchActionVariants: TypeAlias = (
     Annotated[WebSearchSearchAction, Tag("search")]
     | Annotated[WebSearchOpenPageAction, Tag("open_page")]
     | Annotated[WebSearchFindInPageAction, Tag("find_in_page")]
     | Annotated[WebSearchOtherAction, Tag("other")]
-    | Annotated[UnknownWebSearchAction, Tag(UNKNOWN_TAG)],
-    tagged_union_discriminator(
-        ["search", "open_page", "find_in_page", "other"], union_name="WebSearchAction"
-    ),
+    | Annotated[UnknownWebSearchAction, Tag(UNKNOWN_TAG)]
+)
+WebSearchAction = Annotated[
+    _WebSearchActionVariants, tagged_discriminator(_WebSearchActionVariants, "WebSearchAction")
 ]
 """Responses API web search action (shared by ``web_search_call`` and the ``WebSearch`` item)."""
 
@@ -364,15 +373,15 @@ class MessageResponseItem(CoreModel):
     """``message``: a user, assistant, developer or system message."""
 
     type: Literal["message"] = "message"
-    status: str | None = Field(default=None, exclude_if=is_none)
-    id: str | None = Field(default=None, exclude_if=is_none)
+    status: str | None = omit_none()
+    id: str | None = omit_none()
     role: str
     content: list[ContentItem]
-    phase: MessagePhase | None = Field(default=None, exclude_if=is_none)
-    end_turn: bool | None = Field(default=None, exclude_if=is_none)
-    encrypted_content: str | None = Field(default=None, exclude_if=is_none)
+    phase: MessagePhase | None = omit_none()
+    end_turn: bool | None = omit_none()
+    encrypted_content: str | None = omit_none()
     internal_chat_message_metadata_passthrough: InternalChatMessageMetadataPassthrough | None = (
-        Field(default=None, exclude_if=is_none)
+        omit_none()
     )
 
 
@@ -380,12 +389,12 @@ class AgentMessageResponseItem(CoreModel):
     """``agent_message``: an inter-agent message ``{author, recipient, content}``."""
 
     type: Literal["agent_message"] = "agent_message"
-    id: str | None = Field(default=None, exclude_if=is_none)
+    id: str | None = omit_none()
     author: str
     recipient: str
     content: list[AgentMessageInputContent]
     internal_chat_message_metadata_passthrough: InternalChatMessageMetadataPassthrough | None = (
-        Field(default=None, exclude_if=is_none)
+        omit_none()
     )
 
 
@@ -393,14 +402,14 @@ class ReasoningResponseItem(CoreModel):
     """``reasoning``: summary parts, optional raw content, opaque encrypted content."""
 
     type: Literal["reasoning"] = "reasoning"
-    id: str | None = Field(default=None, exclude_if=is_none)
+    id: str | None = omit_none()
     summary: list[ReasoningItemReasoningSummary]
     content: list[ReasoningItemContent] | None = Field(
         default=None, exclude_if=_reasoning_content_omitted
     )
     encrypted_content: str | None = None
     internal_chat_message_metadata_passthrough: InternalChatMessageMetadataPassthrough | None = (
-        Field(default=None, exclude_if=is_none)
+        omit_none()
     )
 
 
@@ -408,13 +417,13 @@ class LocalShellCallResponseItem(CoreModel):
     """``local_shell_call``."""
 
     type: Literal["local_shell_call"] = "local_shell_call"
-    id: str | None = Field(default=None, exclude_if=is_none)
+    id: str | None = omit_none()
     call_id: str | None = None
     status: LocalShellStatus
     action: LocalShellAction
-    encrypted_content: str | None = Field(default=None, exclude_if=is_none)
+    encrypted_content: str | None = omit_none()
     internal_chat_message_metadata_passthrough: InternalChatMessageMetadataPassthrough | None = (
-        Field(default=None, exclude_if=is_none)
+        omit_none()
     )
 
 
@@ -422,16 +431,16 @@ class FunctionCallResponseItem(CoreModel):
     """``function_call``; ``arguments`` is a string holding JSON, as the Responses API sends it."""
 
     type: Literal["function_call"] = "function_call"
-    status: str | None = Field(default=None, exclude_if=is_none)
-    id: str | None = Field(default=None, exclude_if=is_none)
+    status: str | None = omit_none()
+    id: str | None = omit_none()
     name: str
-    namespace: str | None = Field(default=None, exclude_if=is_none)
+    namespace: str | None = omit_none()
     arguments: str
-    encrypted_function_args: list[str] | None = Field(default=None, exclude_if=is_none)
+    encrypted_function_args: list[str] | None = omit_none()
     call_id: str
-    encrypted_content: str | None = Field(default=None, exclude_if=is_none)
+    encrypted_content: str | None = omit_none()
     internal_chat_message_metadata_passthrough: InternalChatMessageMetadataPassthrough | None = (
-        Field(default=None, exclude_if=is_none)
+        omit_none()
     )
 
 
@@ -439,14 +448,14 @@ class ToolSearchCallResponseItem(CoreModel):
     """``tool_search_call``; ``arguments`` is any JSON value."""
 
     type: Literal["tool_search_call"] = "tool_search_call"
-    id: str | None = Field(default=None, exclude_if=is_none)
+    id: str | None = omit_none()
     call_id: str | None = None
-    status: str | None = Field(default=None, exclude_if=is_none)
+    status: str | None = omit_none()
     execution: str
     arguments: Any = None
-    encrypted_content: str | None = Field(default=None, exclude_if=is_none)
+    encrypted_content: str | None = omit_none()
     internal_chat_message_metadata_passthrough: InternalChatMessageMetadataPassthrough | None = (
-        Field(default=None, exclude_if=is_none)
+        omit_none()
     )
 
 
@@ -454,13 +463,13 @@ class FunctionCallOutputResponseItem(CoreModel):
     """``function_call_output``."""
 
     type: Literal["function_call_output"] = "function_call_output"
-    id: str | None = Field(default=None, exclude_if=is_none)
-    call_id: str | None = Field(default=None, exclude_if=is_none)
-    name: str | None = Field(default=None, exclude_if=is_none)
-    namespace: str | None = Field(default=None, exclude_if=is_none)
+    id: str | None = omit_none()
+    call_id: str | None = omit_none()
+    name: str | None = omit_none()
+    namespace: str | None = omit_none()
     output: FunctionCallOutputBody
     internal_chat_message_metadata_passthrough: InternalChatMessageMetadataPassthrough | None = (
-        Field(default=None, exclude_if=is_none)
+        omit_none()
     )
 
 
@@ -468,15 +477,15 @@ class CustomToolCallResponseItem(CoreModel):
     """``custom_tool_call`` (free-form tools such as ``apply_patch``)."""
 
     type: Literal["custom_tool_call"] = "custom_tool_call"
-    id: str | None = Field(default=None, exclude_if=is_none)
-    status: str | None = Field(default=None, exclude_if=is_none)
+    id: str | None = omit_none()
+    status: str | None = omit_none()
     call_id: str
     name: str
-    namespace: str | None = Field(default=None, exclude_if=is_none)
+    namespace: str | None = omit_none()
     input: str
-    encrypted_content: str | None = Field(default=None, exclude_if=is_none)
+    encrypted_content: str | None = omit_none()
     internal_chat_message_metadata_passthrough: InternalChatMessageMetadataPassthrough | None = (
-        Field(default=None, exclude_if=is_none)
+        omit_none()
     )
 
 
@@ -484,12 +493,12 @@ class CustomToolCallOutputResponseItem(CoreModel):
     """``custom_tool_call_output`` (same ``output`` encoding as ``function_call_output``)."""
 
     type: Literal["custom_tool_call_output"] = "custom_tool_call_output"
-    id: str | None = Field(default=None, exclude_if=is_none)
+    id: str | None = omit_none()
     call_id: str
-    name: str | None = Field(default=None, exclude_if=is_none)
+    name: str | None = omit_none()
     output: FunctionCallOutputBody
     internal_chat_message_metadata_passthrough: InternalChatMessageMetadataPassthrough | None = (
-        Field(default=None, exclude_if=is_none)
+        omit_none()
     )
 
 
@@ -497,13 +506,13 @@ class ToolSearchOutputResponseItem(CoreModel):
     """``tool_search_output``."""
 
     type: Literal["tool_search_output"] = "tool_search_output"
-    id: str | None = Field(default=None, exclude_if=is_none)
+    id: str | None = omit_none()
     call_id: str | None = None
     status: str
     execution: str
     tools: list[Any]
     internal_chat_message_metadata_passthrough: InternalChatMessageMetadataPassthrough | None = (
-        Field(default=None, exclude_if=is_none)
+        omit_none()
     )
 
 
@@ -511,12 +520,12 @@ class WebSearchCallResponseItem(CoreModel):
     """``web_search_call``; ``action`` may be missing on partial items."""
 
     type: Literal["web_search_call"] = "web_search_call"
-    id: str | None = Field(default=None, exclude_if=is_none)
-    status: str | None = Field(default=None, exclude_if=is_none)
-    action: WebSearchAction | None = Field(default=None, exclude_if=is_none)
-    encrypted_content: str | None = Field(default=None, exclude_if=is_none)
+    id: str | None = omit_none()
+    status: str | None = omit_none()
+    action: WebSearchAction | None = omit_none()
+    encrypted_content: str | None = omit_none()
     internal_chat_message_metadata_passthrough: InternalChatMessageMetadataPassthrough | None = (
-        Field(default=None, exclude_if=is_none)
+        omit_none()
     )
 
 
@@ -524,13 +533,13 @@ class ImageGenerationCallResponseItem(CoreModel):
     """``image_generation_call``; ``result`` is the base64 image."""
 
     type: Literal["image_generation_call"] = "image_generation_call"
-    id: str | None = Field(default=None, exclude_if=is_none)
+    id: str | None = omit_none()
     status: str
-    revised_prompt: str | None = Field(default=None, exclude_if=is_none)
+    revised_prompt: str | None = omit_none()
     result: str
-    encrypted_content: str | None = Field(default=None, exclude_if=is_none)
+    encrypted_content: str | None = omit_none()
     internal_chat_message_metadata_passthrough: InternalChatMessageMetadataPassthrough | None = (
-        Field(default=None, exclude_if=is_none)
+        omit_none()
     )
 
 
@@ -545,10 +554,10 @@ class CompactionResponseItem(CoreModel):
     """``compaction`` (input alias ``compaction_summary``)."""
 
     type: Annotated[Literal["compaction"], BeforeValidator(_compaction_alias)] = "compaction"
-    id: str | None = Field(default=None, exclude_if=is_none)
+    id: str | None = omit_none()
     encrypted_content: str
     internal_chat_message_metadata_passthrough: InternalChatMessageMetadataPassthrough | None = (
-        Field(default=None, exclude_if=is_none)
+        omit_none()
     )
 
 
@@ -556,7 +565,7 @@ class AdditionalToolsResponseItem(CoreModel):
     """``additional_tools``: tools announced to the model mid-history."""
 
     type: Literal["additional_tools"] = "additional_tools"
-    id: str | None = Field(default=None, exclude_if=is_none)
+    id: str | None = omit_none()
     role: str
     tools: list[Any]
 
@@ -578,10 +587,10 @@ class ContextCompactionResponseItem(CoreModel):
     """``context_compaction``."""
 
     type: Literal["context_compaction"] = "context_compaction"
-    id: str | None = Field(default=None, exclude_if=is_none)
-    encrypted_content: str | None = Field(default=None, exclude_if=is_none)
+    id: str | None = omit_none()
+    encrypted_content: str | None = omit_none()
     internal_chat_message_metadata_passthrough: InternalChatMessageMetadataPassthrough | None = (
-        Field(default=None, exclude_if=is_none)
+        omit_none()
     )
 
 
@@ -597,29 +606,7 @@ class UnknownResponseItem(CoreModel):
     type: str
 
 
-_RESPONSE_ITEM_TAGS = [
-    "message",
-    "agent_message",
-    "reasoning",
-    "local_shell_call",
-    "function_call",
-    "tool_search_call",
-    "function_call_output",
-    "custom_tool_call",
-    "custom_tool_call_output",
-    "tool_search_output",
-    "web_search_call",
-    "image_generation_call",
-    "ghost_snapshot",
-    "compaction",
-    "additional_tools",
-    "configuration_update",
-    "compaction_trigger",
-    "context_compaction",
-    "other",
-]
-
-ResponseItem = Annotated[
+_ResponseItemVariants: TypeAlias = (
     Annotated[MessageResponseItem, Tag("message")]
     | Annotated[AgentMessageResponseItem, Tag("agent_message")]
     | Annotated[ReasoningResponseItem, Tag("reasoning")]
@@ -639,18 +626,19 @@ ResponseItem = Annotated[
     | Annotated[CompactionTriggerResponseItem, Tag("compaction_trigger")]
     | Annotated[ContextCompactionResponseItem, Tag("context_compaction")]
     | Annotated[OtherResponseItem, Tag("other")]
-    | Annotated[UnknownResponseItem, Tag(UNKNOWN_TAG)],
-    tagged_union_discriminator(
-        _RESPONSE_ITEM_TAGS,
-        aliases={"compaction_summary": "compaction"},
-        union_name="ResponseItem",
+    | Annotated[UnknownResponseItem, Tag(UNKNOWN_TAG)]
+)
+ResponseItem = Annotated[
+    _ResponseItemVariants,
+    tagged_discriminator(
+        _ResponseItemVariants, "ResponseItem", aliases={"compaction_summary": "compaction"}
     ),
 ]
 """Core ``ResponseItem`` union (tagged by ``type``, unknown variants kept)."""
 
-RESPONSE_ITEM_ADAPTER: TypeAdapter[ResponseItem] = TypeAdapter(ResponseItem)
-CONTENT_ITEM_ADAPTER: TypeAdapter[ContentItem] = TypeAdapter(ContentItem)
-FUNCTION_CALL_OUTPUT_BODY_ADAPTER: TypeAdapter[FunctionCallOutputBody] = TypeAdapter(
+RESPONSE_ITEM_ADAPTER: TypeAdapter[ResponseItem] = union_adapter(ResponseItem)
+CONTENT_ITEM_ADAPTER: TypeAdapter[ContentItem] = union_adapter(ContentItem)
+FUNCTION_CALL_OUTPUT_BODY_ADAPTER: TypeAdapter[FunctionCallOutputBody] = union_adapter(
     FunctionCallOutputBody
 )
-WEB_SEARCH_ACTION_ADAPTER: TypeAdapter[WebSearchAction] = TypeAdapter(WebSearchAction)
+WEB_SEARCH_ACTION_ADAPTER: TypeAdapter[WebSearchAction] = union_adapter(WebSearchAction)

@@ -21,18 +21,12 @@ from __future__ import annotations
 from collections.abc import Iterator, Mapping
 from typing import Annotated, Literal, TypeAlias
 
-from pydantic import ConfigDict, Field, JsonValue, Tag, TypeAdapter, ValidationError
+from pydantic import Field, JsonValue, Tag, TypeAdapter, ValidationError
 
-from codex_app_bridge.protocol._base import CoreModel
-from codex_app_bridge.protocol.core._event_msg import (
-    EventMsg,
-    TokenUsage,
-    omit_none,
-    tagged_discriminator,
-    variant_tags,
-)
+from codex_app_bridge.protocol._base import CoreModel, omit_none, union_adapter
+from codex_app_bridge.protocol._tagged import UNKNOWN_TAG, tagged_discriminator, variant_tags
+from codex_app_bridge.protocol.core._event_msg import EventMsg, TokenUsage
 from codex_app_bridge.protocol.core._response_item import ResponseItem
-from codex_app_bridge.protocol.core._tagged import UNKNOWN_TAG
 
 __all__ = [
     "ROLLOUT_LINE_ADAPTER",
@@ -316,13 +310,11 @@ ROLLOUT_LINE_TAGS: Mapping[str, str] = variant_tags(_RolloutLineVariants)
 """Every rollout line ``type`` the bridge knows."""
 
 RolloutLine = Annotated[
-    _RolloutLineVariants, tagged_discriminator(ROLLOUT_LINE_TAGS, "RolloutLine")
+    _RolloutLineVariants, tagged_discriminator(_RolloutLineVariants, "RolloutLine")
 ]
 """One line of a rollout file; unknown line types become ``UnknownRolloutLine``."""
 
-ROLLOUT_LINE_ADAPTER: TypeAdapter[RolloutLine] = TypeAdapter(
-    RolloutLine, config=ConfigDict(title="RolloutLine")
-)
+ROLLOUT_LINE_ADAPTER: TypeAdapter[RolloutLine] = union_adapter(RolloutLine, title="RolloutLine")
 
 
 class RolloutParseError(ValueError):

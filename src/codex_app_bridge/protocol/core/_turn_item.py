@@ -10,11 +10,11 @@ elements`` counts) and the rollouts in ``tests/data/captures``, e.g. ``CommandEx
 ``{"secs","nanos"}`` duration, a ``file://`` cwd and ``parsed_cmd``; ``DynamicToolCall`` with
 ``content_items`` in the app-server's camelCase content shape.
 
-Null versus absent follows Codex: optional fields marked ``exclude_if`` are omitted when ``None``
-(``UserMessage.client_id``, ``AgentMessage.phase`` / ``memory_citation`` / ``delivery``,
-``DynamicToolCall.namespace``, ...); the others are always written. Unknown fields are kept, and an
-unknown variant (including 0.163.0's extension-owned ``Extension`` items) parses into
-:class:`UnknownTurnItem`, which re-serializes unchanged.
+Null versus absent follows Codex: optional fields declared ``omit_none()`` (or with ``exclude_if``
+beside an alias) are omitted when ``None`` (``UserMessage.client_id``, ``AgentMessage.phase`` /
+``memory_citation`` / ``delivery``, ``DynamicToolCall.namespace``, ...); the others are always
+written. Unknown fields are kept, and an unknown variant (including 0.163.0's extension-owned
+``Extension`` items) parses into :class:`UnknownTurnItem`, which re-serializes unchanged.
 
 Boundary: shapes only. Building turn items from history is ``projection.parse_turn_item``; turning
 them into app-server ``ThreadItem`` s is the mapping layer's job.
@@ -22,17 +22,17 @@ them into app-server ``ThreadItem`` s is the mapping layer's job.
 
 from __future__ import annotations
 
-from typing import Annotated, Any, Literal
+from typing import Annotated, Any, Literal, TypeAlias
 
 from pydantic import Field, Tag, TypeAdapter
 
-from codex_app_bridge.protocol._base import CoreModel, is_none
+from codex_app_bridge.protocol._base import CoreModel, is_none, omit_none, union_adapter
+from codex_app_bridge.protocol._tagged import UNKNOWN_TAG, tagged_discriminator
 from codex_app_bridge.protocol.core._response_item import (
     FunctionCallOutputBody,
     MessagePhase,
     WebSearchAction,
 )
-from codex_app_bridge.protocol.core._tagged import UNKNOWN_TAG, tagged_union_discriminator
 from codex_app_bridge.protocol.core._user_input import UserInput
 
 __all__ = [
@@ -126,7 +126,7 @@ class UserMessageItem(CoreModel):
 
     type: Literal["UserMessage"] = "UserMessage"
     id: str
-    client_id: str | None = Field(default=None, exclude_if=is_none)
+    client_id: str | None = omit_none()
     content: list[UserInput]
 
 
@@ -158,10 +158,13 @@ class UnknownAgentMessageContent(CoreModel):
     type: str
 
 
-AgentMessageContent = Annotated[
+_AgentMessageContentVariants: TypeAlias = (
     Annotated[TextAgentMessageContent, Tag("Text")]
-    | Annotated[UnknownAgentMessageContent, Tag(UNKNOWN_TAG)],
-    tagged_union_discriminator(["Text"], union_name="AgentMessageContent"),
+    | Annotated[UnknownAgentMessageContent, Tag(UNKNOWN_TAG)]
+)
+AgentMessageContent = Annotated[
+    _AgentMessageContentVariants,
+    tagged_discriminator(_AgentMessageContentVariants, "AgentMessageContent"),
 ]
 
 
@@ -189,9 +192,9 @@ class AgentMessageItem(CoreModel):
     type: Literal["AgentMessage"] = "AgentMessage"
     id: str
     content: list[AgentMessageContent]
-    phase: MessagePhase | None = Field(default=None, exclude_if=is_none)
-    memory_citation: MemoryCitation | None = Field(default=None, exclude_if=is_none)
-    delivery: str | None = Field(default=None, exclude_if=is_none)
+    phase: MessagePhase | None = omit_none()
+    memory_citation: MemoryCitation | None = omit_none()
+    delivery: str | None = omit_none()
 
 
 class PlanItem(CoreModel):
@@ -217,7 +220,7 @@ class FunctionCallOutputItem(CoreModel):
     type: Literal["FunctionCallOutput"] = "FunctionCallOutput"
     id: str
     name: str
-    namespace: str | None = Field(default=None, exclude_if=is_none)
+    namespace: str | None = omit_none()
     output: FunctionCallOutputBody
 
 
@@ -263,15 +266,15 @@ class UnknownParsedCommand(CoreModel):
     type: str
 
 
-ParsedCommand = Annotated[
+_ParsedCommandVariants: TypeAlias = (
     Annotated[ParsedCommandRead, Tag("read")]
     | Annotated[ParsedCommandListFiles, Tag("list_files")]
     | Annotated[ParsedCommandSearch, Tag("search")]
     | Annotated[ParsedCommandUnknown, Tag("unknown")]
-    | Annotated[UnknownParsedCommand, Tag(UNKNOWN_TAG)],
-    tagged_union_discriminator(
-        ["read", "list_files", "search", "unknown"], union_name="ParsedCommand"
-    ),
+    | Annotated[UnknownParsedCommand, Tag(UNKNOWN_TAG)]
+)
+ParsedCommand = Annotated[
+    _ParsedCommandVariants, tagged_discriminator(_ParsedCommandVariants, "ParsedCommand")
 ]
 
 
@@ -280,18 +283,18 @@ class CommandExecutionItem(CoreModel):
 
     type: Literal["CommandExecution"] = "CommandExecution"
     id: str
-    plugin_id: str | None = Field(default=None, exclude_if=is_none)
-    script_path: str | None = Field(default=None, exclude_if=is_none)
-    process_id: str | None = Field(default=None, exclude_if=is_none)
+    plugin_id: str | None = omit_none()
+    script_path: str | None = omit_none()
+    process_id: str | None = omit_none()
     command: list[str]
     cwd: str
     parsed_cmd: list[ParsedCommand]
     source: str
-    interaction_input: str | None = Field(default=None, exclude_if=is_none)
+    interaction_input: str | None = omit_none()
     status: Literal["in_progress", "completed", "failed", "declined"]
-    aggregated_output: str | None = Field(default=None, exclude_if=is_none)
-    exit_code: int | None = Field(default=None, exclude_if=is_none)
-    duration: Duration | None = Field(default=None, exclude_if=is_none)
+    aggregated_output: str | None = omit_none()
+    exit_code: int | None = omit_none()
+    duration: Duration | None = omit_none()
 
 
 class DynamicToolInputText(CoreModel):
@@ -306,7 +309,7 @@ class DynamicToolInputImage(CoreModel):
 
     type: Literal["inputImage"] = "inputImage"
     image_url: str = Field(validation_alias="imageUrl", serialization_alias="imageUrl")
-    detail: str | None = Field(default=None, exclude_if=is_none)
+    detail: str | None = omit_none()
 
 
 class DynamicToolInputAudio(CoreModel):
@@ -322,13 +325,16 @@ class UnknownDynamicToolContentItem(CoreModel):
     type: str
 
 
-DynamicToolCallOutputContentItem = Annotated[
+_DynamicToolCallOutputContentItemVariants: TypeAlias = (
     Annotated[DynamicToolInputText, Tag("inputText")]
     | Annotated[DynamicToolInputImage, Tag("inputImage")]
     | Annotated[DynamicToolInputAudio, Tag("inputAudio")]
-    | Annotated[UnknownDynamicToolContentItem, Tag(UNKNOWN_TAG)],
-    tagged_union_discriminator(
-        ["inputText", "inputImage", "inputAudio"], union_name="DynamicToolCallOutputContentItem"
+    | Annotated[UnknownDynamicToolContentItem, Tag(UNKNOWN_TAG)]
+)
+DynamicToolCallOutputContentItem = Annotated[
+    _DynamicToolCallOutputContentItemVariants,
+    tagged_discriminator(
+        _DynamicToolCallOutputContentItemVariants, "DynamicToolCallOutputContentItem"
     ),
 ]
 
@@ -338,16 +344,14 @@ class DynamicToolCallItem(CoreModel):
 
     type: Literal["DynamicToolCall"] = "DynamicToolCall"
     id: str
-    namespace: str | None = Field(default=None, exclude_if=is_none)
+    namespace: str | None = omit_none()
     tool: str
     arguments: Any = None
     status: Literal["in_progress", "completed", "failed"]
-    content_items: list[DynamicToolCallOutputContentItem] | None = Field(
-        default=None, exclude_if=is_none
-    )
-    success: bool | None = Field(default=None, exclude_if=is_none)
-    error: str | None = Field(default=None, exclude_if=is_none)
-    duration: Duration | None = Field(default=None, exclude_if=is_none)
+    content_items: list[DynamicToolCallOutputContentItem] | None = omit_none()
+    success: bool | None = omit_none()
+    error: str | None = omit_none()
+    duration: Duration | None = omit_none()
 
 
 class McpToolCallError(CoreModel):
@@ -407,9 +411,9 @@ class McpToolCallItem(CoreModel):
         serialization_alias="mcpAppUi",
     )
     status: Literal["inProgress", "completed", "failed"]
-    result: dict[str, Any] | None = Field(default=None, exclude_if=is_none)
-    error: McpToolCallError | None = Field(default=None, exclude_if=is_none)
-    duration: Duration | None = Field(default=None, exclude_if=is_none)
+    result: dict[str, Any] | None = omit_none()
+    error: McpToolCallError | None = omit_none()
+    duration: Duration | None = omit_none()
 
 
 # --------------------------------------------------------------------------- agents
@@ -425,9 +429,9 @@ class CollabAgentToolCallItem(CoreModel):
     sender_thread_id: str
     receiver_thread_ids: list[str] = Field(default_factory=list[str])
     receiver_agents: list[dict[str, Any]] = Field(default_factory=list[dict[str, Any]])
-    prompt: str | None = Field(default=None, exclude_if=is_none)
-    model: str | None = Field(default=None, exclude_if=is_none)
-    reasoning_effort: str | None = Field(default=None, exclude_if=is_none)
+    prompt: str | None = omit_none()
+    model: str | None = omit_none()
+    reasoning_effort: str | None = omit_none()
     # AgentStatus is externally tagged: a bare string ("running") or {"completed": msg|null}.
     agents_states: dict[str, Any] = Field(default_factory=dict[str, Any])
 
@@ -440,8 +444,8 @@ class SubAgentActivityItem(CoreModel):
     kind: str
     agent_thread_id: str
     agent_path: str
-    model: str | None = Field(default=None, exclude_if=is_none)
-    reasoning_effort: str | None = Field(default=None, exclude_if=is_none)
+    model: str | None = omit_none()
+    reasoning_effort: str | None = omit_none()
 
 
 # --------------------------------------------------------------------------- tools and media
@@ -454,7 +458,7 @@ class WebSearchItem(CoreModel):
     id: str
     query: str
     action: WebSearchAction
-    results: list[Any] | None = Field(default=None, exclude_if=is_none)
+    results: list[Any] | None = omit_none()
 
 
 class ImageViewItem(CoreModel):
@@ -479,11 +483,11 @@ class ImageGenerationItem(CoreModel):
     type: Literal["ImageGeneration"] = "ImageGeneration"
     id: str
     status: str
-    revised_prompt: str | None = Field(default=None, exclude_if=is_none)
+    revised_prompt: str | None = omit_none()
     result: str
-    saved_path: str | None = Field(default=None, exclude_if=is_none)
-    failure: Any = Field(default=None, exclude_if=is_none)
-    transparent_background: bool | None = Field(default=None, exclude_if=is_none)
+    saved_path: str | None = omit_none()
+    failure: Any = omit_none()
+    transparent_background: bool | None = omit_none()
 
 
 class FileChangeAdd(CoreModel):
@@ -514,13 +518,13 @@ class UnknownFileChange(CoreModel):
     type: str
 
 
-FileChange = Annotated[
+_FileChangeVariants: TypeAlias = (
     Annotated[FileChangeAdd, Tag("add")]
     | Annotated[FileChangeDelete, Tag("delete")]
     | Annotated[FileChangeUpdate, Tag("update")]
-    | Annotated[UnknownFileChange, Tag(UNKNOWN_TAG)],
-    tagged_union_discriminator(["add", "delete", "update"], union_name="FileChange"),
-]
+    | Annotated[UnknownFileChange, Tag(UNKNOWN_TAG)]
+)
+FileChange = Annotated[_FileChangeVariants, tagged_discriminator(_FileChangeVariants, "FileChange")]
 
 
 class FileChangeItem(CoreModel):
@@ -529,12 +533,10 @@ class FileChangeItem(CoreModel):
     type: Literal["FileChange"] = "FileChange"
     id: str
     changes: dict[str, FileChange]
-    status: Literal["in_progress", "completed", "failed", "declined"] | None = Field(
-        default=None, exclude_if=is_none
-    )
-    auto_approved: bool | None = Field(default=None, exclude_if=is_none)
-    stdout: str | None = Field(default=None, exclude_if=is_none)
-    stderr: str | None = Field(default=None, exclude_if=is_none)
+    status: Literal["in_progress", "completed", "failed", "declined"] | None = omit_none()
+    auto_approved: bool | None = omit_none()
+    stdout: str | None = omit_none()
+    stderr: str | None = omit_none()
 
 
 class EnteredReviewModeItem(CoreModel):
@@ -567,29 +569,7 @@ class UnknownTurnItem(CoreModel):
     type: str
 
 
-_TURN_ITEM_TAGS = [
-    "UserMessage",
-    "HookPrompt",
-    "AgentMessage",
-    "Plan",
-    "Reasoning",
-    "FunctionCallOutput",
-    "CommandExecution",
-    "DynamicToolCall",
-    "CollabAgentToolCall",
-    "SubAgentActivity",
-    "WebSearch",
-    "ImageView",
-    "Sleep",
-    "ImageGeneration",
-    "EnteredReviewMode",
-    "ExitedReviewMode",
-    "FileChange",
-    "McpToolCall",
-    "ContextCompaction",
-]
-
-TurnItem = Annotated[
+_TurnItemVariants: TypeAlias = (
     Annotated[UserMessageItem, Tag("UserMessage")]
     | Annotated[HookPromptItem, Tag("HookPrompt")]
     | Annotated[AgentMessageItem, Tag("AgentMessage")]
@@ -609,9 +589,9 @@ TurnItem = Annotated[
     | Annotated[FileChangeItem, Tag("FileChange")]
     | Annotated[McpToolCallItem, Tag("McpToolCall")]
     | Annotated[ContextCompactionItem, Tag("ContextCompaction")]
-    | Annotated[UnknownTurnItem, Tag(UNKNOWN_TAG)],
-    tagged_union_discriminator(_TURN_ITEM_TAGS, union_name="TurnItem"),
-]
+    | Annotated[UnknownTurnItem, Tag(UNKNOWN_TAG)]
+)
+TurnItem = Annotated[_TurnItemVariants, tagged_discriminator(_TurnItemVariants, "TurnItem")]
 """Core ``TurnItem`` union (PascalCase tags, unknown variants kept)."""
 
-TURN_ITEM_ADAPTER: TypeAdapter[TurnItem] = TypeAdapter(TurnItem)
+TURN_ITEM_ADAPTER: TypeAdapter[TurnItem] = union_adapter(TurnItem)

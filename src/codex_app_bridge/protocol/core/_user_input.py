@@ -15,12 +15,12 @@ Boundary: shapes only. Turning model content into ``UserInput`` is ``projection.
 
 from __future__ import annotations
 
-from typing import Annotated, Literal
+from typing import Annotated, Literal, TypeAlias
 
 from pydantic import Field, Tag, TypeAdapter, model_validator
 
-from codex_app_bridge.protocol._base import CoreModel, is_none
-from codex_app_bridge.protocol.core._tagged import UNKNOWN_TAG, tagged_union_discriminator
+from codex_app_bridge.protocol._base import CoreModel, omit_none, union_adapter
+from codex_app_bridge.protocol._tagged import UNKNOWN_TAG, tagged_discriminator
 
 __all__ = [
     "USER_INPUT_ADAPTER",
@@ -53,7 +53,7 @@ class TextElement(CoreModel):
     """A UI-defined span inside a text input (e.g. a mention placeholder)."""
 
     byte_range: ByteRange
-    placeholder: str | None = Field(default=None, exclude_if=is_none)
+    placeholder: str | None = omit_none()
 
 
 class TextUserInput(CoreModel):
@@ -68,9 +68,9 @@ class ImageUserInput(CoreModel):
     """``{"type":"image","image_url":…,"detail"?:…}`` (or ``file_id`` instead of ``image_url``)."""
 
     type: Literal["image"] = "image"
-    image_url: str | None = Field(default=None, exclude_if=is_none)
-    file_id: str | None = Field(default=None, exclude_if=is_none)
-    detail: ImageDetail | None = Field(default=None, exclude_if=is_none)
+    image_url: str | None = omit_none()
+    file_id: str | None = omit_none()
+    detail: ImageDetail | None = omit_none()
 
     @model_validator(mode="after")
     def _needs_a_reference(self) -> ImageUserInput:
@@ -84,7 +84,7 @@ class LocalImageUserInput(CoreModel):
 
     type: Literal["local_image"] = "local_image"
     path: str
-    detail: ImageDetail | None = Field(default=None, exclude_if=is_none)
+    detail: ImageDetail | None = omit_none()
 
 
 class AudioUserInput(CoreModel):
@@ -123,7 +123,7 @@ class UnknownUserInput(CoreModel):
     type: str
 
 
-UserInput = Annotated[
+_UserInputVariants: TypeAlias = (
     Annotated[TextUserInput, Tag("text")]
     | Annotated[ImageUserInput, Tag("image")]
     | Annotated[LocalImageUserInput, Tag("local_image")]
@@ -131,12 +131,9 @@ UserInput = Annotated[
     | Annotated[LocalAudioUserInput, Tag("local_audio")]
     | Annotated[SkillUserInput, Tag("skill")]
     | Annotated[MentionUserInput, Tag("mention")]
-    | Annotated[UnknownUserInput, Tag(UNKNOWN_TAG)],
-    tagged_union_discriminator(
-        ["text", "image", "local_image", "audio", "local_audio", "skill", "mention"],
-        union_name="UserInput",
-    ),
-]
+    | Annotated[UnknownUserInput, Tag(UNKNOWN_TAG)]
+)
+UserInput = Annotated[_UserInputVariants, tagged_discriminator(_UserInputVariants, "UserInput")]
 """Core ``UserInput`` union (tagged by ``type``, unknown variants kept)."""
 
-USER_INPUT_ADAPTER: TypeAdapter[UserInput] = TypeAdapter(UserInput)
+USER_INPUT_ADAPTER: TypeAdapter[UserInput] = union_adapter(UserInput)

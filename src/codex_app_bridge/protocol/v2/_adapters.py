@@ -15,12 +15,13 @@ schema leaves out); ``parse_<union>(data)`` is ``<UNION>_ADAPTER.validate_json(d
 from __future__ import annotations
 
 from collections.abc import Iterable
-from typing import Annotated, Any, TypeAlias, Union, cast, get_args, get_origin
+from typing import Annotated, Any, TypeAlias, Union, get_args, get_origin
 
-from pydantic import ConfigDict, Discriminator, Tag, TypeAdapter
+from pydantic import Discriminator, Tag, TypeAdapter
 from typing_extensions import TypeAliasType
 
-from codex_app_bridge.protocol._base import WireModel
+from codex_app_bridge.protocol._base import WireModel, union_adapter
+from codex_app_bridge.protocol._tagged import UNKNOWN_TAG, tag_of
 from codex_app_bridge.protocol.v2._generated import (
     ClientRequest,
     RawResponseCompletedServerNotification,
@@ -57,11 +58,17 @@ __all__ = [
     "tags_of",
 ]
 
-# The choice an unknown tag selects; no wire tag looks like this.
-_UNKNOWN = "<unknown>"
+
+class _UnknownMessage(WireModel):
+    """An unknown notification or request: its ``params`` are kept as an extra field."""
+
+    @property
+    def params(self) -> Any:
+        """The ``params`` member as received (``None`` when absent)."""
+        return (self.model_extra or {}).get("params")
 
 
-class UnknownServerNotification(WireModel):
+class UnknownServerNotification(_UnknownMessage):
     """A notification whose ``method`` this protocol version does not define.
 
     ``params``, ``emittedAtMs`` and anything else are kept as extra fields, in order.
@@ -69,35 +76,20 @@ class UnknownServerNotification(WireModel):
 
     method: str
 
-    @property
-    def params(self) -> Any:
-        """The ``params`` member as received (``None`` when absent)."""
-        return (self.model_extra or {}).get("params")
 
-
-class UnknownClientRequest(WireModel):
+class UnknownClientRequest(_UnknownMessage):
     """A client request whose ``method`` is not in the stable schema: an experimental or legacy
     method (see ``methods``) or one the real server answers with ``unknown variant``."""
 
     id: str | int
     method: str
 
-    @property
-    def params(self) -> Any:
-        """The ``params`` member as received (``None`` when absent)."""
-        return (self.model_extra or {}).get("params")
 
-
-class UnknownServerRequest(WireModel):
+class UnknownServerRequest(_UnknownMessage):
     """A server-to-client request whose ``method`` this protocol version does not define."""
 
     id: str | int
     method: str
-
-    @property
-    def params(self) -> Any:
-        """The ``params`` member as received (``None`` when absent)."""
-        return (self.model_extra or {}).get("params")
 
 
 class UnknownThreadItem(WireModel):
@@ -166,24 +158,20 @@ def _lenient_union(variants: Iterable[Any], tag: str, unknown: type[WireModel]) 
     known = frozenset(by_tag)
 
     def discriminate(value: Any) -> str:
-        # JSON input arrives as a dict, a model being re-validated or dumped as itself
-        found: object = (
-            cast(dict[str, object], value).get(tag)
-            if isinstance(value, dict)
-            else getattr(value, tag, None)
-        )
-        return found if isinstance(found, str) and found in known else _UNKNOWN
+        # a missing or non-string tag selects the Unknown* model too, whose own fields reject it
+        found = tag_of(value, tag)
+        return found if found in known else UNKNOWN_TAG
 
     choices: list[Any] = [
         Annotated[Union[tuple(models)] if len(models) > 1 else models[0], Tag(value)]  # noqa: UP007
         for value, models in by_tag.items()
     ]
-    choices.append(Annotated[unknown, Tag(_UNKNOWN)])
+    choices.append(Annotated[unknown, Tag(UNKNOWN_TAG)])
     return Annotated[Union[tuple(choices)], Discriminator(discriminate)]  # noqa: UP007
 
 
 def _adapter(title: str, variants: Iterable[Any], tag: str, unknown: type[WireModel]) -> Any:
-    return TypeAdapter(_lenient_union(variants, tag, unknown), config=ConfigDict(title=title))
+    return union_adapter(_lenient_union(variants, tag, unknown), title=title)
 
 
 SERVER_NOTIFICATION_ADAPTER: TypeAdapter[AnyServerNotification] = _adapter(

@@ -1,0 +1,51 @@
+"""Start-up: importing the package builds no model validator and no union adapter.
+
+Building them was most of ``import codex_app_bridge`` (about a thousand models); they are built on
+first use instead (``protocol._base``). A module that validates, dumps or builds an adapter at
+import time brings that cost back; this test names it.
+"""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+
+from tests.conftest import bridge_env
+
+PROBE = """
+import json, sys
+import codex_app_bridge
+from pydantic import TypeAdapter
+from codex_app_bridge.protocol._base import CoreModel, WireModel
+
+def subclasses(cls):
+    for sub in cls.__subclasses__():
+        yield sub
+        yield from subclasses(sub)
+
+models = [m for base in (WireModel, CoreModel) for m in subclasses(base)]
+built_models = sorted(m.__qualname__ for m in models if m.__pydantic_complete__)
+built_adapters = sorted(
+    f"{name}.{attr}"
+    for name, module in list(sys.modules.items())
+    if name.startswith("codex_app_bridge")
+    for attr, value in vars(module).items()
+    if isinstance(value, TypeAdapter) and value.pydantic_complete
+)
+print(json.dumps({"models": len(models), "built": built_models, "adapters": built_adapters}))
+"""
+
+
+def test_importing_the_package_builds_no_model_and_no_union_adapter() -> None:
+    result = subprocess.run(
+        [sys.executable, "-c", PROBE],
+        env=bridge_env(),
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=True,
+    )
+    report = json.loads(result.stdout)
+    assert report["models"] > 1000
+    assert (report["built"], report["adapters"]) == ([], [])
