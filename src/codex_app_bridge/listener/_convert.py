@@ -1,8 +1,10 @@
 """Core payload -> v2 wire value conversions used by the reducer's bespoke rows.
 
 Role: the small, pure translations the real app-server applies when it builds a notification
-itself instead of calling the stateless mapper: error infos, token usage, rate limits, hook runs,
-plan steps, MCP startup states, thread settings, guardian reviews. Each returns a v2 wire model
+itself instead of calling the stateless mapper: token usage, rate limits, hook runs, plan steps,
+MCP startup states, thread settings, guardian reviews. Error infos (``turn_error`` and friends) are
+shared with the history builder and live in ``codex_app_bridge.mapping``; they are re-exported
+here for the reducer. Each returns a v2 wire model
 (validated once here, so an unknown enum value fails loudly and the reducer skips the event).
 
 Boundary: no state, no I/O, no notification envelopes; item conversions (TurnItem -> ThreadItem,
@@ -19,8 +21,13 @@ from typing import Any, cast
 
 from pydantic import JsonValue
 
+from codex_app_bridge.mapping import (
+    camel,
+    codex_error_info,
+    error_affects_turn_status,
+    turn_error,
+)
 from codex_app_bridge.protocol.core import (
-    CodexErrorInfo,
     GuardianAssessmentEvent,
     HookRunSummary,
     McpStartupStatus,
@@ -37,7 +44,6 @@ from codex_app_bridge.protocol.v2 import (
     ThreadSettings,
     ThreadTokenUsage,
     TokenUsageBreakdown,
-    TurnError,
     TurnPlanStep,
 )
 from codex_app_bridge.protocol.v2 import (
@@ -54,7 +60,6 @@ from codex_app_bridge.protocol.v2 import (
 )
 
 __all__ = [
-    "V2_CODEX_ERROR_INFO_NAMES",
     "camel",
     "codex_error_info",
     "error_affects_turn_status",
@@ -70,112 +75,6 @@ __all__ = [
     "token_usage",
     "turn_error",
 ]
-
-
-def camel(name: str) -> str:
-    """``snake_case`` -> ``camelCase``; a name without underscores is returned unchanged."""
-    head, *rest = name.split("_")
-    return head + "".join(part[:1].upper() + part[1:] for part in rest)
-
-
-def _camel_keys(value: JsonValue) -> JsonValue:
-    """Recursively camelCase the keys of JSON objects (values untouched)."""
-    if isinstance(value, dict):
-        return {camel(key): _camel_keys(item) for key, item in value.items()}
-    if isinstance(value, list):
-        return [_camel_keys(item) for item in value]
-    return value
-
-
-# ---------------------------------------------------------------------------------------------
-# Errors
-# ---------------------------------------------------------------------------------------------
-
-V2_CODEX_ERROR_INFO_NAMES: frozenset[str] = frozenset(
-    {
-        "contextWindowExceeded",
-        "sessionBudgetExceeded",
-        "usageLimitExceeded",
-        "rateLimitExceeded",
-        "flexUnavailable",
-        "serverOverloaded",
-        "cyberPolicy",
-        "misalignmentPolicyViolation",
-        "tooManyDenials",
-        "internalServerError",
-        "unauthorized",
-        "badRequest",
-        "threadRollbackFailed",
-        "sandboxError",
-        "other",
-    }
-)
-"""The unit variants of the 0.163.0 v2 ``CodexErrorInfo`` enum."""
-
-_V2_CODEX_ERROR_INFO_OBJECTS: frozenset[str] = frozenset(
-    {
-        "httpConnectionFailed",
-        "responseStreamConnectionFailed",
-        "responseStreamDisconnected",
-        "responseTooManyFailedAttempts",
-        "activeTurnNotSteerable",
-    }
-)
-
-_NON_TERMINAL_ERRORS: frozenset[str] = frozenset({"thread_rollback_failed", "threadRollbackFailed"})
-_NON_TERMINAL_OBJECTS: frozenset[str] = frozenset(
-    {"active_turn_not_steerable", "activeTurnNotSteerable"}
-)
-
-
-def codex_error_info(info: CodexErrorInfo | None) -> JsonValue:
-    """The v2 ``codexErrorInfo`` of a core error info.
-
-    Unit variants are camelCased; one-key objects get a camelCased key and camelCased inner keys
-    (``{"response_stream_disconnected": {"http_status_code": null}}`` ->
-    ``{"responseStreamDisconnected": {"httpStatusCode": null}}``). A variant the 0.163.0 v2 enum
-    does not have becomes ``"other"`` (captures: core ``invalid_prompt`` -> ``"other"``).
-    """
-    if info is None:
-        return None
-    if isinstance(info, str):
-        name = camel(info)
-        return name if name in V2_CODEX_ERROR_INFO_NAMES else "other"
-    if len(info) == 1:
-        key, inner = next(iter(info.items()))
-        name = camel(key)
-        if name in _V2_CODEX_ERROR_INFO_OBJECTS:
-            return {name: _camel_keys(inner)}
-        if name in V2_CODEX_ERROR_INFO_NAMES:
-            return name
-    return "other"
-
-
-def error_affects_turn_status(info: CodexErrorInfo | None) -> bool:
-    """False for the errors that do not fail a turn (rollback failure, non-steerable turn)."""
-    if info is None:
-        return True
-    if isinstance(info, str):
-        return info not in _NON_TERMINAL_ERRORS
-    return not any(key in _NON_TERMINAL_OBJECTS for key in info)
-
-
-def turn_error(
-    message: str,
-    info: CodexErrorInfo | None,
-    *,
-    additional_details: str | None = None,
-    misalignment: JsonValue = None,
-) -> TurnError:
-    """``TurnError {message, codexErrorInfo, additionalDetails, misalignment}``."""
-    return TurnError.model_validate(
-        {
-            "message": message,
-            "codexErrorInfo": codex_error_info(info),
-            "additionalDetails": additional_details,
-            "misalignment": _camel_keys(misalignment) if misalignment is not None else None,
-        }
-    )
 
 
 # ---------------------------------------------------------------------------------------------
