@@ -3,10 +3,11 @@
 from __future__ import annotations
 
 import subprocess
+from pathlib import Path
 
 import pytest
 
-from codex_app_bridge.cli import build_parser, main
+from codex_app_bridge.cli import EXIT_STDOUT_CLOSED, build_parser, main
 from tests.conftest import bridge_command, bridge_env
 
 
@@ -36,3 +37,36 @@ def test_module_entry_point_reports_version() -> None:
     )
     assert proc.returncode == 0
     assert proc.stdout.startswith("codex-app-bridge ")
+
+
+_DELTA = (
+    b'{"id":"turn-1","msg":{"type":"agent_message_content_delta","thread_id":"t",'
+    b'"turn_id":"turn-1","item_id":"msg_1","delta":"Hello"}}\n'
+)
+
+
+@pytest.mark.parametrize("args", [["demo"], ["map", "{big}"], ["map", "--stateless", "{big}"]])
+def test_a_reader_that_stops_early_ends_the_command_quietly(
+    args: list[str], tmp_path: Path
+) -> None:
+    # `codex-app-bridge demo | head -1`: the command notices, exits 141 (128 + SIGPIPE) and
+    # prints no traceback. The map input is far larger than a pipe's buffer, so the command is
+    # still writing when the reader goes away.
+    big = tmp_path / "deltas.jsonl"
+    big.write_bytes(_DELTA * 20_000)
+    proc = subprocess.Popen(
+        [*bridge_command(), *(a.replace("{big}", str(big)) for a in args)],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        env=bridge_env({"LOG_LEVEL": "WARNING"}),
+    )
+    assert proc.stdout is not None
+    assert proc.stdout.readline()
+    proc.stdout.close()
+    try:
+        _, stderr = proc.communicate(timeout=60)
+    finally:
+        proc.kill()
+    assert proc.returncode == EXIT_STDOUT_CLOSED
+    assert b"Traceback" not in stderr
+    assert b"Broken pipe" not in stderr

@@ -11,6 +11,7 @@ handed to any client as its codex executable.
 from __future__ import annotations
 
 import argparse
+import os
 import sys
 from collections.abc import Sequence
 from typing import Any, Protocol
@@ -60,5 +61,29 @@ def main(argv: Sequence[str] | None = None) -> int:
     if handler is None:
         parser.print_help(sys.stderr)
         return 2
-    result: int = handler(args)
+    try:
+        result: int = handler(args)
+    except BrokenPipeError:
+        return _stdout_closed()
+    except BaseExceptionGroup as group:
+        # a command running under anyio reports the closed pipe from inside its task group
+        if group.split(BrokenPipeError)[1] is None:
+            return _stdout_closed()
+        raise
     return result
+
+
+#: Exit status when the reader of stdout went away (``demo | head``): 128 + SIGPIPE, as a shell
+#: reports a process killed by that signal.
+EXIT_STDOUT_CLOSED = 141
+
+
+def _stdout_closed() -> int:
+    """The reader of stdout is gone: exit quietly instead of printing a traceback.
+
+    stdout is pointed at /dev/null first so that the interpreter's final flush does not raise
+    again (the recipe of the Python documentation for SIGPIPE).
+    """
+    devnull = os.open(os.devnull, os.O_WRONLY)
+    os.dup2(devnull, sys.stdout.fileno())
+    return EXIT_STDOUT_CLOSED

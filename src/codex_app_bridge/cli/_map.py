@@ -94,6 +94,7 @@ class _WriterOutbox:
     def __init__(self, out: BinaryIO, *, timestamps: bool) -> None:
         self._out = out
         self._timestamps = timestamps
+        self._reader_gone = False
 
     @property
     def connection_id(self) -> int:
@@ -101,7 +102,8 @@ class _WriterOutbox:
 
     @property
     def closed(self) -> bool:
-        return False
+        """True once the reader of the output went away (``map ... | head``)."""
+        return self._reader_gone
 
     def wants(self, method: str) -> bool:
         return True
@@ -112,7 +114,11 @@ class _WriterOutbox:
             decoded: dict[str, Any] = orjson.loads(data)
             decoded.pop("emittedAtMs", None)
             data = orjson.dumps(decoded)
-        self._out.write(data + b"\n")
+        try:
+            self._out.write(data + b"\n")
+        except BrokenPipeError:
+            self._reader_gone = True
+            return False
         return True
 
     async def send_server_request(
@@ -163,9 +169,15 @@ class _Mapper:
     segment_first_class: bool = False
     hub: ListenerHub | None = None
     listener: ThreadListener | None = None
+    outbox: _WriterOutbox | None = None
 
     def __post_init__(self) -> None:
         self.thread_id = self.options.thread_id
+
+    def check_output(self) -> None:
+        """Stop the run once nobody reads the output any more (the CLI exits quietly, 141)."""
+        if self.outbox is not None and self.outbox.closed:
+            raise BrokenPipeError("the reader of the output went away")
 
     def bad_line(self, number: int, reason: str) -> None:
         self.bad += 1
@@ -175,7 +187,7 @@ class _Mapper:
         if self.listener is None:
             self.thread_id = self.thread_id or DEFAULT_THREAD_ID
             self.hub = ListenerHub()
-            outbox = _WriterOutbox(self.out, timestamps=self.options.timestamps)
+            outbox = self.outbox = _WriterOutbox(self.out, timestamps=self.options.timestamps)
             self.hub.add_connection(outbox)
             self.listener = self.hub.create_thread(self.thread_id)
             self.listener.subscribe(outbox, raw_events=self.options.raw_events)
@@ -326,7 +338,9 @@ async def map_lines(lines: Iterable[tuple[int, bytes]], options: MapOptions, out
     mapper = _Mapper(options, out)
     for number, raw in lines:
         await mapper.line(number, raw)
+        mapper.check_output()
     await mapper.flush()
+    mapper.check_output()
     return mapper.bad
 
 
