@@ -9,6 +9,43 @@ nothing of connections or JSON-RPC. The server owns the writers of its loaded th
 
 from __future__ import annotations
 
+from codex_app_bridge.storage._catalog import StoredThread, ThreadCatalog, parse_rollout_timestamp
+from codex_app_bridge.storage._errors import StorageError
+from codex_app_bridge.storage._layout import (
+    ARCHIVED_SESSIONS_SUBDIR,
+    SESSION_INDEX_FILE,
+    SESSIONS_SUBDIR,
+    CodexHome,
+    RolloutName,
+    parse_rollout_name,
+    rollout_file_name,
+)
+from codex_app_bridge.storage._paging import InvalidCursor, Page, page_threads
 from codex_app_bridge.storage._policy import PERSISTED_EVENT_TYPES, is_persisted_event_type
+from codex_app_bridge.storage._reader import LoadedRollout, load_rollout, parse_rollout_bytes
+from codex_app_bridge.storage._writer import RolloutWriter, rollout_timestamp, session_meta
 
-__all__ = ["PERSISTED_EVENT_TYPES", "is_persisted_event_type"]
+__all__ = [
+    "ARCHIVED_SESSIONS_SUBDIR",
+    "PERSISTED_EVENT_TYPES",
+    "SESSIONS_SUBDIR",
+    "SESSION_INDEX_FILE",
+    "CodexHome",
+    "InvalidCursor",
+    "LoadedRollout",
+    "Page",
+    "RolloutName",
+    "RolloutWriter",
+    "StorageError",
+    "StoredThread",
+    "ThreadCatalog",
+    "is_persisted_event_type",
+    "load_rollout",
+    "page_threads",
+    "parse_rollout_bytes",
+    "parse_rollout_name",
+    "parse_rollout_timestamp",
+    "rollout_file_name",
+    "rollout_timestamp",
+    "session_meta",
+]
