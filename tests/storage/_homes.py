@@ -1,0 +1,43 @@
+"""CODEX_HOME directories built from the real captures, laid out as 0.163.0 names its files."""
+
+from __future__ import annotations
+
+import json
+import shutil
+from datetime import datetime
+from pathlib import Path
+from typing import Any
+
+import orjson
+
+from tests.conftest import CAPTURES_DIR
+
+CAPTURE_HOME = "/home/dev/.codex"
+
+
+def _meta(path: Path) -> dict[str, Any]:
+    return orjson.loads(path.read_bytes().split(b"\n", 1)[0])["payload"]
+
+
+def home_from_capture(capture: str, home: Path) -> dict[str, Path]:
+    """Copy every rollout of ``capture`` into ``home/sessions/YYYY/MM/DD`` under its real name;
+    the paths by rollout id (thread id, or segment id for a segment)."""
+    placed: dict[str, Path] = {}
+    for source in sorted((CAPTURES_DIR / capture).glob("rollout*.jsonl")):
+        meta = _meta(source)
+        created = datetime.fromisoformat(meta["timestamp"].replace("Z", "+00:00"))
+        stamp = f"{created:%Y-%m-%dT%H-%M-%S}"
+        segment = source.stem.split("_")[1] if "_" in source.stem else None
+        thread_id = meta["id"]
+        name = f"rollout-{stamp}-{thread_id}" + (f"_{segment}" if segment else "") + ".jsonl"
+        day = home / "sessions" / f"{created:%Y}" / f"{created:%m}" / f"{created:%d}"
+        day.mkdir(parents=True, exist_ok=True)
+        shutil.copyfile(source, day / name)
+        placed[segment or thread_id] = day / name
+    return placed
+
+
+def captured_thread_read(capture: str, name: str = "thread_read.json") -> dict[str, Any]:
+    return json.loads((CAPTURES_DIR / capture / name).read_text(encoding="utf-8"))["result"][
+        "thread"
+    ]
