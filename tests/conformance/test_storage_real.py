@@ -1,0 +1,91 @@
+"""Stored threads against the real 0.163.0 binary, both directions, with scratch CODEX_HOMEs:
+the binary lists, resumes and continues a thread the bridge's writer stored, with the same turns;
+the bridge's catalog reads a thread the binary stored, with the turns the binary reads."""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime
+from pathlib import Path
+
+import pytest
+
+from codex_app_bridge.mapping.thread_history import build_turns
+from codex_app_bridge.protocol import core
+from codex_app_bridge.protocol.v2 import dump_dict
+from codex_app_bridge.storage import CodexHome, RolloutWriter, ThreadCatalog, session_meta
+from tests.conformance._realpeer import MockModel, real_peer
+from tests.conftest import CAPTURES_DIR
+
+pytestmark = pytest.mark.conformance
+
+
+def _write_capture_events(home: Path, capture: str, cwd: Path) -> tuple[str, Path]:
+    """Store the events of a captured thread through the bridge's writer, as the runtime does."""
+    lines = list(core.iter_rollout_jsonl((CAPTURES_DIR / capture / "rollout.jsonl").read_bytes()))
+    meta = next(line for line in lines if isinstance(line, core.SessionMetaLine)).payload
+    created = datetime.now(UTC)
+    path = CodexHome(home).new_rollout_path(meta.thread_id, created.astimezone())
+    writer = RolloutWriter.create(
+        path,
+        session_meta(
+            thread_id=meta.thread_id,
+            created=created,
+            cwd=str(cwd),
+            originator="codex-app-bridge",
+            model_provider="mock",
+        ),
+    )
+    for line in lines:
+        if isinstance(line, core.EventMsgLine):
+            writer.append_event(line.payload)
+    writer.close()
+    return meta.thread_id, path
+
+
+@pytest.mark.parametrize("capture", ["plain", "shell", "interrupt", "error_fatal"])
+def test_real_binary_lists_resumes_and_continues_what_the_bridge_stored(
+    capture: str, tmp_path: Path
+) -> None:
+    home, cwd = tmp_path / "home", tmp_path / "work"
+    cwd.mkdir()
+    thread_id, path = _write_capture_events(home, capture, cwd)
+    catalog = ThreadCatalog(CodexHome(home))
+    stored = catalog.find(thread_id)
+    assert stored is not None
+    ours = [dump_dict(t) for t in build_turns(catalog.history(stored), interrupt_stale=True)]
+    with MockModel() as model:
+        model.write_config(home)
+        with real_peer(home, cwd) as real:
+            listed = real.result("thread/list", {})["data"]
+            assert [(t["id"], t["path"]) for t in listed] == [(thread_id, str(path))]
+            resumed = real.result("thread/resume", {"threadId": thread_id})["thread"]
+            assert resumed["turns"] == ours
+            turn = real.run_turn(thread_id, "and one more")
+            assert turn["status"] == "completed"
+            read = real.result("thread/read", {"threadId": thread_id, "includeTurns": True})
+            assert read["thread"]["turns"][: len(ours)] == ours
+            assert len(read["thread"]["turns"]) == len(ours) + 1
+
+
+def test_bridge_reads_what_the_real_binary_stored(tmp_path: Path) -> None:
+    home, cwd = tmp_path / "home", tmp_path / "work"
+    cwd.mkdir()
+    with MockModel() as model:
+        model.write_config(home)
+        with real_peer(home, cwd) as real:
+            thread = real.result("thread/start", {})["thread"]
+            real.run_turn(thread["id"], "first question")
+            real.run_turn(thread["id"], "second question")
+            real.result("thread/name/set", {"threadId": thread["id"], "name": "named by codex"})
+            read = real.result("thread/read", {"threadId": thread["id"], "includeTurns": True})
+            listed = real.result("thread/list", {})["data"]
+    catalog = ThreadCatalog(CodexHome(home))
+    (stored,) = catalog.threads()
+    assert stored.thread_id == thread["id"]
+    assert str(stored.path) == read["thread"]["path"]
+    assert stored.name == "named by codex" == listed[0]["name"]
+    assert stored.preview == listed[0]["preview"]
+    assert stored.model == listed[0]["model"]
+    assert stored.created_at_s == listed[0]["createdAt"]
+    turns = build_turns(catalog.history(stored), interrupt_stale=True)
+    assert [dump_dict(turn) for turn in turns] == read["thread"]["turns"]
