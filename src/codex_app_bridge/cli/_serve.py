@@ -25,6 +25,7 @@ from __future__ import annotations
 import argparse
 import ipaddress
 import logging
+import os
 import signal
 import sys
 from typing import Any
@@ -115,6 +116,14 @@ def _add_arguments(parser: argparse.ArgumentParser) -> None:
         help="working directory reported for threads started without a cwd (default: the "
         "current directory)",
     )
+    parser.add_argument(
+        "--codex-home",
+        metavar="DIR",
+        default=None,
+        help="store threads under DIR as Codex does (sessions/YYYY/MM/DD/rollout-*.jsonl), so "
+        "a restarted server lists and resumes them (default: $CODEX_HOME; with neither, threads "
+        "live in memory only)",
+    )
     add_codex_compat_flags(parser)
     parser.set_defaults(handler=_run)
 
@@ -151,10 +160,18 @@ def _build_source(args: argparse.Namespace) -> EventSource:
     return source
 
 
-async def run_server(source: EventSource, *, default_cwd: str | None = None) -> None:
+def resolve_codex_home(flag: str | None) -> str | None:
+    """``--codex-home``, else ``$CODEX_HOME``, else ``None`` (threads in memory only)."""
+    chosen = flag or os.environ.get("CODEX_HOME") or None
+    return None if chosen is None else os.path.abspath(os.path.expanduser(chosen))
+
+
+async def run_server(
+    source: EventSource, *, default_cwd: str | None = None, codex_home: str | None = None
+) -> None:
     """Serve one client on stdio until end of input or SIGTERM/SIGINT."""
     async with (
-        BridgeServer(source, default_cwd=default_cwd) as server,
+        BridgeServer(source, default_cwd=default_cwd, codex_home=codex_home) as server,
         anyio.create_task_group() as tg,
     ):
 
@@ -177,5 +194,13 @@ def _run(args: argparse.Namespace) -> int:
     except (ScriptError, ValueError) as exc:
         print(f"codex-app-bridge serve: {exc}", file=sys.stderr)
         return EXIT_USAGE
-    anyio.run(lambda: run_server(source, default_cwd=args.cwd))
+    codex_home = resolve_codex_home(args.codex_home)
+    if codex_home is None:
+        logger.warning(
+            "no --codex-home and no CODEX_HOME: threads live in memory only and are gone when "
+            "the server stops"
+        )
+    else:
+        logger.info("storing threads under %s", codex_home)
+    anyio.run(lambda: run_server(source, default_cwd=args.cwd, codex_home=codex_home))
     return 0

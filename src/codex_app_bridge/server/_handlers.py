@@ -42,8 +42,6 @@ from codex_app_bridge.protocol.v2 import (
     RemoteControlStatusChangedNotification,
     ThreadForkParams,
     ThreadForkResponse,
-    ThreadListParams,
-    ThreadListResponse,
     ThreadLoadedListParams,
     ThreadLoadedListResponse,
     ThreadReadParams,
@@ -74,7 +72,6 @@ from codex_app_bridge.server._errors import (
     no_rollout,
     steer_turn_mismatch,
     thread_not_found,
-    thread_not_loaded,
 )
 from codex_app_bridge.server._handshake import (
     codex_home,
@@ -86,6 +83,7 @@ from codex_app_bridge.server._handshake import (
 from codex_app_bridge.server._history import build_thread_turns, fork_events
 from codex_app_bridge.server._ids import new_uuid7, parse_thread_id
 from codex_app_bridge.server._inputs import core_inputs
+from codex_app_bridge.server._stored_handlers import StoredThreadMethods
 from codex_app_bridge.server._threads import ThreadRecord, ThreadSettings, sandbox_policy
 from codex_app_bridge.server._turns import TurnRun
 from codex_app_bridge.sources import TurnRequest, input_text
@@ -198,7 +196,7 @@ class _Overrides:
         return updated
 
 
-class Handlers:
+class Handlers(StoredThreadMethods):
     """The supported methods, bound to one ``BridgeServer``."""
 
     def __init__(self, server: BridgeServer) -> None:
@@ -250,6 +248,8 @@ class Handlers:
             thread_source=thread_source,
         )
         self.server.store.add(record)
+        if self.server.storage is not None:
+            self.server.storage.attach(record)
         return record
 
     # ------------------------------------------------------------------ initialize
@@ -299,7 +299,7 @@ class Handlers:
     async def thread_resume(
         self, ctx: RequestContext, params: ThreadResumeParams
     ) -> ThreadResumeResponse:
-        record = self._record(params.thread_id, no_rollout)
+        record = self.loaded_or_stored(params.thread_id, no_rollout)
         exclude_turns = bool(params.exclude_turns)
         if not exclude_turns:
             await self._deprecation(ctx, RESUME_DEPRECATION)
@@ -321,7 +321,7 @@ class Handlers:
     async def thread_fork(
         self, ctx: RequestContext, params: ThreadForkParams
     ) -> ThreadForkResponse:
-        source = self._record(params.thread_id, no_rollout)
+        source = self.loaded_or_stored(params.thread_id, no_rollout)
         if not source.materialized:
             raise no_rollout(source.id)
         exclude_turns = bool(params.exclude_turns)
@@ -341,6 +341,8 @@ class Handlers:
         record.preview = source.preview
         record.turns_started = source.turns_started
         record.raw_events = source.raw_events
+        if self.server.storage is not None:
+            await self.server.storage.write_all(record)
         record.listener.subscribe(ctx.connection, raw_events=record.raw_events)
         turns = None if exclude_turns else build_thread_turns(events)
         ctx.after_response(partial(self._broadcast_started, record))
@@ -349,7 +351,10 @@ class Handlers:
     async def thread_read(
         self, ctx: RequestContext, params: ThreadReadParams
     ) -> ThreadReadResponse:
-        record = self._record(params.thread_id, thread_not_loaded)
+        thread_id = parse_thread_id(params.thread_id)
+        record = self.server.store.get(thread_id)
+        if record is None:
+            return self.read_stored(thread_id, include_turns=bool(params.include_turns))
         if not params.include_turns:
             return ThreadReadResponse(thread=record.thread())
         if not record.materialized:
@@ -357,46 +362,6 @@ class Handlers:
         await self._deprecation(ctx, READ_DEPRECATION)
         turns = build_thread_turns(record.events, running=record.active_run is not None)
         return ThreadReadResponse(thread=record.thread(turns=turns))
-
-    async def thread_list(
-        self, ctx: RequestContext, params: ThreadListParams
-    ) -> ThreadListResponse:
-        records = self.server.store.list_materialized()
-        if params.archived:
-            records = []  # nothing is ever archived here
-        if params.cwd is not None:
-            wanted = {params.cwd} if isinstance(params.cwd, str) else set(params.cwd)
-            records = [r for r in records if r.settings.cwd in wanted]
-        if params.model_providers:
-            providers = set(params.model_providers)
-            records = [r for r in records if r.settings.model_provider in providers]
-        kinds = set(params.source_kinds or ()) or _INTERACTIVE_SOURCES
-        if "vscode" not in kinds:
-            records = []
-        if params.excluded_thread_ids:
-            excluded = set(params.excluded_thread_ids)
-            records = [r for r in records if r.id not in excluded]
-        if params.originators:
-            originators = set(params.originators)
-            records = [r for r in records if r.originator in originators]
-        if params.search_term:
-            term = params.search_term.casefold()
-            records = [r for r in records if term in (r.name or r.preview).casefold()]
-        if params.sort_key == "updated_at":
-            records.sort(key=lambda r: (r.updated_at, r.id))
-        else:
-            records.sort(key=lambda r: (r.created_at, r.id))
-        if params.sort_direction != "asc":
-            records.reverse()
-        by_id = {r.id: r for r in records}
-        page, next_cursor = _page(
-            list(by_id), params.cursor, params.limit or THREAD_LIST_DEFAULT_LIMIT
-        )
-        return ThreadListResponse(
-            data=[by_id[thread_id].thread() for thread_id in page],
-            next_cursor=next_cursor,
-            backwards_cursor=None,
-        )
 
     async def thread_loaded_list(
         self, ctx: RequestContext, params: ThreadLoadedListParams

@@ -3,7 +3,8 @@
 The server owns the process-wide pieces and lends them to every connection:
 
 * the ``ListenerHub`` (per-thread state, subscriptions, broadcasts),
-* the ``ThreadStore`` (threads in memory; stored sessions plug in behind it later),
+* the ``ThreadStore`` (loaded threads) and, with a ``codex_home``, the ``ThreadStorage`` (threads
+  stored under ``CODEX_HOME`` as Codex stores them; ``_stored``),
 * the event source turns are played from (the built-in agent unless told otherwise),
 * the method table (``_table``), the gate (``_handshake.check_request``), the thread
   serialization scopes and the server -> client request ids, all shared across connections as in
@@ -27,6 +28,7 @@ import logging
 import os
 import socket
 import uuid
+from pathlib import Path
 from types import TracebackType
 from typing import Self
 
@@ -43,6 +45,7 @@ from codex_app_bridge.rpc import (
 )
 from codex_app_bridge.server._handlers import Handlers
 from codex_app_bridge.server._handshake import ConnectionState, check_request
+from codex_app_bridge.server._stored import ThreadStorage
 from codex_app_bridge.server._table import build_method_table
 from codex_app_bridge.server._threads import ThreadStore
 from codex_app_bridge.server._turns import TurnRun
@@ -63,11 +66,18 @@ class BridgeServer:
         *,
         default_cwd: str | None = None,
         drain_timeout: float = 10.0,
+        codex_home: str | os.PathLike[str] | None = None,
     ) -> None:
         self.source: EventSource = source if source is not None else DefaultAgent()
         self.default_cwd = os.path.abspath(default_cwd or os.getcwd())
         self.hub = ListenerHub()
         self.store = ThreadStore()
+        self.storage: ThreadStorage | None = (
+            None
+            if codex_home is None
+            else ThreadStorage(Path(codex_home).absolute(), broadcast=self.hub.broadcast)
+        )
+        """Stored threads under ``codex_home``; ``None``: threads live in memory only."""
         self.handlers = Handlers(self)
         self.table: MethodTable = build_method_table(self.handlers)
         self.scopes = SerialScopes()
@@ -99,7 +109,11 @@ class BridgeServer:
             connection.close()
         group.cancel_scope.cancel()
         self._task_group = None
-        return await group.__aexit__(exc_type, exc, tb)
+        try:
+            return await group.__aexit__(exc_type, exc, tb)
+        finally:
+            if self.storage is not None:
+                self.storage.close()
 
     @property
     def connection_count(self) -> int:

@@ -18,7 +18,7 @@ a record built from a rollout file carries its events the same way.
 from __future__ import annotations
 
 import time
-from collections.abc import Iterator
+from collections.abc import Awaitable, Callable, Iterator
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
@@ -43,6 +43,7 @@ if TYPE_CHECKING:
 
 __all__ = [
     "THREAD_SOURCE",
+    "EventSink",
     "ThreadRecord",
     "ThreadSettings",
     "ThreadStore",
@@ -51,6 +52,10 @@ __all__ = [
 
 THREAD_SOURCE = "vscode"
 """``Thread.source`` of every thread the app-server starts (what 0.163.0 reports)."""
+
+
+EventSink = Callable[["ThreadRecord", EventEnvelope], Awaitable[None]]
+"""Where a stored thread's events go as they are recorded (``server._stored``)."""
 
 
 def sandbox_policy(mode: SandboxMode | None, cwd: str) -> SandboxPolicy:
@@ -111,6 +116,10 @@ class ThreadRecord:
     """The turn the server is running on this thread, from turn/start until its terminal event."""
     last_run: TurnRun | None = None
     """The most recent turn runner (the next one waits for it to finish feeding the listener)."""
+    path: str | None = None
+    """The thread's current rollout file, once it is stored (``Thread.path``)."""
+    sink: EventSink | None = None
+    """Called with every envelope appended to ``events`` (the storage writer), if stored."""
 
     def __post_init__(self) -> None:
         if not self.updated_at:
@@ -153,7 +162,7 @@ class ThreadRecord:
             updated_at=self.updated_at,
             recency_at=self.created_at,
             status=self.status(),
-            path=None,
+            path=self.path,
             cwd=self.settings.cwd,
             cli_version=CODEX_PROTOCOL_VERSION,
             originator=self.originator,
@@ -186,6 +195,10 @@ class ThreadStore:
         if record.id in self._threads:
             raise ValueError(f"thread {record.id} already exists")
         self._threads[record.id] = record
+
+    def remove(self, thread_id: str) -> ThreadRecord | None:
+        """Forget a thread (archived or deleted)."""
+        return self._threads.pop(thread_id, None)
 
     def list_materialized(self) -> list[ThreadRecord]:
         """Threads ``thread/list`` may show: materialized and not ephemeral."""

@@ -186,6 +186,8 @@ class TurnRun:
     async def _feed(self, event: EventMsg) -> None:
         envelope = EventEnvelope(id=self.turn_id, msg=event)
         self.record.events.append(envelope)
+        if self.record.sink is not None:
+            await self.record.sink(self.record, envelope)
         await self.record.listener.handle(envelope)
         if event.type in TURN_START_TYPES:
             self.record.listener.add_turn_end_hook(self._run_end_hooks)

@@ -1,0 +1,140 @@
+"""The server's stored threads: one ``CODEX_HOME``, its catalog and a writer per loaded thread.
+
+* A thread's rollout is created when its first persisted event arrives (the first turn's
+  ``task_started``; 0.163.0 also writes the file only once a turn starts), under
+  ``sessions/YYYY/MM/DD`` with the ``session_meta`` first; ``Thread.path`` is set then.
+  ``ephemeral`` threads are never written.
+* Every later envelope of the thread goes through :meth:`ThreadStorage.persist` (the record's
+  ``sink``): the events ``PERSISTED_EVENT_TYPES`` names become ``event_msg`` lines, in order.
+* A resumed thread (after a restart) gets its events from the rollout and appends to the same
+  file; a fork gets a new rollout holding the fork's (truncated) events, ``forked_from_id`` set.
+* A write that fails (unwritable directory, full disk) is a :class:`StorageError`: it is logged
+  (stderr, level ERROR) and sent as a ``warning`` notification naming the thread, once per thread and
+  message; the thread goes on in memory and later events are tried again.
+
+Boundary: owns the writers; the handlers decide when a thread is loaded, read or moved.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Awaitable, Callable
+from datetime import UTC, datetime
+from pathlib import Path
+
+from codex_app_bridge.protocol import core
+from codex_app_bridge.protocol.v2 import WarningNotification, dump_json
+from codex_app_bridge.server._threads import ThreadRecord
+from codex_app_bridge.storage import (
+    PERSISTED_EVENT_TYPES,
+    CodexHome,
+    RolloutWriter,
+    StorageError,
+    StoredThread,
+    ThreadCatalog,
+    session_meta,
+)
+
+__all__ = ["ThreadStorage", "envelopes_of"]
+
+_log = logging.getLogger(__name__)
+
+Broadcast = Callable[[str, bytes], Awaitable[None]]
+
+
+def envelopes_of(lines: list[core.RolloutLine]) -> list[core.EventEnvelope]:
+    """A stored thread's event log: its ``event_msg`` lines, each under its own turn id."""
+    envelopes: list[core.EventEnvelope] = []
+    for line in lines:
+        if isinstance(line, core.EventMsgLine):
+            turn_id = getattr(line.payload, "turn_id", None)
+            envelopes.append(
+                core.EventEnvelope(id=turn_id if isinstance(turn_id, str) else "", msg=line.payload)
+            )
+    return envelopes
+
+
+class ThreadStorage:
+    """Stored threads of one ``CODEX_HOME`` (see the module docstring)."""
+
+    def __init__(self, root: Path, broadcast: Broadcast | None = None) -> None:
+        self.home = CodexHome(root)
+        self.catalog = ThreadCatalog(self.home)
+        self._broadcast = broadcast
+        self._writers: dict[str, RolloutWriter] = {}
+        self._resume_at: dict[str, StoredThread] = {}
+        self._reported: set[tuple[str, str]] = set()
+
+    def close(self) -> None:
+        for writer in self._writers.values():
+            writer.close()
+        self._writers.clear()
+
+    # ------------------------------------------------------------------ writing
+
+    def attach(self, record: ThreadRecord, stored: StoredThread | None = None) -> None:
+        """Store this thread's events from now on (``stored``: append to that rollout)."""
+        if record.ephemeral:
+            return
+        if stored is not None:
+            self._resume_at[record.id] = stored
+            record.path = str(stored.path)
+        record.sink = self.persist
+
+    def _writer(self, record: ThreadRecord) -> RolloutWriter:
+        writer = self._writers.get(record.id)
+        if writer is not None:
+            return writer
+        stored = self._resume_at.get(record.id)
+        if stored is not None:
+            loaded = self.catalog.load(stored.path)
+            next_ordinal = 0 if loaded is None else loaded.next_ordinal
+            writer = RolloutWriter.reopen(stored.path, next_ordinal=next_ordinal)
+            del self._resume_at[record.id]
+        else:
+            now = datetime.now(UTC)
+            meta = session_meta(
+                thread_id=record.id,
+                created=now,
+                cwd=record.settings.cwd,
+                originator=record.originator or "codex-app-bridge",
+                model_provider=record.settings.model_provider,
+                forked_from_id=record.forked_from_id,
+            )
+            path = self.home.new_rollout_path(record.id, now.astimezone())
+            writer = RolloutWriter.create(path, meta, now=now)
+        self._writers[record.id] = writer
+        record.path = str(writer.path)
+        return writer
+
+    async def persist(self, record: ThreadRecord, envelope: core.EventEnvelope) -> None:
+        """Write one envelope of the thread, if Codex persists its type (the record's sink)."""
+        if record.ephemeral or envelope.msg.type not in PERSISTED_EVENT_TYPES:
+            return
+        try:
+            self._writer(record).append_event(envelope.msg)
+        except StorageError as exc:
+            await self._report(record.id, exc)
+
+    async def write_all(self, record: ThreadRecord) -> None:
+        """Store a new thread's whole log at once (a fork starts with its source's turns)."""
+        for envelope in record.events:
+            await self.persist(record, envelope)
+
+    async def _report(self, thread_id: str, exc: StorageError) -> None:
+        message = f"thread {thread_id} is not stored (it goes on in memory): {exc}"
+        if (thread_id, str(exc)) in self._reported:
+            _log.debug("%s", message)
+            return
+        self._reported.add((thread_id, str(exc)))
+        _log.error("%s", message)
+        if self._broadcast is not None:
+            warning = WarningNotification(message=message, thread_id=thread_id)
+            await self._broadcast("warning", dump_json(warning))
+
+    def forget(self, thread_id: str) -> None:
+        """Stop writing a thread (archived or deleted)."""
+        writer = self._writers.pop(thread_id, None)
+        if writer is not None:
+            writer.close()
+        self._resume_at.pop(thread_id, None)

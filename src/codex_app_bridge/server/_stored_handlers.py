@@ -1,0 +1,433 @@
+"""Handlers over stored threads: ``thread/list`` across memory and ``CODEX_HOME``, reads and
+resumes of threads that are not loaded, the history pages, names, archive, delete, metadata.
+
+Rules (0.163.0, probed on the binary with scratch homes):
+
+* ``thread/list`` shows the loaded threads that have a turn and the stored threads that are not
+  loaded (``status: notLoaded``); archived ones only with ``archived: true``. Filters: ``cwd``,
+  ``modelProviders``, ``sourceKinds`` (default: the interactive ``cli`` and ``vscode``),
+  ``originators``, ``excludedThreadIds``, ``searchTerm`` (in the name or preview, case-folded);
+  ``sectionId`` matches nothing (no sections here). Sorting and cursors: ``storage.page_threads``.
+* ``thread/read`` of a stored thread that is not loaded answers it ``notLoaded``, with its turns
+  when asked (the binary itself answers ``[]`` until it has resumed a rollout it did not write;
+  the bridge reads the rollout); ``thread/resume`` loads it (listener, event log, writer on the
+  same file) and subscribes the caller.
+* ``thread/turns/list`` / ``thread/items/list``: see ``_pages``; unknown threads answer
+  ``-32600 thread not loaded: <id>`` / ``-32601 thread/items/list is not supported yet``.
+* ``thread/name/set``: appended to ``session_index.jsonl`` (stored threads), the loaded record
+  renamed, ``thread/name/updated`` to every connection. ``thread/archive`` moves the files to
+  ``archived_sessions/`` and unloads the thread (``thread/archived``); ``thread/unarchive`` moves
+  them back and answers the thread (``thread/unarchived``); ``thread/delete`` removes them
+  (``thread/deleted``). Unknown or unstored: ``-32600 no rollout found for thread id <id>``
+  (``no archived rollout found ...`` for unarchive). ``thread/metadata/update`` answers the thread
+  (git info is not stored).
+
+Boundary: request handling only; files are ``storage``'s, writers ``_stored``'s.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from typing import TYPE_CHECKING, Any, Final
+
+from codex_app_bridge._version import CODEX_PROTOCOL_VERSION
+from codex_app_bridge.mapping.thread_history import build_turns
+from codex_app_bridge.protocol.v2 import (
+    NotLoadedThreadStatus,
+    Thread,
+    ThreadArchivedNotification,
+    ThreadArchiveParams,
+    ThreadArchiveResponse,
+    ThreadDeletedNotification,
+    ThreadDeleteParams,
+    ThreadDeleteResponse,
+    ThreadItemsListParams,
+    ThreadItemsListResponse,
+    ThreadListParams,
+    ThreadListResponse,
+    ThreadMetadataUpdateParams,
+    ThreadMetadataUpdateResponse,
+    ThreadNameUpdatedNotification,
+    ThreadReadResponse,
+    ThreadSetNameParams,
+    ThreadSetNameResponse,
+    ThreadTurnsListParams,
+    ThreadTurnsListResponse,
+    ThreadUnarchivedNotification,
+    ThreadUnarchiveParams,
+    ThreadUnarchiveResponse,
+    Turn,
+    dump_json,
+)
+from codex_app_bridge.rpc import METHOD_NOT_FOUND, RequestContext, RpcError, invalid_request
+from codex_app_bridge.server._errors import invalid_cursor, no_rollout, thread_not_loaded
+from codex_app_bridge.server._ids import parse_thread_id
+from codex_app_bridge.server._pages import HistoryPages, positioned_events
+from codex_app_bridge.server._stored import ThreadStorage, envelopes_of
+from codex_app_bridge.server._threads import THREAD_SOURCE, ThreadRecord, ThreadSettings
+from codex_app_bridge.storage import InvalidCursor, StorageError, StoredThread, page_threads
+
+if TYPE_CHECKING:
+    from codex_app_bridge.server._server import BridgeServer
+
+__all__ = ["StoredThreadMethods"]
+
+THREAD_LIST_DEFAULT_LIMIT: Final = 25
+_INTERACTIVE_SOURCES: Final = frozenset({"cli", "vscode"})
+
+
+@dataclass(frozen=True)
+class _Row:
+    """One thread/list candidate, loaded or stored."""
+
+    thread_id: str
+    cwd: str
+    model_provider: str | None
+    source_kind: str
+    originator: str | None
+    text: str
+    created_at: str
+    updated_at: str
+    thread: Callable[[], Thread]
+
+
+def _iso(seconds: int) -> str:
+    moment = datetime.fromtimestamp(seconds, UTC)
+    return f"{moment:%Y-%m-%dT%H:%M:%S}.000Z"
+
+
+def _storage_error(exc: StorageError) -> RpcError:
+    return RpcError(-32603, f"codex-app-bridge could not store the thread: {exc}")
+
+
+class StoredThreadMethods:
+    """Mixed into ``Handlers``: the methods that see stored threads."""
+
+    server: BridgeServer
+
+    # ------------------------------------------------------------------ helpers
+
+    @property
+    def _storage(self) -> ThreadStorage | None:
+        return self.server.storage
+
+    def _find_stored(self, thread_id: str) -> StoredThread | None:
+        storage = self._storage
+        return None if storage is None else storage.catalog.find(thread_id)
+
+    def stored_thread_object(self, stored: StoredThread, turns: list[Turn] | None = None) -> Thread:
+        """The v2 ``Thread`` of a stored thread that is not loaded."""
+        meta = stored.meta
+        source: Any = meta.source if isinstance(meta.source, str) else THREAD_SOURCE
+        return Thread(
+            id=stored.thread_id,
+            session_id=stored.thread_id,
+            forked_from_id=stored.forked_from_id,
+            parent_thread_id=None,
+            preview=stored.preview,
+            ephemeral=False,
+            project_id=None,
+            history_mode="paginated",
+            model_provider=meta.model_provider or self.server.source.defaults.model_provider,
+            model=stored.model or self.server.source.defaults.model,
+            reasoning_effort=stored.reasoning_effort,
+            created_at=stored.created_at_s,
+            updated_at=stored.updated_at_s,
+            recency_at=stored.updated_at_s,
+            status=NotLoadedThreadStatus(),
+            path=str(stored.path),
+            cwd=meta.cwd,
+            cli_version=meta.cli_version or CODEX_PROTOCOL_VERSION,
+            originator=meta.originator,
+            source=source,
+            thread_source=None,
+            agent_nickname=None,
+            agent_role=None,
+            git_info=None,
+            name=stored.name,
+            turns=turns or [],
+        )
+
+    def load_stored(self, thread_id: str) -> ThreadRecord | None:
+        """Load a stored, unarchived thread that is not loaded yet (``None`` if there is none)."""
+        storage = self._storage
+        stored = None if storage is None else storage.catalog.find(thread_id)
+        if storage is None or stored is None or stored.archived:
+            return None
+        try:
+            lines = storage.catalog.history(stored)
+        except LookupError:
+            return None
+        defaults = self.server.source.defaults
+        record = ThreadRecord(
+            id=thread_id,
+            settings=ThreadSettings(
+                cwd=stored.meta.cwd,
+                model=stored.model or defaults.model,
+                model_provider=stored.meta.model_provider or defaults.model_provider,
+                reasoning_effort=stored.reasoning_effort,
+            ),
+            listener=self.server.hub.create_thread(thread_id),
+            originator=stored.meta.originator,
+            forked_from_id=stored.forked_from_id,
+            name=stored.name,
+            preview=stored.preview,
+            created_at=stored.created_at_s,
+            updated_at=stored.updated_at_s,
+        )
+        record.events = envelopes_of(lines)
+        record.turns_started = sum(1 for e in record.events if e.msg.type == "task_started")
+        self.server.store.add(record)
+        storage.attach(record, stored)
+        return record
+
+    def loaded_or_stored(self, raw_id: str, missing: Callable[[str], Exception]) -> ThreadRecord:
+        """The loaded thread, else the stored one, loaded now (else ``missing``)."""
+        thread_id = parse_thread_id(raw_id)
+        record = self.server.store.get(thread_id) or self.load_stored(thread_id)
+        if record is None:
+            raise missing(thread_id)
+        return record
+
+    def _pages(self, raw_id: str, missing: Callable[[str], Exception]) -> tuple[HistoryPages, bool]:
+        thread_id = parse_thread_id(raw_id)
+        record = self.server.store.get(thread_id)
+        if record is not None:
+            pages = HistoryPages(thread_id, positioned_events(record.events))
+            return pages, record.active_run is not None
+        stored = self._find_stored(thread_id)
+        storage = self._storage
+        if stored is None or storage is None:
+            raise missing(thread_id)
+        return HistoryPages(thread_id, positioned_events(storage.catalog.history(stored))), False
+
+    # ------------------------------------------------------------------ thread/list, read
+
+    def _rows(self, archived: bool) -> list[_Row]:
+        rows: dict[str, _Row] = {}
+        if not archived:
+            for record in self.server.store.list_materialized():
+                rows[record.id] = _Row(
+                    thread_id=record.id,
+                    cwd=record.settings.cwd,
+                    model_provider=record.settings.model_provider,
+                    source_kind=THREAD_SOURCE,
+                    originator=record.originator,
+                    text=(record.name or "") + "\n" + record.preview,
+                    created_at=_iso(record.created_at),
+                    updated_at=_iso(record.updated_at),
+                    thread=record.thread,
+                )
+        storage = self._storage
+        if storage is not None:
+            for stored in storage.catalog.threads():
+                if stored.archived != archived or stored.thread_id in rows:
+                    continue
+                if self.server.store.get(stored.thread_id) is not None:
+                    continue  # loaded but without a turn yet: not listed
+                rows[stored.thread_id] = _Row(
+                    thread_id=stored.thread_id,
+                    cwd=stored.meta.cwd,
+                    model_provider=stored.meta.model_provider,
+                    source_kind=stored.source_kind,
+                    originator=stored.meta.originator,
+                    text=(stored.name or "") + "\n" + stored.preview,
+                    created_at=stored.created_at,
+                    updated_at=stored.updated_at,
+                    thread=lambda stored=stored: self.stored_thread_object(stored),
+                )
+        return list(rows.values())
+
+    async def thread_list(
+        self, ctx: RequestContext, params: ThreadListParams
+    ) -> ThreadListResponse:
+        rows = self._rows(bool(params.archived))
+        if params.cwd is not None:
+            wanted = {params.cwd} if isinstance(params.cwd, str) else set(params.cwd)
+            rows = [row for row in rows if row.cwd in wanted]
+        if params.model_providers:
+            providers = set(params.model_providers)
+            rows = [row for row in rows if row.model_provider in providers]
+        kinds = set(params.source_kinds or ()) or _INTERACTIVE_SOURCES
+        rows = [row for row in rows if row.source_kind in kinds]
+        if params.excluded_thread_ids:
+            excluded = set(params.excluded_thread_ids)
+            rows = [row for row in rows if row.thread_id not in excluded]
+        if params.originators:
+            originators = set(params.originators)
+            rows = [row for row in rows if row.originator in originators]
+        if params.search_term:
+            term = params.search_term.casefold()
+            rows = [row for row in rows if term in row.text.casefold()]
+        if params.section_id is not None:
+            rows = []
+        by_updated = params.sort_key in ("updated_at", "recency_at")
+        try:
+            page = page_threads(
+                rows,
+                lambda row: (row.updated_at if by_updated else row.created_at, row.thread_id),
+                direction=params.sort_direction,
+                cursor=params.cursor,
+                limit=params.limit or THREAD_LIST_DEFAULT_LIMIT,
+            )
+        except InvalidCursor as exc:
+            raise invalid_cursor(exc.cursor) from None
+        return ThreadListResponse(
+            data=[row.thread() for row in page.rows],
+            next_cursor=page.next_cursor,
+            backwards_cursor=page.backwards_cursor,
+        )
+
+    def read_stored(self, thread_id: str, *, include_turns: bool) -> ThreadReadResponse:
+        """``thread/read`` of a thread that is not loaded: from its rollout, or ``thread not
+        loaded`` when there is none."""
+        stored = self._find_stored(thread_id)
+        storage = self._storage
+        if stored is None or storage is None:
+            raise thread_not_loaded(thread_id)
+        turns = None
+        if include_turns:
+            turns = build_turns(storage.catalog.history(stored), interrupt_stale=True)
+        return ThreadReadResponse(thread=self.stored_thread_object(stored, turns))
+
+    # ------------------------------------------------------------------ history pages
+
+    async def thread_turns_list(
+        self, ctx: RequestContext, params: ThreadTurnsListParams
+    ) -> ThreadTurnsListResponse:
+        pages, running = self._pages(params.thread_id, thread_not_loaded)
+        page = pages.turns(
+            items_view=params.items_view,
+            direction=params.sort_direction,
+            cursor=params.cursor,
+            limit=params.limit,
+            running=running,
+        )
+        return ThreadTurnsListResponse(
+            data=page.rows, next_cursor=page.next_cursor, backwards_cursor=page.backwards_cursor
+        )
+
+    async def thread_items_list(
+        self, ctx: RequestContext, params: ThreadItemsListParams
+    ) -> ThreadItemsListResponse:
+        def unsupported(_thread_id: str) -> RpcError:
+            return RpcError(METHOD_NOT_FOUND, "thread/items/list is not supported yet")
+
+        pages, _ = self._pages(params.thread_id, unsupported)
+        page = pages.items(
+            turn_id=params.turn_id,
+            direction=params.sort_direction,
+            cursor=params.cursor,
+            limit=params.limit,
+        )
+        return ThreadItemsListResponse(
+            data=page.rows, next_cursor=page.next_cursor, backwards_cursor=page.backwards_cursor
+        )
+
+    # ------------------------------------------------------------------ name, archive, delete
+
+    async def thread_name_set(
+        self, ctx: RequestContext, params: ThreadSetNameParams
+    ) -> ThreadSetNameResponse:
+        thread_id = parse_thread_id(params.thread_id)
+        record = self.server.store.get(thread_id)
+        stored = self._find_stored(thread_id)
+        if stored is not None and stored.archived:
+            raise no_rollout(thread_id)
+        if record is None and stored is None:
+            raise no_rollout(thread_id)
+        storage = self._storage
+        if storage is not None and (stored is not None or (record is not None and record.path)):
+            try:
+                storage.catalog.set_name(thread_id, params.name)
+            except StorageError as exc:
+                raise _storage_error(exc) from None
+        if record is not None:
+            record.name = params.name
+        notification = ThreadNameUpdatedNotification(thread_id=thread_id, thread_name=params.name)
+        ctx.after_response(
+            lambda: self.server.hub.broadcast("thread/name/updated", dump_json(notification))
+        )
+        return ThreadSetNameResponse()
+
+    def _unload(self, thread_id: str) -> None:
+        storage = self._storage
+        if storage is not None:
+            storage.forget(thread_id)
+        self.server.store.remove(thread_id)
+        self.server.hub.remove_thread(thread_id)
+
+    async def thread_archive(
+        self, ctx: RequestContext, params: ThreadArchiveParams
+    ) -> ThreadArchiveResponse:
+        thread_id = parse_thread_id(params.thread_id)
+        stored = self._find_stored(thread_id)
+        storage = self._storage
+        if stored is None or stored.archived or storage is None:
+            raise no_rollout(thread_id)
+        record = self.server.store.get(thread_id)
+        if record is not None and record.active_run is not None:
+            raise invalid_request(f"cannot archive thread {thread_id} while a turn is running")
+        self._unload(thread_id)
+        try:
+            storage.catalog.archive(stored)
+        except StorageError as exc:
+            raise _storage_error(exc) from None
+        notification = ThreadArchivedNotification(thread_id=thread_id)
+        ctx.after_response(
+            lambda: self.server.hub.broadcast("thread/archived", dump_json(notification))
+        )
+        return ThreadArchiveResponse()
+
+    async def thread_unarchive(
+        self, ctx: RequestContext, params: ThreadUnarchiveParams
+    ) -> ThreadUnarchiveResponse:
+        thread_id = parse_thread_id(params.thread_id)
+        stored = self._find_stored(thread_id)
+        storage = self._storage
+        if stored is None or not stored.archived or storage is None:
+            raise invalid_request(f"no archived rollout found for thread id {thread_id}")
+        try:
+            storage.catalog.unarchive(stored)
+        except StorageError as exc:
+            raise _storage_error(exc) from None
+        back = storage.catalog.find(thread_id)
+        assert back is not None
+        notification = ThreadUnarchivedNotification(thread_id=thread_id)
+        ctx.after_response(
+            lambda: self.server.hub.broadcast("thread/unarchived", dump_json(notification))
+        )
+        return ThreadUnarchiveResponse(thread=self.stored_thread_object(back))
+
+    async def thread_delete(
+        self, ctx: RequestContext, params: ThreadDeleteParams
+    ) -> ThreadDeleteResponse:
+        thread_id = parse_thread_id(params.thread_id)
+        stored = self._find_stored(thread_id)
+        storage = self._storage
+        if stored is None or storage is None:
+            raise no_rollout(thread_id)
+        self._unload(thread_id)
+        try:
+            storage.catalog.delete(stored)
+        except StorageError as exc:
+            raise _storage_error(exc) from None
+        notification = ThreadDeletedNotification(thread_id=thread_id)
+        ctx.after_response(
+            lambda: self.server.hub.broadcast("thread/deleted", dump_json(notification))
+        )
+        return ThreadDeleteResponse()
+
+    async def thread_metadata_update(
+        self, ctx: RequestContext, params: ThreadMetadataUpdateParams
+    ) -> ThreadMetadataUpdateResponse:
+        thread_id = parse_thread_id(params.thread_id)
+        record = self.server.store.get(thread_id)
+        if record is not None:
+            return ThreadMetadataUpdateResponse(thread=record.thread())
+        stored = self._find_stored(thread_id)
+        if stored is None or stored.archived:
+            raise no_rollout(thread_id)
+        return ThreadMetadataUpdateResponse(thread=self.stored_thread_object(stored))
