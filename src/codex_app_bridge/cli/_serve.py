@@ -23,6 +23,7 @@ SIGTERM and SIGINT stop it cleanly with exit code 0; logs go to stderr only (``L
 from __future__ import annotations
 
 import argparse
+import contextlib
 import ipaddress
 import logging
 import signal
@@ -38,6 +39,8 @@ from codex_app_bridge.sources import (
     EventSource,
     ScriptError,
     ScriptPacing,
+    ScriptSource,
+    TurnSource,
     load_script,
 )
 from codex_app_bridge.transport import TransportKind, stdio_transport
@@ -131,7 +134,7 @@ def register(subparsers: Any) -> None:
         _add_arguments(parser)
 
 
-def _build_source(args: argparse.Namespace) -> EventSource:
+def _build_source(args: argparse.Namespace) -> EventSource | TurnSource:
     if args.script is None:
         if args.pace is None:
             return DefaultAgent(delay=DEFAULT_AGENT_PACE)
@@ -145,13 +148,19 @@ def _build_source(args: argparse.Namespace) -> EventSource:
                 "('recorded' needs --script)"
             )
         return DefaultAgent(delay=delay)
-    source = load_script(args.script)
+    source = load_script(args.script, lazy=True)
     if args.pace is not None:
         source = source.with_pacing(ScriptPacing.parse(args.pace))
     return source
 
 
-async def run_server(source: EventSource, *, default_cwd: str | None = None) -> None:
+async def _index_in_background(source: ScriptSource) -> None:
+    # A bad line is logged by the index and fails each turn; it never stops the server.
+    with contextlib.suppress(ScriptError):
+        await anyio.to_thread.run_sync(source.ensure_index, abandon_on_cancel=True)
+
+
+async def run_server(source: EventSource | TurnSource, *, default_cwd: str | None = None) -> None:
     """Serve one client on stdio until end of input or SIGTERM/SIGINT."""
     async with (
         BridgeServer(source, default_cwd=default_cwd) as server,
@@ -166,6 +175,8 @@ async def run_server(source: EventSource, *, default_cwd: str | None = None) -> 
                     return
 
         tg.start_soon(watch_signals)
+        if isinstance(source, ScriptSource):
+            tg.start_soon(_index_in_background, source)
         async with stdio_transport() as streams:
             await server.serve_connection(streams, TransportKind.STDIO)
         tg.cancel_scope.cancel()
