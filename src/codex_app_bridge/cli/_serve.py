@@ -23,6 +23,7 @@ SIGTERM and SIGINT stop it cleanly with exit code 0; logs go to stderr only (``L
 from __future__ import annotations
 
 import argparse
+import contextlib
 import ipaddress
 import logging
 import os
@@ -39,6 +40,8 @@ from codex_app_bridge.sources import (
     EventSource,
     ScriptError,
     ScriptPacing,
+    ScriptSource,
+    TurnSource,
     load_script,
 )
 from codex_app_bridge.transport import TransportKind, stdio_transport
@@ -140,7 +143,7 @@ def register(subparsers: Any) -> None:
         _add_arguments(parser)
 
 
-def _build_source(args: argparse.Namespace) -> EventSource:
+def _build_source(args: argparse.Namespace) -> EventSource | TurnSource:
     if args.script is None:
         if args.pace is None:
             return DefaultAgent(delay=DEFAULT_AGENT_PACE)
@@ -154,10 +157,16 @@ def _build_source(args: argparse.Namespace) -> EventSource:
                 "('recorded' needs --script)"
             )
         return DefaultAgent(delay=delay)
-    source = load_script(args.script)
+    source = load_script(args.script, lazy=True)
     if args.pace is not None:
         source = source.with_pacing(ScriptPacing.parse(args.pace))
     return source
+
+
+async def _index_in_background(source: ScriptSource) -> None:
+    # A bad line is logged by the index and fails each turn; it never stops the server.
+    with contextlib.suppress(ScriptError):
+        await anyio.to_thread.run_sync(source.ensure_index, abandon_on_cancel=True)
 
 
 def resolve_codex_home(flag: str | None) -> str | None:
@@ -167,7 +176,10 @@ def resolve_codex_home(flag: str | None) -> str | None:
 
 
 async def run_server(
-    source: EventSource, *, default_cwd: str | None = None, codex_home: str | None = None
+    source: EventSource | TurnSource,
+    *,
+    default_cwd: str | None = None,
+    codex_home: str | None = None,
 ) -> None:
     """Serve one client on stdio until end of input or SIGTERM/SIGINT."""
     async with (
@@ -183,6 +195,8 @@ async def run_server(
                     return
 
         tg.start_soon(watch_signals)
+        if isinstance(source, ScriptSource):
+            tg.start_soon(_index_in_background, source)
         async with stdio_transport() as streams:
             await server.serve_connection(streams, TransportKind.STDIO)
         tg.cancel_scope.cancel()

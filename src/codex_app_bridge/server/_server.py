@@ -3,14 +3,13 @@
 The server owns the process-wide pieces and lends them to every connection:
 
 * the ``ListenerHub`` (per-thread state, subscriptions, broadcasts),
-* the ``ThreadStore`` (loaded threads) and, with a ``codex_home``, the ``ThreadStorage`` (threads
-  stored under ``CODEX_HOME`` as Codex stores them; ``_stored``),
+* the ``ThreadStore`` (threads in memory; stored sessions plug in behind it later),
 * the event source turns are played from (the built-in agent unless told otherwise),
 * the method table (``_table``), the gate (``_handshake.check_request``), the thread
   serialization scopes and the server -> client request ids, all shared across connections as in
   the real server,
-* a task group for turn runners: a turn outlives the request that started it, and all turns stop
-  when the server does.
+* a task group for the thread runtimes (one task per loaded thread: a turn outlives the request
+  that started it, and every thread stops when the server does).
 
 Use it as an async context manager, then hand it each connection's stream pair::
 
@@ -45,11 +44,11 @@ from codex_app_bridge.rpc import (
 )
 from codex_app_bridge.server._handlers import Handlers
 from codex_app_bridge.server._handshake import ConnectionState, check_request
+from codex_app_bridge.server._runtime import ThreadRuntime
 from codex_app_bridge.server._stored import ThreadStorage
 from codex_app_bridge.server._table import build_method_table
 from codex_app_bridge.server._threads import ThreadStore
-from codex_app_bridge.server._turns import TurnRun
-from codex_app_bridge.sources import DefaultAgent, EventSource
+from codex_app_bridge.sources import DefaultAgent, EventSource, TurnSource
 from codex_app_bridge.transport import TransportKind, TransportStreams
 
 __all__ = ["BridgeServer"]
@@ -62,20 +61,20 @@ class BridgeServer:
 
     def __init__(
         self,
-        source: EventSource | None = None,
+        source: EventSource | TurnSource | None = None,
         *,
         default_cwd: str | None = None,
         drain_timeout: float = 10.0,
         codex_home: str | os.PathLike[str] | None = None,
     ) -> None:
-        self.source: EventSource = source if source is not None else DefaultAgent()
+        self.source: EventSource | TurnSource = source if source is not None else DefaultAgent()
         self.default_cwd = os.path.abspath(default_cwd or os.getcwd())
         self.hub = ListenerHub()
         self.store = ThreadStore()
         self.storage: ThreadStorage | None = (
             None
             if codex_home is None
-            else ThreadStorage(Path(codex_home).absolute(), broadcast=self.hub.broadcast)
+            else ThreadStorage(Path(codex_home).absolute(), self.hub.offer_broadcast)
         )
         """Stored threads under ``codex_home``; ``None``: threads live in memory only."""
         self.handlers = Handlers(self)
@@ -148,10 +147,10 @@ class BridgeServer:
             self.hub.remove_connection(connection.connection_id)
             logger.info("connection %s closed", connection.connection_id)
 
-    # ------------------------------------------------------------------ turns
+    # ------------------------------------------------------------------ threads
 
-    def start_turn(self, run: TurnRun) -> None:
-        """Run a turn in the server's task group (it outlives the request that started it)."""
+    def start_runtime(self, runtime: ThreadRuntime) -> None:
+        """Run a thread's runtime in the server's task group (until the server stops)."""
         if self._task_group is None:
             raise RuntimeError("BridgeServer is not running (use it as an async context manager)")
-        self._task_group.start_soon(run.run, name=f"turn {run.turn_id}")
+        self._task_group.start_soon(runtime.run, name=f"thread {runtime.thread_id}")

@@ -4,8 +4,9 @@
   ``task_started``; 0.163.0 also writes the file only once a turn starts), under
   ``sessions/YYYY/MM/DD`` with the ``session_meta`` first; ``Thread.path`` is set then.
   ``ephemeral`` threads are never written.
-* Every later envelope of the thread goes through :meth:`ThreadStorage.persist` (the record's
-  ``sink``): the events ``PERSISTED_EVENT_TYPES`` names become ``event_msg`` lines, in order.
+* Every history event of the thread goes through :meth:`ThreadStorage.persist` (the thread
+  runtime's ``sink``, called synchronously as the event is reduced): the events
+  ``PERSISTED_EVENT_TYPES`` names become ``event_msg`` lines, in order.
 * A resumed thread (after a restart) gets its events from the rollout and appends to the same
   file; a fork gets a new rollout holding the fork's (truncated) events, ``forked_from_id`` set.
 * A write that fails (unwritable directory, full disk) is a :class:`StorageError`: it is logged
@@ -18,7 +19,7 @@ Boundary: owns the writers; the handlers decide when a thread is loaded, read or
 from __future__ import annotations
 
 import logging
-from collections.abc import Awaitable, Callable
+from collections.abc import Callable
 from datetime import UTC, datetime
 from pathlib import Path
 
@@ -39,7 +40,7 @@ __all__ = ["ThreadStorage", "envelopes_of"]
 
 _log = logging.getLogger(__name__)
 
-Broadcast = Callable[[str, bytes], Awaitable[None]]
+Broadcast = Callable[[str, bytes], None]
 
 
 def envelopes_of(lines: list[core.RolloutLine]) -> list[core.EventEnvelope]:
@@ -64,6 +65,7 @@ class ThreadStorage:
         self._writers: dict[str, RolloutWriter] = {}
         self._resume_at: dict[str, StoredThread] = {}
         self._reported: set[tuple[str, str]] = set()
+        self._planned: dict[str, datetime] = {}
 
     def close(self) -> None:
         for writer in self._writers.values():
@@ -74,12 +76,16 @@ class ThreadStorage:
 
     def attach(self, record: ThreadRecord, stored: StoredThread | None = None) -> None:
         """Store this thread's events from now on (``stored``: append to that rollout)."""
-        if record.ephemeral:
+        if record.ephemeral or record.runtime is None:
             return
         if stored is not None:
             self._resume_at[record.id] = stored
             record.path = str(stored.path)
-        record.sink = self.persist
+        else:
+            now = datetime.now(UTC)
+            self._planned[record.id] = now
+            record.path = str(self.home.new_rollout_path(record.id, now.astimezone()))
+        record.runtime.sink = lambda envelope: self.persist(record, envelope)
 
     def _writer(self, record: ThreadRecord) -> RolloutWriter:
         writer = self._writers.get(record.id)
@@ -92,7 +98,7 @@ class ThreadStorage:
             writer = RolloutWriter.reopen(stored.path, next_ordinal=next_ordinal)
             del self._resume_at[record.id]
         else:
-            now = datetime.now(UTC)
+            now = self._planned.pop(record.id, None) or datetime.now(UTC)
             meta = session_meta(
                 thread_id=record.id,
                 created=now,
@@ -107,21 +113,21 @@ class ThreadStorage:
         record.path = str(writer.path)
         return writer
 
-    async def persist(self, record: ThreadRecord, envelope: core.EventEnvelope) -> None:
-        """Write one envelope of the thread, if Codex persists its type (the record's sink)."""
+    def persist(self, record: ThreadRecord, envelope: core.EventEnvelope) -> None:
+        """Write one envelope of the thread, if Codex persists its type (the runtime's sink)."""
         if record.ephemeral or envelope.msg.type not in PERSISTED_EVENT_TYPES:
             return
         try:
             self._writer(record).append_event(envelope.msg)
         except StorageError as exc:
-            await self._report(record.id, exc)
+            self._report(record.id, exc)
 
-    async def write_all(self, record: ThreadRecord) -> None:
+    def write_all(self, record: ThreadRecord) -> None:
         """Store a new thread's whole log at once (a fork starts with its source's turns)."""
-        for envelope in record.events:
-            await self.persist(record, envelope)
+        for envelope in record.history:
+            self.persist(record, envelope)
 
-    async def _report(self, thread_id: str, exc: StorageError) -> None:
+    def _report(self, thread_id: str, exc: StorageError) -> None:
         message = f"thread {thread_id} is not stored (it goes on in memory): {exc}"
         if (thread_id, str(exc)) in self._reported:
             _log.debug("%s", message)
@@ -130,7 +136,7 @@ class ThreadStorage:
         _log.error("%s", message)
         if self._broadcast is not None:
             warning = WarningNotification(message=message, thread_id=thread_id)
-            await self._broadcast("warning", dump_json(warning))
+            self._broadcast("warning", dump_json(warning))
 
     def forget(self, thread_id: str) -> None:
         """Stop writing a thread (archived or deleted)."""

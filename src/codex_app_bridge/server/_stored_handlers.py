@@ -34,6 +34,7 @@ from typing import TYPE_CHECKING, Any, Final
 
 from codex_app_bridge._version import CODEX_PROTOCOL_VERSION
 from codex_app_bridge.mapping.thread_history import build_turns
+from codex_app_bridge.protocol import core
 from codex_app_bridge.protocol.v2 import (
     NotLoadedThreadStatus,
     Thread,
@@ -65,6 +66,7 @@ from codex_app_bridge.rpc import METHOD_NOT_FOUND, RequestContext, RpcError, inv
 from codex_app_bridge.server._errors import invalid_cursor, no_rollout, thread_not_loaded
 from codex_app_bridge.server._ids import parse_thread_id
 from codex_app_bridge.server._pages import HistoryPages, positioned_events
+from codex_app_bridge.server._runtime import HISTORY_EVENT_TYPES
 from codex_app_bridge.server._stored import ThreadStorage, envelopes_of
 from codex_app_bridge.server._threads import THREAD_SOURCE, ThreadRecord, ThreadSettings
 from codex_app_bridge.storage import InvalidCursor, StorageError, StoredThread, page_threads
@@ -106,6 +108,12 @@ class StoredThreadMethods:
     """Mixed into ``Handlers``: the methods that see stored threads."""
 
     server: BridgeServer
+
+    def new_record_for_storage(
+        self, settings: ThreadSettings, *, thread_id: str, history: list[core.EventEnvelope]
+    ) -> ThreadRecord:
+        """A loaded record with this id and history (``Handlers._new_record``, not stored yet)."""
+        raise NotImplementedError
 
     # ------------------------------------------------------------------ helpers
 
@@ -161,25 +169,23 @@ class StoredThreadMethods:
         except LookupError:
             return None
         defaults = self.server.source.defaults
-        record = ThreadRecord(
-            id=thread_id,
-            settings=ThreadSettings(
-                cwd=stored.meta.cwd,
-                model=stored.model or defaults.model,
-                model_provider=stored.meta.model_provider or defaults.model_provider,
-                reasoning_effort=stored.reasoning_effort,
-            ),
-            listener=self.server.hub.create_thread(thread_id),
-            originator=stored.meta.originator,
-            forked_from_id=stored.forked_from_id,
-            name=stored.name,
-            preview=stored.preview,
-            created_at=stored.created_at_s,
-            updated_at=stored.updated_at_s,
+        history = [e for e in envelopes_of(lines) if e.msg.type in HISTORY_EVENT_TYPES]
+        settings = ThreadSettings(
+            cwd=stored.meta.cwd,
+            model=stored.model or defaults.model,
+            model_provider=stored.meta.model_provider or defaults.model_provider,
+            reasoning_effort=stored.reasoning_effort,
         )
-        record.events = envelopes_of(lines)
-        record.turns_started = sum(1 for e in record.events if e.msg.type == "task_started")
-        self.server.store.add(record)
+        record = self.new_record_for_storage(settings, thread_id=thread_id, history=history)
+        record.originator = stored.meta.originator
+        record.forked_from_id = stored.forked_from_id
+        record.name = stored.name
+        record.preview = stored.preview
+        record.created_at = stored.created_at_s
+        record.updated_at = stored.updated_at_s
+        record.turns_started = sum(
+            1 for e in history if e.msg.type in ("task_started", "turn_started")
+        )
         storage.attach(record, stored)
         return record
 
@@ -195,8 +201,8 @@ class StoredThreadMethods:
         thread_id = parse_thread_id(raw_id)
         record = self.server.store.get(thread_id)
         if record is not None:
-            pages = HistoryPages(thread_id, positioned_events(record.events))
-            return pages, record.active_run is not None
+            pages = HistoryPages(thread_id, positioned_events(record.history))
+            return pages, record.active_turn_id is not None
         stored = self._find_stored(thread_id)
         storage = self._storage
         if stored is None or storage is None:
@@ -356,7 +362,9 @@ class StoredThreadMethods:
         storage = self._storage
         if storage is not None:
             storage.forget(thread_id)
-        self.server.store.remove(thread_id)
+        record = self.server.store.remove(thread_id)
+        if record is not None and record.runtime is not None:
+            record.runtime.stop()
         self.server.hub.remove_thread(thread_id)
 
     async def thread_archive(
@@ -368,7 +376,7 @@ class StoredThreadMethods:
         if stored is None or stored.archived or storage is None:
             raise no_rollout(thread_id)
         record = self.server.store.get(thread_id)
-        if record is not None and record.active_run is not None:
+        if record is not None and record.active_turn_id is not None:
             raise invalid_request(f"cannot archive thread {thread_id} while a turn is running")
         self._unload(thread_id)
         try:
