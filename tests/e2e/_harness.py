@@ -189,8 +189,13 @@ async def _pump_lines(
 
 
 @asynccontextmanager
-async def _memory_bridge(source: EventSource) -> AsyncIterator[Bridge]:
-    async with BridgeServer(source) as server, anyio.create_task_group() as tg:
+async def _memory_bridge(
+    source: EventSource, codex_home: Path | None = None
+) -> AsyncIterator[Bridge]:
+    async with (
+        BridgeServer(source, codex_home=codex_home) as server,
+        anyio.create_task_group() as tg,
+    ):
 
         @asynccontextmanager
         async def connect_pair() -> AsyncIterator[Session]:
@@ -280,15 +285,19 @@ async def open_bridge(
     pace: float = 0.0,
     script: Path | None = None,
     source: EventSource | None = None,
+    codex_home: Path | None = None,
 ) -> AsyncIterator[Bridge]:
-    """A running bridge of ``kind`` (see the module docstring); ``source`` is memory-only."""
+    """A running bridge of ``kind`` (see the module docstring); ``source`` is memory-only;
+    ``codex_home``: threads are stored there (``--codex-home``)."""
     if kind == "memory":
         if source is None:
             source = DefaultAgent(delay=pace) if script is None else load_script(script)
-        async with _memory_bridge(source) as bridge:
+        async with _memory_bridge(source, codex_home) as bridge:
             yield bridge
     else:
         assert source is None, "a custom source needs the memory kind"
         args = ["--pace", str(pace)] if script is None else ["--script", str(script)]
+        if codex_home is not None:
+            args += ["--codex-home", str(codex_home)]
         async with _stdio_bridge(args) as bridge:
             yield bridge

@@ -1,0 +1,141 @@
+"""Stored threads over every transport: a thread run on one server is listed, read, paged,
+resumed and continued by a new server on the same CODEX_HOME; names, archive and delete stick."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from tests.e2e._harness import open_bridge
+
+pytestmark = pytest.mark.anyio
+
+
+async def _first_server(kind: str, home: Path) -> tuple[str, list[str], dict[str, object]]:
+    async with open_bridge(kind, codex_home=home) as bridge:
+        client = await bridge.connect()
+        await client.initialize(name="first")
+        thread_id = await client.start_thread(cwd=str(home.parent))
+        turns = [(await client.run_turn(thread_id, text))[0] for text in ("one", "two")]
+        read = await client.result("thread/read", {"threadId": thread_id, "includeTurns": True})
+    return thread_id, turns, read["thread"]
+
+
+async def test_a_restarted_server_lists_reads_pages_and_resumes_a_stored_thread(
+    kind: str, tmp_path: Path
+) -> None:
+    home = tmp_path / "codex-home"
+    thread_id, turn_ids, before = await _first_server(kind, home)
+    path = Path(str(before["path"]))
+    assert path in set(home.rglob("rollout-*.jsonl"))
+    assert path.relative_to(home).parts[0] == "sessions"
+    assert path.name.endswith(f"-{thread_id}.jsonl")
+    async with open_bridge(kind, codex_home=home) as bridge:
+        client = await bridge.connect()
+        await client.initialize(name="second")
+        listed = await client.result("thread/list", {})
+        assert [t["id"] for t in listed["data"]] == [thread_id]
+        assert listed["data"][0]["status"] == {"type": "notLoaded"}
+        assert listed["data"][0]["path"] == str(path)
+        assert listed["data"][0]["preview"] == "one"
+        read = await client.result("thread/read", {"threadId": thread_id, "includeTurns": True})
+        assert read["thread"]["turns"] == before["turns"]
+        page = await client.result("thread/turns/list", {"threadId": thread_id, "limit": 1})
+        assert [t["id"] for t in page["data"]] == [turn_ids[1]]
+        rest = await client.result(
+            "thread/turns/list", {"threadId": thread_id, "cursor": page["nextCursor"]}
+        )
+        assert [t["id"] for t in rest["data"]] == [turn_ids[0]]
+        assert rest["nextCursor"] is None
+        assert json.loads(page["nextCursor"])["scope"] == {"kind": "turns"}
+        everything = (await client.result("thread/items/list", {"threadId": thread_id}))["data"]
+        assert [e["item"] for e in everything] == [
+            item for turn in before["turns"] for item in turn["items"]
+        ]
+        paged, cursor = [], None
+        while True:
+            params = {"threadId": thread_id, "limit": 2, "cursor": cursor}
+            page = await client.result("thread/items/list", params)
+            paged += page["data"]
+            cursor = page["nextCursor"]
+            if cursor is None:
+                break
+        assert paged == everything
+        second = await client.result(
+            "thread/items/list", {"threadId": thread_id, "turnId": turn_ids[1]}
+        )
+        assert {e["turnId"] for e in second["data"]} == {turn_ids[1]}
+        resumed = await client.result("thread/resume", {"threadId": thread_id})
+        assert resumed["thread"]["turns"] == before["turns"]
+        assert resumed["thread"]["status"] == {"type": "idle"}
+        third, _ = await client.run_turn(thread_id, "three")
+    async with open_bridge(kind, codex_home=home) as bridge:
+        client = await bridge.connect()
+        await client.initialize(name="third")
+        read = await client.result("thread/read", {"threadId": thread_id, "includeTurns": True})
+        assert [t["id"] for t in read["thread"]["turns"]] == [*turn_ids, third]
+        assert read["thread"]["path"] == str(path)
+
+
+async def test_name_archive_unarchive_and_delete_are_stored(kind: str, tmp_path: Path) -> None:
+    home = tmp_path / "codex-home"
+    thread_id, _, _ = await _first_server(kind, home)
+    async with open_bridge(kind, codex_home=home) as bridge:
+        client = await bridge.connect()
+        await client.initialize()
+        assert await client.result("thread/name/set", {"threadId": thread_id, "name": "kept"}) == {}
+        assert await client.result("thread/archive", {"threadId": thread_id}) == {}
+        assert (await client.result("thread/list", {}))["data"] == []
+        archived = await client.result("thread/list", {"archived": True})
+        assert [t["name"] for t in archived["data"]] == ["kept"]
+        assert "/archived_sessions/" in archived["data"][0]["path"]
+        again = await client.call("thread/archive", {"threadId": thread_id})
+        assert again["error"] == {
+            "code": -32600,
+            "message": f"no rollout found for thread id {thread_id}",
+        }
+    async with open_bridge(kind, codex_home=home) as bridge:
+        client = await bridge.connect()
+        await client.initialize()
+        back = await client.result("thread/unarchive", {"threadId": thread_id})
+        assert back["thread"]["name"] == "kept"
+        assert "/sessions/" in back["thread"]["path"]
+        assert [t["id"] for t in (await client.result("thread/list", {}))["data"]] == [thread_id]
+        assert await client.result("thread/delete", {"threadId": thread_id}) == {}
+        gone = await client.call("thread/read", {"threadId": thread_id})
+        assert gone["error"]["message"] == f"thread not loaded: {thread_id}"
+    assert not list((home / "sessions").rglob("*.jsonl"))
+
+
+async def test_ephemeral_threads_are_never_written(kind: str, tmp_path: Path) -> None:
+    home = tmp_path / "codex-home"
+    async with open_bridge(kind, codex_home=home) as bridge:
+        client = await bridge.connect()
+        await client.initialize()
+        thread_id = await client.start_thread(ephemeral=True)
+        await client.run_turn(thread_id, "hello")
+        read = await client.result("thread/read", {"threadId": thread_id})
+        assert read["thread"]["path"] is None
+    assert not list(home.rglob("rollout-*.jsonl"))
+
+
+async def test_a_fork_is_a_new_rollout_with_its_origin(kind: str, tmp_path: Path) -> None:
+    home = tmp_path / "codex-home"
+    thread_id, turn_ids, _ = await _first_server(kind, home)
+    async with open_bridge(kind, codex_home=home) as bridge:
+        client = await bridge.connect()
+        await client.initialize()
+        fork = await client.result(
+            "thread/fork", {"threadId": thread_id, "lastTurnId": turn_ids[0]}
+        )
+        fork_id = fork["thread"]["id"]
+        assert fork["thread"]["forkedFromId"] == thread_id
+    async with open_bridge(kind, codex_home=home) as bridge:
+        client = await bridge.connect()
+        await client.initialize()
+        read = await client.result("thread/read", {"threadId": fork_id, "includeTurns": True})
+        assert read["thread"]["forkedFromId"] == thread_id
+        assert [t["id"] for t in read["thread"]["turns"]] == turn_ids[:1]
+        assert read["thread"]["path"].endswith(f"-{fork_id}.jsonl")
