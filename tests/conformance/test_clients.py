@@ -100,3 +100,29 @@ def test_codex_app_server_client_runs_two_turns_and_an_interrupt(
 def test_the_shim_is_executable_on_this_platform(tmp_path: Path) -> None:
     shim = _shim(tmp_path)
     assert os.access(shim, os.X_OK)
+
+
+def test_the_official_sdk_lists_reads_and_resumes_a_thread_across_a_server_restart(
+    tmp_path: Path,
+) -> None:
+    home = tmp_path / "codex-home"
+    report = run_client("tests.conformance._official_restart", str(home))
+    thread_id = report["thread_id"]
+    assert report["first"]["status"] == "completed"
+    assert report["listed"] == [
+        {
+            "id": thread_id,
+            "name": "survives restarts",
+            "preview": "first turn before the restart",
+            "status": "notLoaded",
+        }
+    ]
+    assert report["read_turns"] == [report["first"]["id"]]
+    assert report["second"]["status"] == "completed"
+    assert report["second"]["final"]
+    assert report["listed_after"] == [thread_id]
+    assert report["turns_after"] == [
+        [report["first"]["id"], "completed"],
+        [report["second"]["id"], "completed"],
+    ]
+    assert report["path"].startswith(str(home / "sessions"))
