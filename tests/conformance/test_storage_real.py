@@ -6,6 +6,7 @@ from __future__ import annotations
 
 from datetime import UTC, datetime
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -13,8 +14,8 @@ from codex_app_bridge.mapping.thread_history import build_turns
 from codex_app_bridge.protocol import core
 from codex_app_bridge.protocol.v2 import dump_dict
 from codex_app_bridge.storage import CodexHome, RolloutWriter, ThreadCatalog, session_meta
-from tests.conformance._realpeer import MockModel, real_peer
-from tests.conftest import CAPTURES_DIR
+from tests.conformance._realpeer import MockModel, Peer, real_peer
+from tests.conftest import CAPTURES_DIR, bridge_command, bridge_env
 
 pytestmark = pytest.mark.conformance
 
@@ -89,3 +90,84 @@ def test_bridge_reads_what_the_real_binary_stored(tmp_path: Path) -> None:
     assert stored.created_at_s == listed[0]["createdAt"]
     turns = build_turns(catalog.history(stored), interrupt_stale=True)
     assert [dump_dict(turn) for turn in turns] == read["thread"]["turns"]
+
+
+def _bridge_peer(home: Path, cwd: Path) -> Peer:
+    env = bridge_env({"CODEX_HOME": str(home)})
+    return Peer([*bridge_command(), "serve", "--pace", "0"], env, cwd)
+
+
+def test_real_binary_resumes_and_continues_a_thread_the_bridge_server_stored(
+    tmp_path: Path,
+) -> None:
+    home, cwd = tmp_path / "home", tmp_path / "work"
+    cwd.mkdir()
+    with _bridge_peer(home, cwd) as bridge:
+        # a provider the binary's config knows (it resumes with the stored one)
+        started = bridge.result("thread/start", {"modelProvider": "mock", "model": "mock-model"})
+        thread_id = started["thread"]["id"]
+        bridge.run_turn(thread_id, "first")
+        bridge.run_turn(thread_id, "second")
+        bridge.result("thread/name/set", {"threadId": thread_id, "name": "from the bridge"})
+        ours = bridge.result("thread/read", {"threadId": thread_id, "includeTurns": True})
+    with MockModel() as model:
+        model.write_config(home)
+        with real_peer(home, cwd) as real:
+            listed = real.result("thread/list", {})["data"]
+            assert [(t["id"], t["path"], t["preview"]) for t in listed] == [
+                (thread_id, ours["thread"]["path"], "first")
+            ]
+            resumed = real.result("thread/resume", {"threadId": thread_id})["thread"]
+            assert resumed["turns"] == ours["thread"]["turns"]
+            assert real.run_turn(thread_id, "third")["status"] == "completed"
+    # and the bridge reads the turn the binary appended
+    with _bridge_peer(home, cwd) as bridge:
+        read = bridge.result("thread/read", {"threadId": thread_id, "includeTurns": True})
+        assert read["thread"]["turns"][:2] == ours["thread"]["turns"]
+        assert read["thread"]["turns"][2]["items"][0]["content"][0]["text"] == "third"
+
+
+def _pages(peer: Peer, method: str, params: dict[str, Any]) -> list[dict[str, Any]]:
+    """Every page of a paged method, following ``nextCursor`` (the whole responses)."""
+    pages: list[dict[str, Any]] = []
+    cursor = None
+    while True:
+        page = peer.result(method, {**params, "cursor": cursor})
+        pages.append(page)
+        cursor = page["nextCursor"]
+        if cursor is None:
+            return pages
+
+
+def test_turns_and_items_page_exactly_as_the_real_server_pages_them(tmp_path: Path) -> None:
+    home, cwd = tmp_path / "home", tmp_path / "work"
+    cwd.mkdir()
+    queries: list[tuple[str, dict[str, Any]]] = [
+        ("thread/turns/list", {"limit": 1}),
+        ("thread/turns/list", {"limit": 2, "sortDirection": "asc"}),
+        ("thread/turns/list", {"itemsView": "full"}),
+        ("thread/turns/list", {"itemsView": "notLoaded", "limit": 0}),
+        ("thread/items/list", {"limit": 2}),
+        ("thread/items/list", {"limit": 1, "sortDirection": "desc"}),
+    ]
+    with MockModel() as model:
+        model.write_config(home)
+        with real_peer(home, cwd) as real:
+            thread_id = real.result("thread/start", {})["thread"]["id"]
+            for text in ("one", "two", "three"):
+                real.run_turn(thread_id, text)
+            expected = [
+                _pages(real, method, {"threadId": thread_id, **params})
+                for method, params in queries
+            ]
+            turn_id = expected[0][0]["data"][0]["id"]
+            by_turn = real.result("thread/items/list", {"threadId": thread_id, "turnId": turn_id})
+    with _bridge_peer(home, cwd) as bridge:
+        got = [
+            _pages(bridge, method, {"threadId": thread_id, **params}) for method, params in queries
+        ]
+        assert got == expected
+        assert (
+            bridge.result("thread/items/list", {"threadId": thread_id, "turnId": turn_id})
+            == by_turn
+        )
