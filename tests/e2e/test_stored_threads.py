@@ -139,3 +139,52 @@ async def test_a_fork_is_a_new_rollout_with_its_origin(kind: str, tmp_path: Path
         assert read["thread"]["forkedFromId"] == thread_id
         assert [t["id"] for t in read["thread"]["turns"]] == turn_ids[:1]
         assert read["thread"]["path"].endswith(f"-{fork_id}.jsonl")
+
+
+async def test_an_unwritable_home_is_a_warning_and_the_thread_goes_on_in_memory(
+    kind: str, tmp_path: Path
+) -> None:
+    home = tmp_path / "codex-home"
+    home.mkdir()
+    (home / "sessions").write_text("a file where the sessions directory should be")
+    async with open_bridge(kind, codex_home=home) as bridge:
+        client = await bridge.connect()
+        await client.initialize()
+        thread_id = await client.start_thread()
+        turn_id, messages = await client.run_turn(thread_id, "hello")
+        warnings = [m["params"] for m in client.received if m.get("method") == "warning"]
+        assert len(warnings) == 1, warnings
+        assert warnings[0]["threadId"] == thread_id
+        assert "is not stored (it goes on in memory)" in warnings[0]["message"]
+        assert str(home / "sessions") in warnings[0]["message"]
+        completed = [m for m in messages if m.get("method") == "turn/completed"]
+        assert completed[-1]["params"]["turn"]["status"] == "completed"
+        second, _ = await client.run_turn(thread_id, "again")
+        read = await client.result("thread/read", {"threadId": thread_id, "includeTurns": True})
+        assert [t["id"] for t in read["thread"]["turns"]] == [turn_id, second]
+    if kind == "stdio":
+        assert f"thread {thread_id} is not stored" in bridge.stderr.decode()
+
+
+async def test_two_servers_on_one_home_store_both_threads(tmp_path: Path) -> None:
+    home = tmp_path / "codex-home"
+    async with (
+        open_bridge("memory", codex_home=home) as one,
+        open_bridge("memory", codex_home=home) as two,
+    ):
+        first, second = await one.connect(), await two.connect()
+        await first.initialize()
+        await second.initialize()
+        a = await first.start_thread()
+        b = await second.start_thread()
+        await first.run_turn(a, "from one")
+        await second.run_turn(b, "from two")
+        await first.run_turn(a, "one again")
+        listed = await first.result("thread/list", {})
+        assert {t["id"] for t in listed["data"]} == {a, b}
+    async with open_bridge("memory", codex_home=home) as bridge:
+        client = await bridge.connect()
+        await client.initialize()
+        for thread_id, turns in ((a, 2), (b, 1)):
+            read = await client.result("thread/read", {"threadId": thread_id, "includeTurns": True})
+            assert len(read["thread"]["turns"]) == turns

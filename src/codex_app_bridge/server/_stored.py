@@ -98,7 +98,7 @@ class ThreadStorage:
             writer = RolloutWriter.reopen(stored.path, next_ordinal=next_ordinal)
             del self._resume_at[record.id]
         else:
-            now = self._planned.pop(record.id, None) or datetime.now(UTC)
+            now = self._planned.get(record.id) or datetime.now(UTC)
             meta = session_meta(
                 thread_id=record.id,
                 created=now,
@@ -109,6 +109,7 @@ class ThreadStorage:
             )
             path = self.home.new_rollout_path(record.id, now.astimezone())
             writer = RolloutWriter.create(path, meta, now=now)
+            self._planned.pop(record.id, None)
         self._writers[record.id] = writer
         record.path = str(writer.path)
         return writer
