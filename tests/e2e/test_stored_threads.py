@@ -188,3 +188,34 @@ async def test_two_servers_on_one_home_store_both_threads(tmp_path: Path) -> Non
         for thread_id, turns in ((a, 2), (b, 1)):
             read = await client.result("thread/read", {"threadId": thread_id, "includeTurns": True})
             assert len(read["thread"]["turns"]) == turns
+
+
+async def test_revert_is_stored_as_a_segment_and_a_later_read_agrees(
+    kind: str, tmp_path: Path
+) -> None:
+    home = tmp_path / "codex-home"
+    thread_id, turn_ids, _ = await _first_server(kind, home)
+    async with open_bridge(kind, codex_home=home) as bridge:
+        client = await bridge.connect()
+        await client.initialize()
+        reverted = await client.result(
+            "thread/revert", {"threadId": thread_id, "beforeTurnId": turn_ids[1]}
+        )
+        segment = reverted["thread"]["path"]
+        assert f"-{thread_id}_" in segment
+        assert json.loads(reverted["turnsBackwardsCursor"])["scope"] == {"kind": "turns"}
+        await client.until(lambda m: m.get("method") == "thread/reverted")
+        read = await client.result("thread/read", {"threadId": thread_id, "includeTurns": True})
+        assert [t["id"] for t in read["thread"]["turns"]] == turn_ids[:1]
+        resumed = await client.result("thread/resume", {"threadId": thread_id})
+        assert [t["id"] for t in resumed["thread"]["turns"]] == turn_ids[:1]
+        third, _ = await client.run_turn(thread_id, "three")
+    async with open_bridge(kind, codex_home=home) as bridge:
+        client = await bridge.connect()
+        await client.initialize()
+        listed = await client.result("thread/list", {})
+        assert [(t["id"], t["path"]) for t in listed["data"]] == [(thread_id, segment)]
+        read = await client.result("thread/read", {"threadId": thread_id, "includeTurns": True})
+        assert [t["id"] for t in read["thread"]["turns"]] == [turn_ids[0], third]
+        missing = await client.call("thread/revert", {"threadId": thread_id, "beforeTurnId": "x"})
+        assert missing["error"] == {"code": -32600, "message": "turn not found: x"}

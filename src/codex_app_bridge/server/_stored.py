@@ -9,6 +9,13 @@
   ``PERSISTED_EVENT_TYPES`` names become ``event_msg`` lines, in order.
 * A resumed thread (after a restart) gets its events from the rollout and appends to the same
   file; a fork gets a new rollout holding the fork's (truncated) events, ``forked_from_id`` set.
+* ``thread/revert`` starts a new segment ``rollout-<time>-<thread id>_<segment id>.jsonl`` whose
+  ``history_base`` names the current rollout, the ordinal of the reverted turn's first line and
+  that line's byte offset; the segment's ordinals continue from there (0.163.0's layout). The
+  0.163.0 binary itself finds a thread's newest segment through its own state database only:
+  on a ``CODEX_HOME`` holding just the rollouts (its own revert capture included) it resumes
+  the thread from its first file and shows no turns (probed), so a reverted thread is read back
+  by the bridge, not by the binary.
 * A write that fails (unwritable directory, full disk) is a :class:`StorageError`: it is logged
   (stderr, level ERROR) and sent as a ``warning`` notification naming the thread, once per thread and
   message; the thread goes on in memory and later events are tried again.
@@ -23,6 +30,9 @@ from collections.abc import Callable
 from datetime import UTC, datetime
 from pathlib import Path
 
+import orjson
+
+from codex_app_bridge.projection import uuid7
 from codex_app_bridge.protocol import core
 from codex_app_bridge.protocol.v2 import WarningNotification, dump_json
 from codex_app_bridge.server._threads import ThreadRecord
@@ -33,6 +43,7 @@ from codex_app_bridge.storage import (
     StorageError,
     StoredThread,
     ThreadCatalog,
+    parse_rollout_name,
     session_meta,
 )
 
@@ -41,6 +52,24 @@ __all__ = ["ThreadStorage", "envelopes_of"]
 _log = logging.getLogger(__name__)
 
 Broadcast = Callable[[str, bytes], None]
+
+
+def _byte_offset_of(path: Path, ordinal: int) -> int:
+    """Where the first line at or past ``ordinal`` starts in a rollout (its size if none)."""
+    offset = 0
+    with path.open("rb") as lines:
+        for position, raw in enumerate(lines):
+            line_ordinal = position
+            try:
+                value = orjson.loads(raw).get("ordinal")
+                if isinstance(value, int):
+                    line_ordinal = value
+            except (orjson.JSONDecodeError, AttributeError):
+                pass
+            if line_ordinal >= ordinal:
+                return offset
+            offset += len(raw)
+    return offset
 
 
 def envelopes_of(lines: list[core.RolloutLine]) -> list[core.EventEnvelope]:
@@ -138,6 +167,39 @@ class ThreadStorage:
         if self._broadcast is not None:
             warning = WarningNotification(message=message, thread_id=thread_id)
             self._broadcast("warning", dump_json(warning))
+
+    def revert(self, record: ThreadRecord, end_ordinal: int) -> None:
+        """Persist a revert as 0.163.0 does: a new segment of the thread whose history is the
+        current rollout's lines below ``end_ordinal``; later lines go to the segment."""
+        if record.ephemeral or record.path is None:
+            return
+        current = Path(record.path)
+        name = parse_rollout_name(current.name)
+        if name is None or not current.exists():
+            return  # nothing stored yet: the in-memory cut is all there is
+        offset = _byte_offset_of(current, end_ordinal)
+        now = datetime.now(UTC)
+        segment_id = str(uuid7())
+        meta = session_meta(
+            thread_id=record.id,
+            created=now,
+            cwd=record.settings.cwd,
+            originator=record.originator or "codex-app-bridge",
+            model_provider=record.settings.model_provider,
+            history_base={
+                "thread_id": name.rollout_id,
+                "end_ordinal_exclusive": end_ordinal,
+                "end_byte_offset": offset,
+            },
+        )
+        path = self.home.new_rollout_path(record.id, now.astimezone(), segment_id)
+        writer = RolloutWriter.create(path, meta, first_ordinal=end_ordinal, now=now)
+        old = self._writers.pop(record.id, None)
+        if old is not None:
+            old.close()
+        self._resume_at.pop(record.id, None)
+        self._writers[record.id] = writer
+        record.path = str(path)
 
     def forget(self, thread_id: str) -> None:
         """Stop writing a thread (archived or deleted)."""

@@ -52,6 +52,9 @@ from codex_app_bridge.protocol.v2 import (
     ThreadMetadataUpdateResponse,
     ThreadNameUpdatedNotification,
     ThreadReadResponse,
+    ThreadRevertedNotification,
+    ThreadRevertParams,
+    ThreadRevertResponse,
     ThreadSetNameParams,
     ThreadSetNameResponse,
     ThreadTurnsListParams,
@@ -98,6 +101,11 @@ class _Row:
 def _iso(seconds: int) -> str:
     moment = datetime.fromtimestamp(seconds, UTC)
     return f"{moment:%Y-%m-%dT%H:%M:%S}.000Z"
+
+
+def _names_turn(msg: core.EventMsg, turn_id: str) -> bool:
+    """Whether ``msg`` belongs to turn ``turn_id`` (lifecycle events and items name it)."""
+    return getattr(msg, "turn_id", None) == turn_id
 
 
 def _storage_error(exc: StorageError) -> RpcError:
@@ -201,8 +209,14 @@ class StoredThreadMethods:
         thread_id = parse_thread_id(raw_id)
         record = self.server.store.get(thread_id)
         if record is not None:
-            pages = HistoryPages(thread_id, positioned_events(record.history))
-            return pages, record.active_turn_id is not None
+            running = record.active_turn_id is not None
+            stored = None if running or record.path is None else self._find_stored(thread_id)
+            storage = self._storage
+            if stored is not None and storage is not None and str(stored.path) == record.path:
+                # positions are the rollout's ordinals, as for a thread that is not loaded
+                lines = storage.catalog.history(stored)
+                return HistoryPages(thread_id, positioned_events(lines)), False
+            return HistoryPages(thread_id, positioned_events(record.history)), running
         stored = self._find_stored(thread_id)
         storage = self._storage
         if stored is None or storage is None:
@@ -330,6 +344,54 @@ class StoredThreadMethods:
         )
         return ThreadItemsListResponse(
             data=page.rows, next_cursor=page.next_cursor, backwards_cursor=page.backwards_cursor
+        )
+
+    # ------------------------------------------------------------------ revert
+
+    async def thread_revert(
+        self, ctx: RequestContext, params: ThreadRevertParams
+    ) -> ThreadRevertResponse:
+        record = self.loaded_or_stored(params.thread_id, no_rollout)
+        before = params.before_turn_id
+        if record.active_turn_id is not None:
+            raise invalid_request(f"cannot revert thread {record.id} while a turn is running")
+        history = record.history
+        cut = next((i for i, e in enumerate(history) if _names_turn(e.msg, before)), None)
+        if cut is None or record.runtime is None:
+            raise invalid_request(f"turn not found: {before}")
+        storage = self._storage
+        stored = None if storage is None else self._find_stored(record.id)
+        if storage is not None and stored is not None and str(stored.path) == record.path:
+            lines = storage.catalog.history(stored)
+            ordinal = next(
+                (
+                    position
+                    for position, msg in positioned_events(lines)
+                    if _names_turn(msg, before)
+                ),
+                None,
+            )
+            if ordinal is not None:
+                try:
+                    storage.revert(record, ordinal)
+                except StorageError as exc:
+                    raise _storage_error(exc) from None
+        record.runtime.history[:] = history[:cut]
+        record.turns_started = sum(
+            1 for e in record.runtime.history if e.msg.type in ("task_started", "turn_started")
+        )
+        record.touch()
+        pages, _ = self._pages(record.id, no_rollout)
+        turns = pages.turns(items_view=None, direction=None, cursor=None, limit=1)
+        items = pages.items(turn_id=None, direction="desc", cursor=None, limit=1)
+        notification = ThreadRevertedNotification(thread_id=record.id)
+        ctx.after_response(
+            lambda: self.server.hub.broadcast("thread/reverted", dump_json(notification))
+        )
+        return ThreadRevertResponse(
+            thread=record.thread(),
+            turns_backwards_cursor=turns.backwards_cursor,
+            items_backwards_cursor=items.backwards_cursor,
         )
 
     # ------------------------------------------------------------------ name, archive, delete
