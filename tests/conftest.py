@@ -29,6 +29,8 @@ def bridge_command() -> list[str]:
 def bridge_env(extra: dict[str, str] | None = None) -> dict[str, str]:
     """Environment for a CLI subprocess that imports the package under test."""
     env = dict(os.environ)
+    # a developer's own CODEX_HOME is never written by a test: only a home the test names
+    env.pop("CODEX_HOME", None)
     src = str(Path(codex_app_bridge.__file__).resolve().parent.parent)
     env["PYTHONPATH"] = os.pathsep.join(p for p in (src, env.get("PYTHONPATH", "")) if p)
     if extra:

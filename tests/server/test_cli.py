@@ -251,3 +251,32 @@ def test_demo_json_is_a_transcript_of_both_directions(capsys: pytest.CaptureFixt
     ]
     completed = [r for r in records if r["msg"].get("method") == "turn/completed"]
     assert len(completed) == 2
+
+
+START = b'{"id":2,"method":"thread/start","params":{}}\n'
+
+
+def test_without_a_codex_home_serve_says_threads_live_in_memory() -> None:
+    proc = run(["serve"], INIT + START)
+    assert proc.returncode == 0, proc.stderr
+    assert b"threads live in memory only" in proc.stderr
+    started = replies(proc.stdout)[2]
+    assert started["result"]["thread"]["path"] is None  # type: ignore[index]
+
+
+@pytest.mark.parametrize("how", ["flag", "env"])
+def test_codex_home_from_the_flag_or_the_environment_stores_threads(
+    how: str, tmp_path: anyio.Path | object
+) -> None:
+    home = str(tmp_path)
+    args, env = (
+        (["serve", "--codex-home", home], {})
+        if how == "flag"
+        else (["serve"], {"CODEX_HOME": home})
+    )
+    proc = run(args, INIT + START, **env)
+    assert proc.returncode == 0, proc.stderr
+    assert b"threads live in memory only" not in proc.stderr
+    path = replies(proc.stdout)[2]["result"]["thread"]["path"]  # type: ignore[index]
+    assert isinstance(path, str)
+    assert path.startswith(f"{home}/sessions/")
