@@ -166,30 +166,6 @@ async def test_an_unwritable_home_is_a_warning_and_the_thread_goes_on_in_memory(
         assert f"thread {thread_id} is not stored" in bridge.stderr.decode()
 
 
-async def test_two_servers_on_one_home_store_both_threads(tmp_path: Path) -> None:
-    home = tmp_path / "codex-home"
-    async with (
-        open_bridge("memory", codex_home=home) as one,
-        open_bridge("memory", codex_home=home) as two,
-    ):
-        first, second = await one.connect(), await two.connect()
-        await first.initialize()
-        await second.initialize()
-        a = await first.start_thread()
-        b = await second.start_thread()
-        await first.run_turn(a, "from one")
-        await second.run_turn(b, "from two")
-        await first.run_turn(a, "one again")
-        listed = await first.result("thread/list", {})
-        assert {t["id"] for t in listed["data"]} == {a, b}
-    async with open_bridge("memory", codex_home=home) as bridge:
-        client = await bridge.connect()
-        await client.initialize()
-        for thread_id, turns in ((a, 2), (b, 1)):
-            read = await client.result("thread/read", {"threadId": thread_id, "includeTurns": True})
-            assert len(read["thread"]["turns"]) == turns
-
-
 async def test_revert_is_stored_as_a_segment_and_a_later_read_agrees(
     kind: str, tmp_path: Path
 ) -> None:

@@ -373,7 +373,10 @@ class Handlers(StoredThreadMethods):
         thread_id = parse_thread_id(params.thread_id)
         record = self.server.store.get(thread_id)
         if record is None:
-            return self.read_stored(thread_id, include_turns=bool(params.include_turns))
+            stored = self.read_stored(thread_id, include_turns=bool(params.include_turns))
+            if params.include_turns:
+                await self._deprecation(ctx, READ_DEPRECATION)
+            return stored
         if not params.include_turns:
             return ThreadReadResponse(thread=record.thread())
         if not record.materialized:
