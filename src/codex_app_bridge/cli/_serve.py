@@ -23,7 +23,6 @@ SIGTERM and SIGINT stop it cleanly with exit code 0; logs go to stderr only (``L
 from __future__ import annotations
 
 import argparse
-import contextlib
 import ipaddress
 import logging
 import signal
@@ -39,7 +38,6 @@ from codex_app_bridge.sources import (
     EventSource,
     ScriptError,
     ScriptPacing,
-    ScriptSource,
     TurnSource,
     load_script,
 )
@@ -154,12 +152,6 @@ def _build_source(args: argparse.Namespace) -> EventSource | TurnSource:
     return source
 
 
-async def _index_in_background(source: ScriptSource) -> None:
-    # A bad line is logged by the index and fails each turn; it never stops the server.
-    with contextlib.suppress(ScriptError):
-        await anyio.to_thread.run_sync(source.ensure_index, abandon_on_cancel=True)
-
-
 async def run_server(source: EventSource | TurnSource, *, default_cwd: str | None = None) -> None:
     """Serve one client on stdio until end of input or SIGTERM/SIGINT."""
     async with (
@@ -175,8 +167,6 @@ async def run_server(source: EventSource | TurnSource, *, default_cwd: str | Non
                     return
 
         tg.start_soon(watch_signals)
-        if isinstance(source, ScriptSource):
-            tg.start_soon(_index_in_background, source)
         async with stdio_transport() as streams:
             await server.serve_connection(streams, TransportKind.STDIO)
         tg.cancel_scope.cancel()
