@@ -23,7 +23,6 @@ SIGTERM and SIGINT stop it cleanly with exit code 0; logs go to stderr only (``L
 from __future__ import annotations
 
 import argparse
-import contextlib
 import ipaddress
 import logging
 import os
@@ -40,7 +39,6 @@ from codex_app_bridge.sources import (
     EventSource,
     ScriptError,
     ScriptPacing,
-    ScriptSource,
     TurnSource,
     load_script,
 )
@@ -163,12 +161,6 @@ def _build_source(args: argparse.Namespace) -> EventSource | TurnSource:
     return source
 
 
-async def _index_in_background(source: ScriptSource) -> None:
-    # A bad line is logged by the index and fails each turn; it never stops the server.
-    with contextlib.suppress(ScriptError):
-        await anyio.to_thread.run_sync(source.ensure_index, abandon_on_cancel=True)
-
-
 def resolve_codex_home(flag: str | None) -> str | None:
     """``--codex-home``, else ``$CODEX_HOME``, else ``None`` (threads in memory only)."""
     chosen = flag or os.environ.get("CODEX_HOME") or None
@@ -195,8 +187,6 @@ async def run_server(
                     return
 
         tg.start_soon(watch_signals)
-        if isinstance(source, ScriptSource):
-            tg.start_soon(_index_in_background, source)
         async with stdio_transport() as streams:
             await server.serve_connection(streams, TransportKind.STDIO)
         tg.cancel_scope.cancel()

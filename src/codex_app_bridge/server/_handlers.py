@@ -256,7 +256,12 @@ class Handlers(StoredThreadMethods):
             return open_session(server.source, config)
 
         record.runtime = ThreadRuntime(
-            thread_id, listener, session, history=history, on_turn_end=record.touch
+            thread_id,
+            listener,
+            session,
+            history=history,
+            on_turn_end=record.touch,
+            interrupt_grace=server.interrupt_grace,
         )
         server.store.add(record)
         if attach and server.storage is not None:

@@ -44,7 +44,7 @@ from codex_app_bridge.rpc import (
 )
 from codex_app_bridge.server._handlers import Handlers
 from codex_app_bridge.server._handshake import ConnectionState, check_request
-from codex_app_bridge.server._runtime import ThreadRuntime
+from codex_app_bridge.server._runtime import INTERRUPT_GRACE, ThreadRuntime
 from codex_app_bridge.server._stored import ThreadStorage
 from codex_app_bridge.server._table import build_method_table
 from codex_app_bridge.server._threads import ThreadStore
@@ -65,6 +65,7 @@ class BridgeServer:
         *,
         default_cwd: str | None = None,
         drain_timeout: float = 10.0,
+        interrupt_grace: float = INTERRUPT_GRACE,
         codex_home: str | os.PathLike[str] | None = None,
     ) -> None:
         self.source: EventSource | TurnSource = source if source is not None else DefaultAgent()
@@ -86,6 +87,8 @@ class BridgeServer:
         self.server_name = socket.gethostname() or "localhost"
         self.installation_id = str(uuid.uuid4())
         self._drain_timeout = drain_timeout
+        self.interrupt_grace = interrupt_grace
+        """Seconds a source has to end an interrupted turn (``ThreadRuntime``)."""
         self._task_group: anyio.abc.TaskGroup | None = None
         self._connections: dict[int, Connection] = {}
 
