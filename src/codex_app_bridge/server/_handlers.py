@@ -262,6 +262,7 @@ class Handlers(StoredThreadMethods):
             history=history,
             on_turn_end=record.touch,
             interrupt_grace=server.interrupt_grace,
+            pending_interrupts=partial(server.unhandled_requests, "turn/interrupt", thread_id),
         )
         server.store.add(record)
         if attach and server.storage is not None:
