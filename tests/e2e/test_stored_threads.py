@@ -195,3 +195,25 @@ async def test_revert_is_stored_as_a_segment_and_a_later_read_agrees(
         assert [t["id"] for t in read["thread"]["turns"]] == [turn_ids[0], third]
         missing = await client.call("thread/revert", {"threadId": thread_id, "beforeTurnId": "x"})
         assert missing["error"] == {"code": -32600, "message": "turn not found: x"}
+
+
+async def test_archiving_a_loaded_thread_unloads_it(kind: str, tmp_path: Path) -> None:
+    home = tmp_path / "codex-home"
+    async with open_bridge(kind, codex_home=home) as bridge:
+        client = await bridge.connect()
+        await client.initialize()
+        thread_id = await client.start_thread()
+        await client.run_turn(thread_id, "hello")
+        assert await client.result("thread/archive", {"threadId": thread_id}) == {}
+        await client.until(lambda m: m.get("method") == "thread/archived")
+        loaded = await client.result("thread/loaded/list", {})
+        assert thread_id not in loaded["data"]
+        read = await client.result("thread/read", {"threadId": thread_id})
+        assert read["thread"]["status"] == {"type": "notLoaded"}
+        assert "/archived_sessions/" in read["thread"]["path"]
+        back = await client.result("thread/unarchive", {"threadId": thread_id})
+        resumed = await client.result("thread/resume", {"threadId": back["thread"]["id"]})
+        assert len(resumed["thread"]["turns"]) == 1
+        await client.run_turn(thread_id, "again")
+        read = await client.result("thread/read", {"threadId": thread_id, "includeTurns": True})
+        assert len(read["thread"]["turns"]) == 2

@@ -283,9 +283,6 @@ class ThreadCatalog:
             raise FileNotFoundError(thread.path)
         return self._resolve(loaded.lines)
 
-    def current_file(self, thread: StoredThread) -> LoadedRollout | None:
-        return self.load(thread.path)
-
     # ------------------------------------------------------------------ names
 
     def names(self) -> dict[str, str]:
