@@ -32,6 +32,9 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any, Final
 
+import anyio
+import anyio.to_thread
+
 from codex_app_bridge._version import CODEX_PROTOCOL_VERSION
 from codex_app_bridge.mapping.thread_history import build_turns
 from codex_app_bridge.protocol import core
@@ -225,7 +228,7 @@ class StoredThreadMethods:
 
     # ------------------------------------------------------------------ thread/list, read
 
-    def _rows(self, archived: bool) -> list[_Row]:
+    def _rows(self, archived: bool, stored_threads: list[StoredThread]) -> list[_Row]:
         rows: dict[str, _Row] = {}
         if not archived:
             for record in self.server.store.list_materialized():
@@ -240,9 +243,8 @@ class StoredThreadMethods:
                     updated_at=_iso(record.updated_at),
                     thread=record.thread,
                 )
-        storage = self._storage
-        if storage is not None:
-            for stored in storage.catalog.threads():
+        if stored_threads:
+            for stored in stored_threads:
                 if stored.archived != archived or stored.thread_id in rows:
                     continue
                 if self.server.store.get(stored.thread_id) is not None:
@@ -263,7 +265,10 @@ class StoredThreadMethods:
     async def thread_list(
         self, ctx: RequestContext, params: ThreadListParams
     ) -> ThreadListResponse:
-        rows = self._rows(bool(params.archived))
+        storage = self._storage
+        # reading the rollouts (the first time, or after they changed) is blocking file I/O
+        stored = [] if storage is None else await anyio.to_thread.run_sync(storage.catalog.threads)
+        rows = self._rows(bool(params.archived), stored)
         if params.cwd is not None:
             wanted = {params.cwd} if isinstance(params.cwd, str) else set(params.cwd)
             rows = [row for row in rows if row.cwd in wanted]
