@@ -19,9 +19,11 @@ from __future__ import annotations
 
 import contextlib
 import os
+import select
 import statistics
 import subprocess
 import sys
+import threading
 import time
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
@@ -78,8 +80,6 @@ class PeakSampler:
     exit before VmHWM can be read, or to watch a phase)."""
 
     def __init__(self, pid: int, interval: float = 0.05) -> None:
-        import threading
-
         self.pid = pid
         self.peak_kb = 0
         self._stop = threading.Event()
@@ -224,6 +224,22 @@ class StdioClient:
         if not chunk:
             raise EOFError(f"server {self.pid} closed its stdout")
         return chunk
+
+    def read_within(self, timeout: float) -> bytes | None:
+        """The next chunk, or None if nothing arrives within ``timeout`` seconds."""
+        ready, _, _ = select.select([self._out], [], [], timeout)
+        return self.read_chunk() if ready else None
+
+    def send_in_background(self, data: bytes) -> threading.Thread:
+        """Write ``data`` from a thread (a server that stops reading cannot block the reader)."""
+
+        def write() -> None:
+            with contextlib.suppress(OSError):
+                self.send_bytes(data)
+
+        thread = threading.Thread(target=write, daemon=True)
+        thread.start()
+        return thread
 
     def messages(self) -> Iterator[Message]:
         """Every message the server writes from now on, parsed."""
