@@ -107,10 +107,21 @@ def test_throughput_fast_path_writes_the_same_bytes_as_the_generic_builders() ->
 
 def test_every_realpeer_scenario_exists() -> None:
     assert set(SCENARIOS) >= {
-        "plain", "reasoning", "shell", "apply_patch", "web_search", "error_retry",
-        "error_fatal", "stream_retry", "stream_failed", "interrupt", "multi_turn", "plan",
-        "throughput", "dynamic_tool",
-    }  # fmt: skip
+        "plain",
+        "reasoning",
+        "shell",
+        "apply_patch",
+        "web_search",
+        "error_retry",
+        "error_fatal",
+        "stream_retry",
+        "stream_failed",
+        "interrupt",
+        "multi_turn",
+        "plan",
+        "throughput",
+        "dynamic_tool",
+    }
 
 
 def test_command_line_prints_its_url_and_serves() -> None:

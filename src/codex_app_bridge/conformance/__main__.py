@@ -59,10 +59,20 @@ def main(argv: Sequence[str] | None = None) -> int:
         prog="python -m codex_app_bridge.conformance",
         description="Compare the bridge with the real codex app-server, scenario by scenario.",
     )
-    parser.add_argument("--threshold", type=float, default=0.0, metavar="PCT",
-                        help="exit 1 when the total match percentage is below PCT")  # fmt: skip
-    parser.add_argument("--scenario", action="append", dest="scenarios", metavar="NAME",
-                        help="run only this scenario (repeatable)")  # fmt: skip
+    parser.add_argument(
+        "--threshold",
+        type=float,
+        default=0.0,
+        metavar="PCT",
+        help="exit 1 when the total match percentage is below PCT",
+    )
+    parser.add_argument(
+        "--scenario",
+        action="append",
+        dest="scenarios",
+        metavar="NAME",
+        help="run only this scenario (repeatable)",
+    )
     parser.add_argument("--details", action="store_true", help="list every difference")
     parser.add_argument("--json", type=Path, metavar="FILE", help="write the results as JSON")
     parser.add_argument("--scratch", type=Path, metavar="DIR", help="keep artefacts here")
@@ -80,8 +90,10 @@ def main(argv: Sequence[str] | None = None) -> int:
     for r in results:
         total.add(r.total)
     if total.percent < args.threshold:
-        print(f"total match {total.percent:.1f}% is below the threshold {args.threshold}%",
-              file=sys.stderr)  # fmt: skip
+        print(
+            f"total match {total.percent:.1f}% is below the threshold {args.threshold}%",
+            file=sys.stderr,
+        )
         return 1
     return 0
 

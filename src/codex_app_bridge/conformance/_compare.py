@@ -35,6 +35,7 @@ __all__ = [
     "Difference",
     "Normaliser",
     "compare",
+    "delta_checks",
     "diff_paths",
     "merge_deltas",
     "normalise_stream",
@@ -193,6 +194,51 @@ def normalise_stream(
     return [cast(JsonObject, normaliser.value(u)) for u in merge_deltas(units)]
 
 
+_DELTA_OF_ITEM: Final = {
+    "agentMessage": "item/agentMessage/delta",
+    "plan": "item/plan/delta",
+    "commandExecution": "item/commandExecution/outputDelta",
+}
+
+
+def _completed_text(item: JsonObject) -> str | None:
+    if item.get("type") == "commandExecution":
+        output = item.get("aggregatedOutput")
+        return output if isinstance(output, str) else None
+    text = item.get("text")
+    return text if isinstance(text, str) else None
+
+
+def delta_checks(units: Sequence[JsonObject]) -> list[JsonObject]:
+    """One unit per completed item that was streamed: do its deltas, concatenated, equal the
+    completed item's text? (A rollout carries no deltas: this is how a replay keeps them
+    honest.)"""
+    streamed: dict[tuple[str, object], str] = {}
+    for unit in units:
+        method = unit.get("method")
+        params = cast(JsonObject, unit.get("params") or {})
+        if method in DELTA_METHODS:
+            key = (str(method), params.get("itemId"))
+            streamed[key] = streamed.get(key, "") + str(params.get("delta", ""))
+    checks: list[JsonObject] = []
+    for unit in units:
+        if unit.get("method") != "item/completed":
+            continue
+        item = cast(JsonObject, cast(JsonObject, unit.get("params") or {}).get("item") or {})
+        method = _DELTA_OF_ITEM.get(str(item.get("type")))
+        joined = streamed.get((method or "", item.get("id")))
+        if method is None or joined is None:
+            continue
+        checks.append(
+            {
+                "check": "deltas == completed text",
+                "item": item.get("id"),
+                "equal": joined == _completed_text(item),
+            }
+        )
+    return checks
+
+
 def thread_read_units(answer: JsonObject, paths: Mapping[str, str]) -> list[JsonObject]:
     """A ``thread/read`` answer as units: the thread without turns, each turn without items,
     each item (tagged with its turn's position)."""
@@ -203,8 +249,13 @@ def thread_read_units(answer: JsonObject, paths: Mapping[str, str]) -> list[Json
     result = cast(JsonObject, value.get("result") or {})
     thread = dict(cast(JsonObject, result.get("thread") or {}))
     turns = cast(list[JsonObject], thread.pop("turns", None) or [])
-    units: list[JsonObject] = [{"read": "thread", "thread": thread,
-                                "rest": {k: v for k, v in result.items() if k != "thread"}}]  # fmt: skip
+    units: list[JsonObject] = [
+        {
+            "read": "thread",
+            "thread": thread,
+            "rest": {k: v for k, v in result.items() if k != "thread"},
+        }
+    ]
     for index, turn in enumerate(turns):
         header = {k: v for k, v in turn.items() if k != "items"}
         units.append({"read": "turn", "turn": index, "header": header})
@@ -258,6 +309,8 @@ def unit_label(unit: JsonObject) -> str:
             if isinstance(item, dict):
                 label += f" ({cast(JsonObject, item).get('type')})"
             return label
+    if "check" in unit:
+        return f"check {unit['check']}"
     if "read" in unit:
         item = unit.get("item")
         kind = cast(JsonObject, item).get("type") if isinstance(item, dict) else None

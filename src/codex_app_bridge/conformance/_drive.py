@@ -47,8 +47,12 @@ class Context:
 
     async def start_thread(self, **extra: Any) -> str:
         # model and provider explicit: the bridge does not read CODEX_HOME/config.toml
-        params: JsonObject = {"approvalPolicy": "never", "sandbox": "danger-full-access",
-                              "model": "mock-model", "modelProvider": "mock"}  # fmt: skip
+        params: JsonObject = {
+            "approvalPolicy": "never",
+            "sandbox": "danger-full-access",
+            "model": "mock-model",
+            "modelProvider": "mock",
+        }
         params["cwd"] = self.cwd
         params.update(extra)
         result = await self.peer.request("thread/start", params)

@@ -242,14 +242,28 @@ def script_from_run(
             if method == "item/started":
                 started_at = params.get("startedAtMs") or 0
                 completed = _with_started_fields(completed, item)
-                emit(turn_id, {"type": "item_started", **ids, "item": started_turn_item(completed),
-                               "started_at_ms": started_at})  # fmt: skip
+                emit(
+                    turn_id,
+                    {
+                        "type": "item_started",
+                        **ids,
+                        "item": started_turn_item(completed),
+                        "started_at_ms": started_at,
+                    },
+                )
             elif recorded is not None:
                 emit(turn_id, recorded)
             else:
                 completed_at = params.get("completedAtMs") or 0
-                emit(turn_id, {"type": "item_completed", **ids, "item": completed,
-                               "completed_at_ms": completed_at})  # fmt: skip
+                emit(
+                    turn_id,
+                    {
+                        "type": "item_completed",
+                        **ids,
+                        "item": completed,
+                        "completed_at_ms": completed_at,
+                    },
+                )
             continue
         msg = _event_for(method, params, message, turn)
         if msg is None:
@@ -285,23 +299,44 @@ def _event_for(
     turn_id = str(params.get("turnId") or "")
     ids = {"thread_id": thread_id, "turn_id": turn_id}
     if method == "item/agentMessage/delta":
-        return {"type": "agent_message_content_delta", **ids, "item_id": params["itemId"],
-                "delta": params["delta"]}  # fmt: skip
+        return {
+            "type": "agent_message_content_delta",
+            **ids,
+            "item_id": params["itemId"],
+            "delta": params["delta"],
+        }
     if method == "item/reasoning/summaryTextDelta":
-        return {"type": "reasoning_content_delta", **ids, "item_id": params["itemId"],
-                "delta": params["delta"], "summary_index": params.get("summaryIndex", 0)}  # fmt: skip
+        return {
+            "type": "reasoning_content_delta",
+            **ids,
+            "item_id": params["itemId"],
+            "delta": params["delta"],
+            "summary_index": params.get("summaryIndex", 0),
+        }
     if method == "item/reasoning/summaryPartAdded":
-        return {"type": "agent_reasoning_section_break", "item_id": params["itemId"],
-                "summary_index": params.get("summaryIndex", 0)}  # fmt: skip
+        return {
+            "type": "agent_reasoning_section_break",
+            "item_id": params["itemId"],
+            "summary_index": params.get("summaryIndex", 0),
+        }
     if method == "item/reasoning/textDelta":
-        return {"type": "reasoning_raw_content_delta", **ids, "item_id": params["itemId"],
-                "delta": params["delta"], "content_index": params.get("contentIndex", 0)}  # fmt: skip
+        return {
+            "type": "reasoning_raw_content_delta",
+            **ids,
+            "item_id": params["itemId"],
+            "delta": params["delta"],
+            "content_index": params.get("contentIndex", 0),
+        }
     if method == "item/plan/delta":
         return {"type": "plan_delta", **ids, "item_id": params["itemId"], "delta": params["delta"]}
     if method == "item/commandExecution/outputDelta":
         chunk = base64.b64encode(str(params["delta"]).encode()).decode("ascii")
-        return {"type": "exec_command_output_delta", "call_id": params["itemId"],
-                "stream": "stdout", "chunk": chunk}  # fmt: skip
+        return {
+            "type": "exec_command_output_delta",
+            "call_id": params["itemId"],
+            "stream": "stdout",
+            "chunk": chunk,
+        }
     if method == "turn/plan/updated":
         plan = [{"step": p["step"], "status": snake(str(p["status"]))} for p in params["plan"]]
         return {"type": "plan_update", "explanation": params.get("explanation"), "plan": plan}
@@ -315,9 +350,12 @@ def _event_for(
         error = cast(JsonObject, params.get("error") or {})
         info = _core_error_info(error.get("codexErrorInfo"))
         if params.get("willRetry"):
-            return {"type": "stream_error", "message": error.get("message", ""),
-                    "codex_error_info": info,
-                    "additional_details": error.get("additionalDetails")}  # fmt: skip
+            return {
+                "type": "stream_error",
+                "message": error.get("message", ""),
+                "codex_error_info": info,
+                "additional_details": error.get("additionalDetails"),
+            }
         if turn is not None and turn.errors:
             return turn.errors.popleft()
         return {"type": "error", "message": error.get("message", ""), "codex_error_info": info}
@@ -331,8 +369,12 @@ def _event_for(
             "cwd": params.get("cwd") or "",
         }
     if method == "item/tool/call":
-        return {"type": "dynamic_tool_call_request", "callId": params.get("callId"),
-                "turnId": turn_id, "tool": params.get("tool"),
-                "arguments": params.get("arguments")}  # fmt: skip
+        return {
+            "type": "dynamic_tool_call_request",
+            "callId": params.get("callId"),
+            "turnId": turn_id,
+            "tool": params.get("tool"),
+            "arguments": params.get("arguments"),
+        }
     _ = message
     return None

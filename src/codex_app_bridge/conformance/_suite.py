@@ -24,6 +24,7 @@ import codex_app_bridge
 from codex_app_bridge.conformance._compare import (
     Comparison,
     compare,
+    delta_checks,
     normalise_stream,
     thread_read_units,
 )
@@ -70,8 +71,13 @@ class ScenarioResult:
                 ],
             }
 
-        return {"name": self.name, "description": self.description, "stream": one(self.stream),
-                "reads": one(self.reads), "notes": self.notes}  # fmt: skip
+        return {
+            "name": self.name,
+            "description": self.description,
+            "stream": one(self.stream),
+            "reads": one(self.reads),
+            "notes": self.notes,
+        }
 
 
 def _rollouts(home: Path, thread_ids: Sequence[str]) -> list[list[JsonObject]]:
@@ -146,13 +152,14 @@ async def run_scenario(
     for who, session in (("real", real), ("bridge", bridge)):
         if session.error:
             notes.append(f"{who} driver error: {session.error}")
+    real_units = normalise_stream(
+        real.received, real.sent, _paths(real_base), upto=real.notes.get("reads_from")
+    )
+    bridge_units = normalise_stream(
+        bridge.received, bridge.sent, _paths(bridge_base), upto=bridge.notes.get("reads_from")
+    )
     stream = compare(
-        normalise_stream(
-            real.received, real.sent, _paths(real_base), upto=real.notes.get("reads_from")
-        ),
-        normalise_stream(
-            bridge.received, bridge.sent, _paths(bridge_base), upto=bridge.notes.get("reads_from")
-        ),
+        [*real_units, *delta_checks(real_units)], [*bridge_units, *delta_checks(bridge_units)]
     )
     reads = compare(_read_units(real, real_base), _read_units(bridge, bridge_base))
     for who, session in (("real", real), ("bridge", bridge)):
