@@ -10,8 +10,8 @@ line is a fraction of a microsecond; the lines are parsed and checked after the 
 pre-encoded lines.
 
 Servers under test: ``bridge_argv`` (``python -m codex_app_bridge`` of this checkout),
-``real_server`` (the real ``codex app-server`` 0.163.0 from the ``openai-codex-cli-bin`` wheel, in a
-scratch ``CODEX_HOME`` pointed at a mock Responses endpoint) and ``fake_server_argv`` (the bare
+``_real.RealServers`` (the real ``codex app-server`` 0.163.0 from the ``openai-codex-cli-bin``
+wheel, in a scratch ``CODEX_HOME`` pointed at the project's mock Responses endpoint) and ``fake_server_argv`` (the bare
 Python passthrough and the pre-encoded fake of ``_fake_server.py``).
 """
 
@@ -36,6 +36,8 @@ ROOT = Path(__file__).resolve().parent.parent
 SRC = ROOT / "src"
 BENCH = Path(__file__).resolve().parent
 CLK_TCK = os.sysconf("SC_CLK_TCK")
+if str(SRC) not in sys.path:
+    sys.path.insert(0, str(SRC))  # the bench measures this checkout, installed or not
 READ_SIZE = 1 << 20
 
 Message = dict[str, Any]
@@ -122,52 +124,6 @@ def fake_server_argv(mode: str, script: Path) -> list[str]:
     """``passthrough``: reads the script's event lines and rewrites each into its notification
     while streaming; ``preencoded``: writes lines encoded before the turn (the client's ceiling)."""
     return [sys.executable, str(BENCH / "_fake_server.py"), mode, str(script)]
-
-
-def real_binary() -> str | None:
-    """Path of the real ``codex`` 0.163.0 binary (the ``openai-codex-cli-bin`` wheel), or None."""
-    try:
-        import codex_cli_bin  # type: ignore[import-not-found]
-    except ImportError:
-        return None
-    path = str(codex_cli_bin.bundled_codex_path())  # type: ignore[attr-defined]
-    return path if os.access(path, os.X_OK) else None
-
-
-def write_real_config(codex_home: Path, base_url: str) -> None:
-    """The config.toml that makes the real binary talk to a mock Responses endpoint only."""
-    codex_home.mkdir(parents=True, exist_ok=True)
-    (codex_home / "config.toml").write_text(
-        f"""model = "mock-model"
-model_provider = "mock"
-approval_policy = "never"
-sandbox_mode = "danger-full-access"
-[model_providers.mock]
-name = "mock"
-base_url = "{base_url}"
-wire_api = "responses"
-requires_openai_auth = false
-supports_websockets = false
-request_max_retries = 0
-stream_max_retries = 0
-stream_idle_timeout_ms = 300000
-[analytics]
-enabled = false
-"""
-    )
-
-
-def real_env(scratch: Path) -> dict[str, str]:
-    home = scratch / "home"
-    (home / ".codex").mkdir(parents=True, exist_ok=True)
-    return {
-        "CODEX_HOME": str(home / ".codex"),
-        "HOME": str(home),
-        "PATH": os.environ.get("PATH", "/usr/bin:/bin"),
-        "RUST_LOG": "error",
-        "LANG": "C.UTF-8",
-        "NO_COLOR": "1",
-    }
 
 
 # ---------------------------------------------------------------------------- the client

@@ -34,7 +34,7 @@ from _common import (
     rss_kb,
     write_delta_script,
 )
-from _real import RealServers
+from _real import RealServers, real_texts
 
 ROLLOUT_META = ROOT / "tests" / "data" / "captures" / "plain" / "rollout.jsonl"
 TURN_LINES = 10
@@ -122,6 +122,7 @@ def main() -> None:
             real = stack.enter_context(RealServers())
             clients["real"] = real.spawn_streaming(args.deltas)
         names = list(clients)
+        expected = {"bridge": texts, "real": real_texts(args.deltas)}
         threads: dict[str, str] = {}
         for name, (client, cwd) in clients.items():
             stack.enter_context(client)
@@ -138,7 +139,7 @@ def main() -> None:
                 client = clients[name][0]
                 input_text = [{"type": "text", "text": f"turn {turn}"}]
                 client.request("turn/start", {"threadId": threads[name], "input": input_text})
-                check_deltas(client.stream_until(), texts)
+                check_deltas(client.stream_until(), expected[name])
                 row.append(mb(rss_kb(client.pid)))
             print(f"  {turn:>4} " + "".join(f"{cell:>10}" for cell in row))
 

@@ -40,7 +40,7 @@ from _common import (
     ratio,
     write_delta_script,
 )
-from _real import RealServers
+from _real import RealServers, real_texts
 
 SERVERS = ("bridge", "real", "passthrough")
 
@@ -97,15 +97,21 @@ def main() -> None:
         script = Path(tmp) / "deltas.jsonl"
         texts = write_delta_script(script, args.deltas)
         real = stack.enter_context(RealServers()) if "real" in servers else None
-        spawn: dict[str, Callable[[], tuple[StdioClient, str | None]]] = {
+        spawn: dict[str, Callable[[], tuple[StdioClient, str | None, list[str]]]] = {
             "bridge": lambda: (
                 StdioClient(bridge_argv("serve", "--script", str(script)), bridge_env()),
                 None,
+                texts,
             ),
-            "passthrough": lambda: (StdioClient(fake_server_argv("passthrough", script)), None),
+            "passthrough": lambda: (
+                StdioClient(fake_server_argv("passthrough", script)),
+                None,
+                texts,
+            ),
         }
         if real is not None:
-            spawn["real"] = lambda: real.spawn_streaming(args.deltas)
+            expected = real_texts(args.deltas)
+            spawn["real"] = lambda: (*real.spawn_streaming(args.deltas), expected)
 
         ceiling = client_ceiling(script, texts)
         print(f"client ceiling (pre-encoded lines from a fake server): {ceiling:,.0f} deltas/s")
@@ -115,8 +121,8 @@ def main() -> None:
         for round_no in range(args.rounds):
             order = servers[round_no % len(servers) :] + servers[: round_no % len(servers)]
             for server in order:
-                client, cwd = spawn[server]()
-                run = measure(server, client, texts, cwd)
+                client, cwd, expected_texts = spawn[server]()
+                run = measure(server, client, expected_texts, cwd)
                 runs.append(run)
                 print(f"{round_no:<6}{server:<13}{run.deltas_per_s:>12,.0f}"
                       f"{run.cpu_us_per_delta:>14.1f}{run.peak_rss_mb:>13.0f}{run.turn_s:>9.2f}")
