@@ -10,13 +10,14 @@ line is a fraction of a microsecond; the lines are parsed and checked after the 
 pre-encoded lines.
 
 Servers under test: ``bridge_argv`` (``python -m codex_app_bridge`` of this checkout),
-``_real.RealServers`` (the real ``codex app-server`` 0.163.0 from the ``openai-codex-cli-bin``
+``_real.real_servers`` (the real ``codex app-server`` 0.163.0 from the ``openai-codex-cli-bin``
 wheel, in a scratch ``CODEX_HOME`` pointed at the project's mock Responses endpoint) and ``fake_server_argv`` (the bare
 Python passthrough and the pre-encoded fake of ``_fake_server.py``).
 """
 
 from __future__ import annotations
 
+import argparse
 import contextlib
 import os
 import select
@@ -333,12 +334,14 @@ def _line(msg: Message) -> bytes:
     return orjson.dumps({"id": TURN_ID, "msg": msg}) + b"\n"
 
 
-def write_delta_script(path: Path, deltas: int, *, turns: int = 1) -> list[str]:
-    """A ``serve --script`` file of ``turns`` turns, each one agent message of ``deltas``
-    ``agent_message_content_delta`` events (texts ``delta_text(0..deltas-1)``). Returns the
-    texts of one turn."""
-    texts = [delta_text(i) for i in range(deltas)]
-    ids = {"thread_id": THREAD_ID, "turn_id": TURN_ID}
+_IDS: Message = {"thread_id": THREAD_ID, "turn_id": TURN_ID}
+_ITEM: Message = {"type": "AgentMessage", "id": ITEM_ID, "content": []}
+_AT: Message = {"started_at_ms": 1796000000000}
+
+
+def turn_prologue() -> list[Message]:
+    """The events (``msg`` objects) that open a turn of one agent message: ``task_started``,
+    ``item_started``."""
     started: Message = {
         "type": "task_started",
         "turn_id": TURN_ID,
@@ -346,9 +349,16 @@ def write_delta_script(path: Path, deltas: int, *, turns: int = 1) -> list[str]:
         "model_context_window": 258400,
         "collaboration_mode_kind": "default",
     }
-    item: Message = {"type": "AgentMessage", "id": ITEM_ID, "content": []}
-    at = {"started_at_ms": 1796000000000}
-    done = {**item, "content": [{"type": "Text", "text": "".join(texts)}]}
+    return [started, {"type": "item_started", **_IDS, "item": _ITEM, **_AT}]
+
+
+def delta_event(text: str) -> Message:
+    return {"type": "agent_message_content_delta", **_IDS, "item_id": ITEM_ID, "delta": text}
+
+
+def turn_epilogue(texts: Sequence[str]) -> list[Message]:
+    """``item_completed`` (the whole text) and ``task_complete``."""
+    done = {**_ITEM, "content": [{"type": "Text", "text": "".join(texts)}]}
     complete: Message = {
         "type": "task_complete",
         "turn_id": TURN_ID,
@@ -358,20 +368,32 @@ def write_delta_script(path: Path, deltas: int, *, turns: int = 1) -> list[str]:
         "duration_ms": 1000,
         "time_to_first_token_ms": 1,
     }
-    delta: Message = {"type": "agent_message_content_delta", **ids, "item_id": ITEM_ID}
+    return [{"type": "item_completed", **_IDS, "item": done, **_AT, "completed_at_ms": 1}, complete]
+
+
+def write_delta_script(path: Path, deltas: int, *, turns: int = 1) -> list[str]:
+    """A ``serve --script`` file of ``turns`` turns, each one agent message of ``deltas``
+    ``agent_message_content_delta`` events (texts ``delta_text(0..deltas-1)``). Returns the
+    texts of one turn."""
+    texts = [delta_text(i) for i in range(deltas)]
     with path.open("wb") as f:
         for _ in range(turns):
-            f.write(_line(started))
-            f.write(_line({"type": "item_started", **ids, "item": item, **at}))
-            f.writelines(_line({**delta, "delta": text}) for text in texts)
-            f.write(
-                _line({"type": "item_completed", **ids, "item": done, **at, "completed_at_ms": 1})
-            )
-            f.write(_line(complete))
+            f.writelines(_line(msg) for msg in turn_prologue())
+            f.writelines(_line(delta_event(text)) for text in texts)
+            f.writelines(_line(msg) for msg in turn_epilogue(texts))
     return texts
 
 
 # ---------------------------------------------------------------------------- reporting
+
+
+def parse_servers(parser: argparse.ArgumentParser, value: str, known: Sequence[str]) -> list[str]:
+    """The ``--servers`` list (comma-separated), in the order given."""
+    servers = [s for s in value.split(",") if s]
+    unknown = sorted(set(servers) - set(known))
+    if unknown or not servers:
+        parser.error(f"--servers: pick from {', '.join(known)} (got {value!r})")
+    return servers
 
 
 def median(values: Sequence[float]) -> float:

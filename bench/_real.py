@@ -8,12 +8,13 @@ from __future__ import annotations
 
 import itertools
 import os
-import shutil
 import tempfile
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
-from types import TracebackType
 
 from _common import StdioClient
+
 from codex_app_bridge.conformance.mock_responses import MockResponses, throughput_chunk
 from codex_app_bridge.conformance.real_codex import (
     codex_env,
@@ -38,28 +39,13 @@ def real_texts(deltas: int) -> list[str]:
 
 
 class RealServers:
-    """Spawns real ``codex app-server`` processes against one mock endpoint (a context manager
-    that owns the mock and a scratch directory for every spawn's CODEX_HOME and cwd)."""
+    """Spawns real ``codex app-server`` processes against one mock endpoint, each with its own
+    CODEX_HOME and cwd under ``scratch`` (made by ``real_servers``)."""
 
-    def __init__(self) -> None:
-        if not real_available():
-            raise SystemExit("the real codex binary is not installed (pip install -e '.[test]')")
-        self.mock = MockResponses()
-        # Not under /tmp: the binary refuses to set up its PATH helpers there (and warns).
-        cache = Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache")
-        cache.mkdir(parents=True, exist_ok=True)
-        self.scratch = Path(tempfile.mkdtemp(prefix="codex-app-bridge-bench-", dir=cache))
+    def __init__(self, mock: MockResponses, scratch: Path) -> None:
+        self.mock = mock
+        self.scratch = scratch
         self._count = itertools.count()
-
-    def __enter__(self) -> RealServers:
-        self.mock.start()
-        return self
-
-    def __exit__(
-        self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
-    ) -> None:
-        self.mock.close()
-        shutil.rmtree(self.scratch, ignore_errors=True)
 
     def spawn(self) -> tuple[StdioClient, str]:
         """A fresh real server (own CODEX_HOME); returns the client and the cwd to start
@@ -77,3 +63,18 @@ class RealServers:
         (texts ``real_texts(deltas)``)."""
         self.mock.set_scenario("throughput", n=deltas)
         return self.spawn()
+
+
+@contextmanager
+def real_servers() -> Iterator[RealServers]:
+    """The mock on a free port and a scratch directory, both gone at exit."""
+    if not real_available():
+        raise SystemExit("the real codex binary is not installed (pip install -e '.[test]')")
+    # Not under /tmp: the binary refuses to set up its PATH helpers there (and warns).
+    cache = Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache")
+    cache.mkdir(parents=True, exist_ok=True)
+    with (
+        MockResponses() as mock,
+        tempfile.TemporaryDirectory(prefix="codex-app-bridge-bench-", dir=cache) as scratch,
+    ):
+        yield RealServers(mock, Path(scratch))

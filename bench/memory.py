@@ -10,7 +10,8 @@
   L lines (default 1,000,000; the bridge only: the real binary has no such command).
 
     .venv/bin/python bench/memory.py [--turns 10] [--deltas 20000] [--threads 1000]
-                                     [--rollout-lines 1000000] [--no-real]
+                                     [--rollout-lines 1000000]
+                                     [--servers bridge,real]
 """
 
 from __future__ import annotations
@@ -24,17 +25,17 @@ import time
 from pathlib import Path
 
 import orjson
-
 from _common import (
     ROOT,
     StdioClient,
     bridge_argv,
     bridge_env,
     check_deltas,
+    parse_servers,
     rss_kb,
     write_delta_script,
 )
-from _real import RealServers, real_texts
+from _real import real_servers, real_texts
 
 ROLLOUT_META = ROOT / "tests" / "data" / "captures" / "plain" / "rollout.jsonl"
 TURN_LINES = 10
@@ -70,7 +71,9 @@ def write_rollout(path: Path, lines: int) -> int:
                 )
             )
             f.write(message("user", "input_text", f"question {turn}"))
-            f.writelines(message("assistant", "output_text", f"answer {turn}.{i}") for i in range(7))
+            f.writelines(
+                message("assistant", "output_text", f"answer {turn}.{i}") for i in range(7)
+            )
             f.write(
                 line(
                     "event_msg",
@@ -108,28 +111,30 @@ def main() -> None:
     parser.add_argument("--deltas", type=int, default=20_000)
     parser.add_argument("--threads", type=int, default=1_000)
     parser.add_argument("--rollout-lines", type=int, default=1_000_000)
-    parser.add_argument("--no-real", action="store_true", help="skip the real binary")
+    parser.add_argument("--servers", default="bridge,real", help="bridge, real or both")
     args = parser.parse_args()
+    names = parse_servers(parser, args.servers, ("bridge", "real"))
 
     with tempfile.TemporaryDirectory(prefix="bench-mem-") as tmp, contextlib.ExitStack() as stack:
         script = Path(tmp) / "turns.jsonl"
         texts = write_delta_script(script, args.deltas, turns=args.turns)
-        clients: dict[str, tuple[StdioClient, str | None]] = {
-            "bridge": (StdioClient(bridge_argv("serve", "--script", str(script)), bridge_env()), None)
-        }
-        real: RealServers | None = None
-        if not args.no_real:
-            real = stack.enter_context(RealServers())
+        clients: dict[str, tuple[StdioClient, str | None]] = {}
+        if "bridge" in names:
+            argv = bridge_argv("serve", "--script", str(script))
+            clients["bridge"] = (StdioClient(argv, bridge_env()), None)
+        if "real" in names:
+            real = stack.enter_context(real_servers())
             clients["real"] = real.spawn_streaming(args.deltas)
-        names = list(clients)
         expected = {"bridge": texts, "real": real_texts(args.deltas)}
         threads: dict[str, str] = {}
         for name, (client, cwd) in clients.items():
             stack.enter_context(client)
             client.initialize()
             threads[name] = client.start_thread(cwd)
-        print("RSS idle (after initialize and one thread/start): "
-              + ", ".join(f"{n} {mb(rss_kb(clients[n][0].pid))}" for n in names))
+        print(
+            "RSS idle (after initialize and one thread/start): "
+            + ", ".join(f"{n} {mb(rss_kb(clients[n][0].pid))}" for n in names)
+        )
 
         print(f"RSS after each turn of {args.deltas:,} deltas on one thread:")
         print("  turn " + "".join(f"{n:>10}" for n in names))
@@ -152,6 +157,8 @@ def main() -> None:
             took = time.perf_counter() - started
             print(f"  {name:<8} {mb(rss_kb(client.pid))} ({took:.1f} s to start them)")
 
+        if "bridge" not in names:
+            return
         rollout = Path(tmp) / "rollout.jsonl"
         turns = write_rollout(rollout, args.rollout_lines)
         size = rollout.stat().st_size / 1e6

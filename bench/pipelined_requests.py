@@ -5,7 +5,8 @@ without waiting; the client reads until every request is answered or nothing arr
 ``--quiet`` seconds. Prints answered/s (from the first request written to the last answer),
 answers, ``-32001`` overloaded errors, other errors and requests never answered.
 
-    .venv/bin/python bench/pipelined_requests.py [--requests 20000] [--rounds 2] [--quiet 3] [--no-real]
+    .venv/bin/python bench/pipelined_requests.py [--requests 20000] [--rounds 2] [--quiet 3]
+                                                [--servers bridge,real]
 """
 
 from __future__ import annotations
@@ -17,9 +18,8 @@ from collections.abc import Callable
 from dataclasses import dataclass
 
 import orjson
-
-from _common import StdioClient, bridge_argv, bridge_env, median, ratio
-from _real import RealServers
+from _common import StdioClient, bridge_argv, bridge_env, median, parse_servers, ratio
+from _real import real_servers
 
 OVERLOADED = -32001
 
@@ -68,7 +68,9 @@ def pipeline(client: StdioClient, count: int, quiet: float) -> Outcome:
         else:
             other += 1
     answered = results + overloaded + other
-    return Outcome(answered / max(last - started, 1e-9), results, overloaded, other, count - answered)
+    return Outcome(
+        answered / max(last - started, 1e-9), results, overloaded, other, count - answered
+    )
 
 
 def main() -> None:
@@ -76,29 +78,34 @@ def main() -> None:
     parser.add_argument("--requests", type=int, default=20_000)
     parser.add_argument("--rounds", type=int, default=2)
     parser.add_argument("--quiet", type=float, default=3.0, help="seconds of silence = done")
-    parser.add_argument("--no-real", action="store_true", help="skip the real binary")
+    parser.add_argument("--servers", default="bridge,real", help="bridge, real or both")
     args = parser.parse_args()
+    names = parse_servers(parser, args.servers, ("bridge", "real"))
 
     with contextlib.ExitStack() as stack:
-        servers: dict[str, Callable[[], StdioClient]] = {
-            "bridge": lambda: StdioClient(bridge_argv("serve"), bridge_env()),
-        }
-        if not args.no_real:
-            real = stack.enter_context(RealServers())
+        servers: dict[str, Callable[[], StdioClient]] = {}
+        if "bridge" in names:
+            servers["bridge"] = lambda: StdioClient(bridge_argv("serve"), bridge_env())
+        if "real" in names:
+            real = stack.enter_context(real_servers())
             servers["real"] = lambda: real.spawn()[0]
         print(f"{args.requests:,} pipelined thread/loaded/list over stdio:")
-        print(f"{'round':<6}{'server':<8}{'answered/s':>12}{'results':>9}{'-32001':>8}"
-              f"{'errors':>8}{'unanswered':>11}")
+        print(
+            f"{'round':<6}{'server':<8}{'answered/s':>12}{'results':>9}{'-32001':>8}"
+            f"{'errors':>8}{'unanswered':>11}"
+        )
         rates: dict[str, list[float]] = {name: [] for name in servers}
         for round_no in range(args.rounds):
             for name, spawn in servers.items():
                 o = pipeline(spawn(), args.requests, args.quiet)
                 rates[name].append(o.answered_per_s)
-                print(f"{round_no:<6}{name:<8}{o.answered_per_s:>12,.0f}{o.results:>9,}"
-                      f"{o.overloaded:>8,}{o.other_errors:>8,}{o.unanswered:>11,}")
+                print(
+                    f"{round_no:<6}{name:<8}{o.answered_per_s:>12,.0f}{o.results:>9,}"
+                    f"{o.overloaded:>8,}{o.other_errors:>8,}{o.unanswered:>11,}"
+                )
     for name, values in rates.items():
         print(f"median answered/s {name}: {median(values):,.0f}")
-    if "real" in rates:
+    if len(rates) == 2:
         print(f"bridge/real answered/s: {ratio(median(rates['bridge']), median(rates['real']))}")
 
 

@@ -36,11 +36,12 @@ from _common import (
     cpu_seconds,
     fake_server_argv,
     median,
+    parse_servers,
     peak_rss_kb,
     ratio,
     write_delta_script,
 )
-from _real import RealServers, real_texts
+from _real import real_servers, real_texts
 
 SERVERS = ("bridge", "real", "passthrough")
 
@@ -88,15 +89,12 @@ def main() -> None:
     parser.add_argument("--rounds", type=int, default=3)
     parser.add_argument("--servers", default=",".join(SERVERS))
     args = parser.parse_args()
-    servers = [s for s in args.servers.split(",") if s]
-    unknown = set(servers) - set(SERVERS)
-    if unknown:
-        parser.error(f"unknown servers: {sorted(unknown)}")
+    servers = parse_servers(parser, args.servers, SERVERS)
 
     with tempfile.TemporaryDirectory(prefix="bench-tp-") as tmp, contextlib.ExitStack() as stack:
         script = Path(tmp) / "deltas.jsonl"
         texts = write_delta_script(script, args.deltas)
-        real = stack.enter_context(RealServers()) if "real" in servers else None
+        real = stack.enter_context(real_servers()) if "real" in servers else None
         spawn: dict[str, Callable[[], tuple[StdioClient, str | None, list[str]]]] = {
             "bridge": lambda: (
                 StdioClient(bridge_argv("serve", "--script", str(script)), bridge_env()),
@@ -115,8 +113,10 @@ def main() -> None:
 
         ceiling = client_ceiling(script, texts)
         print(f"client ceiling (pre-encoded lines from a fake server): {ceiling:,.0f} deltas/s")
-        print(f"{'round':<6}{'server':<13}{'deltas/s':>12}{'CPU us/delta':>14}"
-              f"{'peak RSS MB':>13}{'turn s':>9}")
+        print(
+            f"{'round':<6}{'server':<13}{'deltas/s':>12}{'CPU us/delta':>14}"
+            f"{'peak RSS MB':>13}{'turn s':>9}"
+        )
         runs: list[Run] = []
         for round_no in range(args.rounds):
             order = servers[round_no % len(servers) :] + servers[: round_no % len(servers)]
@@ -124,30 +124,41 @@ def main() -> None:
                 client, cwd, expected_texts = spawn[server]()
                 run = measure(server, client, expected_texts, cwd)
                 runs.append(run)
-                print(f"{round_no:<6}{server:<13}{run.deltas_per_s:>12,.0f}"
-                      f"{run.cpu_us_per_delta:>14.1f}{run.peak_rss_mb:>13.0f}{run.turn_s:>9.2f}")
-        print(f"medians over {args.rounds} rounds, {args.deltas:,} deltas a turn "
-              f"(every delta checked: count, order, text):")
+                print(
+                    f"{round_no:<6}{server:<13}{run.deltas_per_s:>12,.0f}"
+                    f"{run.cpu_us_per_delta:>14.1f}{run.peak_rss_mb:>13.0f}{run.turn_s:>9.2f}"
+                )
+        print(
+            f"medians over {args.rounds} rounds, {args.deltas:,} deltas a turn "
+            f"(every delta checked: count, order, text):"
+        )
         summary = dict(_summarize(runs, servers))
         for server, (rate, cpu, rss) in summary.items():
-            print(f"  {server:<12} {rate:>10,.0f} deltas/s {cpu:>8.1f} us CPU/delta "
-                  f"{rss:>6.0f} MB peak RSS")
+            print(
+                f"  {server:<12} {rate:>10,.0f} deltas/s {cpu:>8.1f} us CPU/delta "
+                f"{rss:>6.0f} MB peak RSS"
+            )
         if "bridge" in summary:
             bridge = summary["bridge"]
             for other, label in (("real", "bridge/real"), ("passthrough", "bridge/limit")):
                 if other in summary:
                     o = summary[other]
-                    print(f"  {label:<12} deltas/s {ratio(bridge[0], o[0])}, "
-                          f"CPU/delta {ratio(bridge[1], o[1])}, peak RSS {ratio(bridge[2], o[2])}")
+                    print(
+                        f"  {label:<12} deltas/s {ratio(bridge[0], o[0])}, "
+                        f"CPU/delta {ratio(bridge[1], o[1])}, peak RSS {ratio(bridge[2], o[2])}"
+                    )
 
 
 def _summarize(runs: list[Run], servers: list[str]) -> Iterator[tuple[str, tuple[float, ...]]]:
     for server in servers:
         mine = [r for r in runs if r.server == server]
-        yield server, (
-            median([r.deltas_per_s for r in mine]),
-            median([r.cpu_us_per_delta for r in mine]),
-            median([r.peak_rss_mb for r in mine]),
+        yield (
+            server,
+            (
+                median([r.deltas_per_s for r in mine]),
+                median([r.cpu_us_per_delta for r in mine]),
+                median([r.peak_rss_mb for r in mine]),
+            ),
         )
 
 
