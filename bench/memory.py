@@ -1,7 +1,8 @@
 #!/usr/bin/env python3
 """Memory of the bridge, side by side with the real server where both can do the same thing:
 
-* RSS idle (after ``initialize``);
+* RSS idle (after ``initialize`` and one ``thread/start``): the bridge without a script, the
+  bridge holding the script of the next point, the real binary;
 * RSS after each of T turns of N agent-message deltas on one thread (default 10 x 20,000; it
   must not grow turn after turn): the bridge plays them from a ``--script``, the real binary
   streams them from the mock Responses endpoint; the two servers take turns;
@@ -118,6 +119,7 @@ def main() -> None:
     with tempfile.TemporaryDirectory(prefix="bench-mem-") as tmp, contextlib.ExitStack() as stack:
         script = Path(tmp) / "turns.jsonl"
         texts = write_delta_script(script, args.deltas, turns=args.turns)
+        turns_mb = script.stat().st_size / 1e6
         clients: dict[str, tuple[StdioClient, str | None]] = {}
         if "bridge" in names:
             argv = bridge_argv("serve", "--script", str(script))
@@ -131,10 +133,14 @@ def main() -> None:
             stack.enter_context(client)
             client.initialize()
             threads[name] = client.start_thread(cwd)
-        print(
-            "RSS idle (after initialize and one thread/start): "
-            + ", ".join(f"{n} {mb(rss_kb(clients[n][0].pid))}" for n in names)
-        )
+        idle = [f"{n} {mb(rss_kb(clients[n][0].pid))}" for n in names]
+        if "bridge" in names:
+            with StdioClient(bridge_argv("serve"), bridge_env()) as bare:
+                bare.initialize()
+                bare.start_thread()
+                idle.insert(0, f"bridge without a script {mb(rss_kb(bare.pid))}")
+            idle[1] = idle[1].replace("bridge", f"bridge with the {turns_mb:.0f} MB script", 1)
+        print("RSS idle (after initialize and one thread/start): " + ", ".join(idle))
 
         print(f"RSS after each turn of {args.deltas:,} deltas on one thread:")
         print("  turn " + "".join(f"{n:>10}" for n in names))
