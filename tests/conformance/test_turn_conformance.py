@@ -8,6 +8,8 @@ that goes away fails too: update the expectation and the list when you fix one.
 
 from __future__ import annotations
 
+import subprocess
+import sys
 from collections import Counter
 from pathlib import Path
 
@@ -22,6 +24,7 @@ from codex_app_bridge.conformance import (
     write_codex_config,
 )
 from codex_app_bridge.conformance._suite import ScenarioResult, run_suite_sync
+from tests.conftest import bridge_env
 
 pytestmark = pytest.mark.conformance
 
@@ -154,3 +157,29 @@ async def test_real_thread_start_fields_do_not_depend_on_experimental_api(
                 result = await peer.request("thread/start", {"cwd": str(work)})
     fields = {f"result.{k}" for k in result} | {f"result.thread.{k}" for k in result["thread"]}
     assert fields >= THREAD_FIELDS_MISSING
+
+
+def run_report(*args: str) -> subprocess.CompletedProcess[str]:
+    argv = [sys.executable, "-m", "codex_app_bridge.conformance", *args]
+    return subprocess.run(
+        argv, env=bridge_env(), capture_output=True, text=True, timeout=300, check=False
+    )
+
+
+def test_report_prints_the_table_and_exits_by_the_threshold() -> None:
+    passing = run_report("--scenario", "plain", "--threshold", "50")
+    assert passing.returncode == 0, passing.stderr
+    rows = passing.stdout.splitlines()
+    assert rows[0].split()[:4] == ["scenario", "compared", "equal", "match"]
+    assert rows[2].split()[0] == "plain"
+    assert rows[-1].split()[0] == "TOTAL"
+    assert any(row.startswith("two_clients") and "pending" in row for row in rows)
+    failing = run_report("--scenario", "plain", "--threshold", "100")
+    assert failing.returncode == 1
+    assert "below the threshold 100.0%" in failing.stderr
+
+
+def test_report_refuses_an_unknown_scenario() -> None:
+    refused = run_report("--scenario", "nope")
+    assert refused.returncode == 2
+    assert "unknown scenario" in refused.stderr

@@ -91,6 +91,12 @@ def main(argv: Sequence[str] | None = None) -> int:
         results = run_suite_sync(args.scenarios, args.scratch, keep=args.scratch is not None)
     except ValueError as exc:
         parser.error(str(exc))
+    except ImportError as exc:  # codex_cli_bin: the real binary comes with the `test` extra
+        parser.exit(
+            2,
+            f"{parser.prog}: needs the real codex binary ({exc}); "
+            "install the package with its `test` extra\n",
+        )
     print(format_table(results))
     if args.details:
         print(format_details(results))
