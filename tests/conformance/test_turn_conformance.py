@@ -63,11 +63,12 @@ EXACT["shell_approval"] = [
     ("missing", "thread/status/changed"),
 ]
 EXACT["dynamic_tool"] = [*COMMON, ("missing", "request item/tool/call")]
-EXACT["interrupt"] = [
-    *(d for d in COMMON if d != ("missing", "thread/readState/changed")),
-    # the rate-limit token_count Codex emits while aborting is cut by the replay's interrupt
-    ("missing", "account/rateLimits/updated"),
-]
+EXACT["interrupt"] = [d for d in COMMON if d != ("missing", "thread/readState/changed")]
+OPTIONAL = {
+    # timing: the rate-limit token_count Codex emits while aborting sits after the interrupt
+    # point of the replayed script; the paced replay plays it or the interrupt cuts it first
+    "interrupt": {("missing", "account/rateLimits/updated")},
+}
 FLOOR = {"revert_fork": 60.0}
 """Scenarios whose differences cascade (thread/revert is not implemented): a floor only."""
 
@@ -109,7 +110,10 @@ def test_every_scenario_ran_on_both_servers(results: dict[str, ScenarioResult]) 
 
 @pytest.mark.parametrize("name", sorted(EXACT))
 def test_scenario_differs_exactly_as_known(results: dict[str, ScenarioResult], name: str) -> None:
-    assert labels(results[name]) == Counter(EXACT[name])
+    seen = labels(results[name])
+    for optional in OPTIONAL.get(name, ()):
+        seen.pop(optional, None)
+    assert seen == Counter(EXACT[name])
 
 
 @pytest.mark.parametrize("name", sorted({*EXACT, *FLOOR}))
