@@ -8,6 +8,7 @@ import subprocess
 import sys
 import urllib.error
 import urllib.request
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -144,3 +145,21 @@ def test_fatal_error_is_always_500(name: str) -> None:
     with MockResponses() as mock:
         mock.set_scenario(name)
         assert [post(mock.base_url + "/responses", {})[0] for _ in range(3)] == [500] * 3
+
+
+def test_tee_passes_lines_through_and_logs_both_directions(tmp_path: Path) -> None:
+    log = tmp_path / "wire.jsonl"
+    argv = [sys.executable, "-m", "codex_app_bridge.conformance.tee", str(log), "--", "cat"]
+    proc = subprocess.run(
+        argv, input=b'{"id":1}\nnot json\n', capture_output=True, env=bridge_env(), timeout=30
+    )
+    assert proc.returncode == 0
+    assert proc.stdout == b'{"id":1}\nnot json\n'
+    records = [json.loads(line) for line in log.read_text().splitlines()]
+    assert records[0] == {"dir": "start", "argv": ["cat"]}
+    assert sorted((r["dir"], json.dumps(r["line"])) for r in records[1:]) == [
+        ("c2s", '"not json"'),
+        ("c2s", '{"id": 1}'),
+        ("s2c", '"not json"'),
+        ("s2c", '{"id": 1}'),
+    ]

@@ -1,12 +1,15 @@
 """Whole turns against the real binary: every scenario of the suite runs on the real
 ``codex app-server`` 0.163.0 (mock model) and is replayed by the bridge from the derived core
-events; the match must not fall below today's, and where a scenario's differences are exactly
+events, and ``codex-app-bridge history`` rebuilds each thread from the real rollout; the match
+must not fall below today's, and where a scenario's differences are exactly
 known they must stay exactly those (each is explained in KNOWN_DIFFERENCES.md). A difference
 that goes away fails too: update the expectation and the list when you fix one.
 """
 
 from __future__ import annotations
 
+import subprocess
+import sys
 from collections import Counter
 from pathlib import Path
 
@@ -21,11 +24,12 @@ from codex_app_bridge.conformance import (
     write_codex_config,
 )
 from codex_app_bridge.conformance._suite import ScenarioResult, run_suite_sync
+from tests.conftest import bridge_env
 
 pytestmark = pytest.mark.conformance
 
-THRESHOLD = 74.0
-"""The total match percentage, in percent (76.4 measured when this was written)."""
+THRESHOLD = 77.0
+"""The total match percentage, in percent (79.1 measured when this was written)."""
 
 # every scenario shows these: fields, notifications and thread/read state the bridge lacks
 COMMON = [
@@ -59,12 +63,13 @@ EXACT["shell_approval"] = [
     ("missing", "thread/status/changed"),
 ]
 EXACT["dynamic_tool"] = [*COMMON, ("missing", "request item/tool/call")]
-EXACT["interrupt"] = [
-    *(d for d in COMMON if d != ("missing", "thread/readState/changed")),
-    # the rate-limit token_count Codex emits while aborting is cut by the replay's interrupt
-    ("missing", "account/rateLimits/updated"),
-]
-FLOOR = {"revert_fork": 55.0}
+EXACT["interrupt"] = [d for d in COMMON if d != ("missing", "thread/readState/changed")]
+OPTIONAL = {
+    # timing: the rate-limit token_count Codex emits while aborting sits after the interrupt
+    # point of the replayed script; the paced replay plays it or the interrupt cuts it first
+    "interrupt": {("missing", "account/rateLimits/updated")},
+}
+FLOOR = {"revert_fork": 60.0}
 """Scenarios whose differences cascade (thread/revert is not implemented): a floor only."""
 
 THREAD_FIELDS_MISSING = {
@@ -105,7 +110,19 @@ def test_every_scenario_ran_on_both_servers(results: dict[str, ScenarioResult]) 
 
 @pytest.mark.parametrize("name", sorted(EXACT))
 def test_scenario_differs_exactly_as_known(results: dict[str, ScenarioResult], name: str) -> None:
-    assert labels(results[name]) == Counter(EXACT[name])
+    seen = labels(results[name])
+    for optional in OPTIONAL.get(name, ()):
+        seen.pop(optional, None)
+    assert seen == Counter(EXACT[name])
+
+
+@pytest.mark.parametrize("name", sorted({*EXACT, *FLOOR}))
+def test_history_rebuilt_from_the_real_rollout_is_what_the_real_server_reads(
+    results: dict[str, ScenarioResult], name: str
+) -> None:
+    history = results[name].history
+    assert history.compared > 0
+    assert history.differences == []
 
 
 @pytest.mark.parametrize("name", sorted(FLOOR))
@@ -144,3 +161,29 @@ async def test_real_thread_start_fields_do_not_depend_on_experimental_api(
                 result = await peer.request("thread/start", {"cwd": str(work)})
     fields = {f"result.{k}" for k in result} | {f"result.thread.{k}" for k in result["thread"]}
     assert fields >= THREAD_FIELDS_MISSING
+
+
+def run_report(*args: str) -> subprocess.CompletedProcess[str]:
+    argv = [sys.executable, "-m", "codex_app_bridge.conformance", *args]
+    return subprocess.run(
+        argv, env=bridge_env(), capture_output=True, text=True, timeout=300, check=False
+    )
+
+
+def test_report_prints_the_table_and_exits_by_the_threshold() -> None:
+    passing = run_report("--scenario", "plain", "--threshold", "50")
+    assert passing.returncode == 0, passing.stderr
+    rows = passing.stdout.splitlines()
+    assert rows[0].split()[:4] == ["scenario", "compared", "equal", "match"]
+    assert rows[2].split()[0] == "plain"
+    assert rows[-1].split()[0] == "TOTAL"
+    assert any(row.startswith("two_clients") and "pending" in row for row in rows)
+    failing = run_report("--scenario", "plain", "--threshold", "100")
+    assert failing.returncode == 1
+    assert "below the threshold 100.0%" in failing.stderr
+
+
+def test_report_refuses_an_unknown_scenario() -> None:
+    refused = run_report("--scenario", "nope")
+    assert refused.returncode == 2
+    assert "unknown scenario" in refused.stderr

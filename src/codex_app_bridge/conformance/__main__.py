@@ -1,5 +1,9 @@
 """``python -m codex_app_bridge.conformance``: run the suite and print the match table.
 
+Columns: units compared and equal in total, then per part: the notification stream (with the
+responses and server requests), the final ``thread/read`` answers, and ``history`` (the turns
+``codex-app-bridge history`` rebuilds from the real rollout against the real ``thread/read``).
+
 Exit status: 0 when the total match percentage is at least ``--threshold`` (default 0), 1 below
 it, 2 on bad arguments. ``--details`` lists every difference under the table; ``--json FILE``
 writes the whole result; ``--scratch DIR`` keeps each scenario's artefacts (both sessions, the
@@ -12,6 +16,7 @@ import argparse
 import json
 import sys
 from collections.abc import Sequence
+from dataclasses import replace
 from pathlib import Path
 
 from codex_app_bridge.conformance._compare import Comparison
@@ -22,16 +27,20 @@ __all__ = ["format_table", "main"]
 
 
 def format_table(results: Sequence[ScenarioResult]) -> str:
-    header = f"{'scenario':<16} {'compared':>8} {'equal':>6} {'match':>7}   stream   thread/read"
+    header = (
+        f"{'scenario':<16} {'compared':>8} {'equal':>6} {'match':>7}"
+        "   stream    thread/read  history"
+    )
     lines = [header, "-" * len(header)]
     total = Comparison()
     for r in results:
         t = r.total
         total.add(t)
-        s, d = r.stream, r.reads
+        s, d, h = r.stream, r.reads, r.history
         lines.append(
             f"{r.name:<16} {t.compared:>8} {t.equal:>6} {t.percent:>6.1f}%"
-            f"   {s.equal:>3}/{s.compared:<4} {d.equal:>3}/{d.compared:<4}"
+            f"   {s.equal:>3}/{s.compared:<4}  {d.equal:>3}/{d.compared:<4}"
+            f"   {h.equal:>3}/{h.compared:<4}"
         )
     for name, why in PENDING_SCENARIOS.items():
         lines.append(f"{name:<16} {'-':>8} {'-':>6} {'-':>7}   pending: {why}")
@@ -44,6 +53,7 @@ def format_details(results: Sequence[ScenarioResult]) -> str:
     out: list[str] = []
     for r in results:
         diffs = [*r.stream.differences, *r.reads.differences]
+        diffs += [replace(d, label="history: " + d.label) for d in r.history.differences]
         if not diffs and not r.notes:
             continue
         out.append(f"\n## {r.name}: {r.description}")
@@ -81,6 +91,12 @@ def main(argv: Sequence[str] | None = None) -> int:
         results = run_suite_sync(args.scenarios, args.scratch, keep=args.scratch is not None)
     except ValueError as exc:
         parser.error(str(exc))
+    except ImportError as exc:  # codex_cli_bin: the real binary comes with the `test` extra
+        parser.exit(
+            2,
+            f"{parser.prog}: needs the real codex binary ({exc}); "
+            "install the package with its `test` extra\n",
+        )
     print(format_table(results))
     if args.details:
         print(format_details(results))

@@ -40,6 +40,7 @@ __all__ = [
     "merge_deltas",
     "normalise_stream",
     "thread_read_units",
+    "turn_units",
 ]
 
 JsonObject = dict[str, Any]
@@ -249,13 +250,19 @@ def thread_read_units(answer: JsonObject, paths: Mapping[str, str]) -> list[Json
     result = cast(JsonObject, value.get("result") or {})
     thread = dict(cast(JsonObject, result.get("thread") or {}))
     turns = cast(list[JsonObject], thread.pop("turns", None) or [])
-    units: list[JsonObject] = [
-        {
-            "read": "thread",
-            "thread": thread,
-            "rest": {k: v for k, v in result.items() if k != "thread"},
-        }
-    ]
+    rest = {k: v for k, v in result.items() if k != "thread"}
+    return [{"read": "thread", "thread": thread, "rest": rest}, *_turn_units(turns)]
+
+
+def turn_units(turns: Sequence[JsonObject], paths: Mapping[str, str]) -> list[JsonObject]:
+    """Turns (a ``thread/read`` answer's, or rebuilt from a rollout) as units: each turn without
+    its items, then each item."""
+    normaliser = Normaliser(paths)
+    return _turn_units(cast(list[JsonObject], normaliser.value(list(turns), "turns")))
+
+
+def _turn_units(turns: Sequence[JsonObject]) -> list[JsonObject]:
+    units: list[JsonObject] = []
     for index, turn in enumerate(turns):
         header = {k: v for k, v in turn.items() if k != "items"}
         units.append({"read": "turn", "turn": index, "header": header})

@@ -21,7 +21,7 @@ from __future__ import annotations
 import base64
 import shlex
 from collections import defaultdict, deque
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Final, cast
 
@@ -190,7 +190,7 @@ def script_from_run(
     turns = _rollout_turns(rollouts)
     out: list[JsonObject] = []
     notes: list[str] = []
-    thread_of_turn: dict[str, str] = {}
+    opened: set[str] = set()
     unknown: defaultdict[str, int] = defaultdict(int)
 
     def emit(turn_id: str, msg: JsonObject) -> None:
@@ -222,7 +222,7 @@ def script_from_run(
         if method == "turn/completed":
             turn_id = str(params["turn"]["id"])
             turn = turns.get(turn_id)
-            _open_turn(emit, turns, turn_id, thread_of_turn, thread_id, out)
+            _open_turn(emit, turns, turn_id, opened)
             if turn is not None and turn.ended is not None:
                 emit(turn_id, turn.ended)
             else:
@@ -230,7 +230,7 @@ def script_from_run(
             continue
         if method in ("item/started", "item/completed"):
             item = cast(JsonObject, params["item"])
-            _open_turn(emit, turns, turn_id, thread_of_turn, thread_id, out)
+            _open_turn(emit, turns, turn_id, opened)
             recorded = turn.items.get(str(item.get("id"))) if turn is not None else None
             completed = recorded["item"] if recorded is not None else None
             if completed is None:
@@ -265,36 +265,32 @@ def script_from_run(
                     },
                 )
             continue
-        msg = _event_for(method, params, message, turn)
+        msg = _event_for(method, params, turn)
         if msg is None:
             unknown[method] += 1
             continue
-        _open_turn(emit, turns, turn_id, thread_of_turn, thread_id, out)
+        _open_turn(emit, turns, turn_id, opened)
         emit(turn_id, msg)
     notes.extend(f"{method}: no core event known ({n}x)" for method, n in sorted(unknown.items()))
     return DerivedScript(out, notes)
 
 
 def _open_turn(
-    emit: Any,
+    emit: Callable[[str, JsonObject], None],
     turns: dict[str, _Turn],
     turn_id: str,
-    thread_of_turn: dict[str, str],
-    thread_id: str,
-    out: list[JsonObject],
+    opened: set[str],
 ) -> None:
     """The turn's ``task_started`` goes before its first event."""
-    if turn_id in thread_of_turn:
+    if turn_id in opened:
         return
-    thread_of_turn[turn_id] = thread_id
+    opened.add(turn_id)
     turn = turns.get(turn_id)
     if turn is not None and turn.started is not None:
         emit(turn_id, turn.started)
 
 
-def _event_for(
-    method: str, params: JsonObject, message: JsonObject, turn: _Turn | None
-) -> JsonObject | None:
+def _event_for(method: str, params: JsonObject, turn: _Turn | None) -> JsonObject | None:
     thread_id = str(params.get("threadId") or "")
     turn_id = str(params.get("turnId") or "")
     ids = {"thread_id": thread_id, "turn_id": turn_id}
@@ -376,5 +372,4 @@ def _event_for(
             "tool": params.get("tool"),
             "arguments": params.get("arguments"),
         }
-    _ = message
     return None

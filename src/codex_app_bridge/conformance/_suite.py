@@ -27,6 +27,7 @@ from codex_app_bridge.conformance._compare import (
     delta_checks,
     normalise_stream,
     thread_read_units,
+    turn_units,
 )
 from codex_app_bridge.conformance._drive import SCENARIO_SPECS, ScenarioSpec, Session, run_session
 from codex_app_bridge.conformance._script import script_from_run
@@ -51,6 +52,8 @@ class ScenarioResult:
     description: str
     stream: Comparison
     reads: Comparison
+    history: Comparison = field(default_factory=Comparison)
+    """The real ``thread/read`` turns against ``codex-app-bridge history`` of the real rollout."""
     notes: list[str] = field(default_factory=list[str])
 
     @property
@@ -58,6 +61,7 @@ class ScenarioResult:
         both = Comparison()
         both.add(self.stream)
         both.add(self.reads)
+        both.add(self.history)
         return both
 
     def to_json(self) -> JsonObject:
@@ -97,6 +101,40 @@ def _paths(base: Path) -> dict[str, str]:
         out[str(root / "home")] = "<home>"
         out[str(root)] = "<scratch>"
     return out
+
+
+async def _history_units(session: Session, home: Path, base: Path) -> list[JsonObject]:
+    """Each thread's turns as ``codex-app-bridge history`` rebuilds them from the real rollout."""
+    units: list[JsonObject] = []
+    for thread_id in session.thread_ids:
+        argv = [
+            *bridge_command()[:-1],
+            "history",
+            "--thread-id",
+            thread_id,
+            "--codex-home",
+            str(home),
+        ]
+        with anyio.fail_after(60):
+            done = await anyio.run_process(
+                argv, check=False, env=codex_env(home, extra={"PYTHONPATH": _SRC})
+            )
+        if done.returncode != 0:
+            units.append({"read": "history error", "stderr": done.stderr.decode()[-500:]})
+            continue
+        units.extend(turn_units(json.loads(done.stdout)["turns"], _paths(base)))
+    return units
+
+
+def _real_turn_units(session: Session, base: Path) -> list[JsonObject]:
+    units: list[JsonObject] = []
+    for thread_id in session.thread_ids:
+        answer = session.reads.get(thread_id, {})
+        result: JsonObject = answer.get("result") or {}
+        thread: JsonObject = result.get("thread") or {}
+        turns: list[JsonObject] = thread.get("turns") or []
+        units.extend(turn_units(turns, _paths(base)))
+    return units
 
 
 def _layout(base: Path) -> tuple[Path, Path]:
@@ -162,6 +200,9 @@ async def run_scenario(
         [*real_units, *delta_checks(real_units)], [*bridge_units, *delta_checks(bridge_units)]
     )
     reads = compare(_read_units(real, real_base), _read_units(bridge, bridge_base))
+    history = compare(
+        _real_turn_units(real, real_base), await _history_units(real, real_home, real_base)
+    )
     for who, session in (("real", real), ("bridge", bridge)):
         dump: dict[str, Any] = {
             "received": session.received,
@@ -172,7 +213,7 @@ async def run_scenario(
             "error": session.error,
         }
         (root / f"{who}.session.json").write_text(json.dumps(dump, indent=1), encoding="utf-8")
-    result = ScenarioResult(spec.name, spec.description, stream, reads, notes)
+    result = ScenarioResult(spec.name, spec.description, stream, reads, history, notes)
     (root / "result.json").write_text(json.dumps(result.to_json(), indent=1), encoding="utf-8")
     if not keep:
         shutil.rmtree(root, ignore_errors=True)

@@ -34,7 +34,8 @@ scenario was selected): ``plain`` (params ``text``, ``chunk``), ``reasoning``, `
 (always 500), ``stream_retry`` (``failures``: streams cut before ``response.completed``),
 ``stream_failed`` (``response.failed``), ``interrupt`` (``delay_s`` between events), ``multi_turn``,
 ``plan`` (``update_plan``), ``throughput`` (``n`` deltas, default 20000, written in large writes),
-``dynamic_tool`` (``tool``). Tool-call scenarios look at the ``tools`` Codex offered to choose the
+``dynamic_tool`` (``tool``), ``client_flow`` (numbered answers; a prompt that says "interrupt"
+gets the slow stream). Tool-call scenarios look at the ``tools`` Codex offered to choose the
 call shape (``exec_command`` / ``shell_command`` / ``shell``; custom or function ``apply_patch``).
 """
 
@@ -509,6 +510,14 @@ def sc_multi_turn(n: int, body: JsonObject, p: JsonObject) -> Reply:
     return sc_plain(n, body, {"text": text})
 
 
+def sc_client_flow(n: int, body: JsonObject, p: JsonObject) -> Reply:
+    """A client's whole flow on one thread: a prompt mentioning "interrupt" gets the slow
+    stream of ``interrupt``, every other one a numbered answer as in ``multi_turn``."""
+    if "interrupt" in last_user_text(body).lower():
+        return sc_interrupt(n, body, p)
+    return sc_multi_turn(n, body, p)
+
+
 def sc_plan(n: int, body: JsonObject, p: JsonObject) -> Reply:
     rid = f"resp_plan_{n}"
     if n > 0:
@@ -588,6 +597,7 @@ SCENARIOS: Final[Mapping[str, Scenario]] = {
     "plan": sc_plan,
     "throughput": sc_throughput,
     "dynamic_tool": sc_dynamic_tool,
+    "client_flow": sc_client_flow,
 }
 
 
