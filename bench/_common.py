@@ -11,8 +11,9 @@ pre-encoded lines.
 
 Servers under test: ``bridge_argv`` (``python -m codex_app_bridge`` of this checkout),
 ``_real.real_servers`` (the real ``codex app-server`` 0.163.0 from the ``openai-codex-cli-bin``
-wheel, in a scratch ``CODEX_HOME`` pointed at the project's mock Responses endpoint) and ``fake_server_argv`` (the bare
-Python passthrough and the pre-encoded fake of ``_fake_server.py``).
+wheel, in a scratch ``CODEX_HOME`` pointed at the project's mock Responses endpoint) and
+``fake_server_argv`` (the bare Python passthrough and the pre-encoded fake of
+``_fake_server.py``).
 """
 
 from __future__ import annotations
@@ -76,32 +77,6 @@ def peak_rss_kb(pid: int) -> int:
 def rss_kb(pid: int) -> int:
     """VmRSS: the resident set size of a process now."""
     return _status_kb(pid, b"VmRSS:")
-
-
-class PeakSampler:
-    """Samples VmRSS of a process every ``interval`` seconds in a thread (for processes that
-    exit before VmHWM can be read, or to watch a phase)."""
-
-    def __init__(self, pid: int, interval: float = 0.05) -> None:
-        self.pid = pid
-        self.peak_kb = 0
-        self._stop = threading.Event()
-        self._interval = interval
-        self._thread = threading.Thread(target=self._run, daemon=True)
-
-    def _run(self) -> None:
-        while not self._stop.is_set():
-            with contextlib.suppress(OSError, ValueError):
-                self.peak_kb = max(self.peak_kb, peak_rss_kb(self.pid))
-            self._stop.wait(self._interval)
-
-    def __enter__(self) -> PeakSampler:
-        self._thread.start()
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        self._stop.set()
-        self._thread.join()
 
 
 # ---------------------------------------------------------------------------- servers under test
