@@ -6,7 +6,8 @@ event is handed to a thread. When the runtime changes, re-point ``open_server`` 
 Today: a ``BridgeServer`` (built-in agent, no pacing) in the caller's event loop; each
 ``connect()`` is an in-memory connection (the transport's twin: same framing as stdio, a queue of
 128 per direction), initialized; ``push_event`` hands one ``EventEnvelope`` to the thread's
-``ThreadListener`` (reduce + fan-out), as the turn runner does for each event it plays.
+``ThreadListener`` (reduce, encode, offer; then wait while a connection is congested), as the
+thread runtime does for each event it takes from its source.
 """
 
 from __future__ import annotations
@@ -105,7 +106,7 @@ def envelope(turn_id: str, msg: Message) -> EventEnvelope:
 
 
 async def push_event(server: Server, thread_id: str, event: EventEnvelope) -> None:
-    """Hand one event to a thread, as the turn runner does."""
+    """Hand one event to a thread, as the thread runtime does."""
     listener = server.bridge.hub.get(thread_id)
     assert listener is not None, thread_id
     await listener.handle(event)
