@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 
 from codex_app_bridge.conformance import MockResponses
-from tests.conformance._matrix import CLIENTS, ClientResult, run_client
+from codex_app_bridge.conformance._matrix import CLIENTS, ClientResult, run_client
 
 pytestmark = pytest.mark.conformance
 
@@ -29,8 +29,8 @@ RESUME_FAILS = {
         "resume_after_restart.message",
     },
 }
-WIRE_FLOOR = {"official": 65.0, "app_server_client": 70.0}
-"""Wire match in percent (68.4 and 73.6 measured when this was written)."""
+WIRE_FLOOR = {"official": 65.0, "app_server_client": 68.0}
+"""Wire match in percent (68.4 and 72.2-73.6 measured when this was written)."""
 
 
 @pytest.fixture(scope="module")

@@ -228,3 +228,19 @@ def test_script_takes_rollout_payloads_and_rebuilds_deltas_in_stream_order() -> 
 def test_script_notes_what_it_cannot_derive() -> None:
     received = [{"method": "item/somethingNew", "params": {"threadId": T1, "turnId": U1}}]
     assert script_from_run(received, []).notes == ["item/somethingNew: no core event known (1x)"]
+
+
+def test_report_table_totals_scenarios_and_clients() -> None:
+    from codex_app_bridge.conformance.__main__ import format_table
+    from codex_app_bridge.conformance._compare import Comparison
+    from codex_app_bridge.conformance._matrix import ClientResult
+    from codex_app_bridge.conformance._suite import ScenarioResult
+
+    scenario = ScenarioResult("plain", "d", Comparison(10, 9), Comparison(4, 2), Comparison(3, 3))
+    client = ClientResult("official", Comparison(5, 5), Comparison(8, 4))
+    rows = format_table([scenario], [client]).splitlines()
+    plain = next(r for r in rows if r.startswith("plain")).split()
+    assert plain[:4] == ["plain", "17", "14", "82.4%"]
+    official = next(r for r in rows if r.startswith("official")).split()
+    assert official[:4] == ["official", "13", "9", "69.2%"]
+    assert rows[-1].split() == ["TOTAL", "30", "23", "76.7%"]

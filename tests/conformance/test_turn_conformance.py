@@ -66,8 +66,13 @@ EXACT["dynamic_tool"] = [*COMMON, ("missing", "request item/tool/call")]
 EXACT["interrupt"] = [d for d in COMMON if d != ("missing", "thread/readState/changed")]
 OPTIONAL = {
     # timing: the rate-limit token_count Codex emits while aborting sits after the interrupt
-    # point of the replayed script; the paced replay plays it or the interrupt cuts it first
-    "interrupt": {("missing", "account/rateLimits/updated")},
+    # point of the replayed script; the paced replay plays it or the interrupt cuts it first.
+    # Likewise either side may stream a delta more before the interrupt lands (a loaded
+    # machine), which changes the joined text of the one merged delta unit.
+    "interrupt": {
+        ("missing", "account/rateLimits/updated"),
+        ("changed", "item/agentMessage/delta"),
+    },
 }
 FLOOR = {"revert_fork": 60.0}
 """Scenarios whose differences cascade (thread/revert is not implemented): a floor only."""

@@ -1,6 +1,6 @@
 """One client library's whole flow against a server, as a subprocess that prints a JSON outcome.
 
-``python -m tests.conformance._client_flows CLIENT SERVER_ARGV_JSON`` with CLIENT ``official``
+``python -m codex_app_bridge.conformance._client_flows CLIENT SERVER_ARGV_JSON`` with CLIENT ``official``
 (``openai-codex`` 0.163.0) or ``app_server_client`` (``codex-app-server-client`` 0.1.0). The
 flow: start a thread, a turn, a second turn, a turn interrupted at its first delta,
 ``thread/list``, ``thread/read`` with turns, then a *new* client (a new server process: a
@@ -19,12 +19,12 @@ import sys
 import tempfile
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 FIRST = "First question"
 SECOND = "Second question"
 LONG = "Please interrupt me: write a very long essay."
-THREAD = {"model": "mock-model", "model_provider": "mock"}
+MODEL, PROVIDER = "mock-model", "mock"
 
 
 def step(out: dict[str, Any], name: str, fn: Callable[[], Any]) -> Any:
@@ -43,7 +43,7 @@ def official(argv: list[str]) -> dict[str, Any]:
     config = CodexConfig(launch_args_override=tuple(argv), env=dict(os.environ), cwd=os.getcwd())
     out: dict[str, Any] = {}
     with Codex(config) as codex:
-        thread = codex.thread_start(**THREAD)
+        thread = codex.thread_start(model=MODEL, model_provider=PROVIDER)
 
         def run(text: str) -> dict[str, Any]:
             result = thread.run(text)
@@ -92,12 +92,18 @@ def official(argv: list[str]) -> dict[str, Any]:
     with Codex(config) as codex:
 
         def resumed() -> dict[str, Any]:
-            again = codex.thread_resume(thread_id, **THREAD)
+            again = codex.thread_resume(thread_id, model=MODEL, model_provider=PROVIDER)
             turns = again.read(include_turns=True).thread.turns
             return {"same_id": again.id == thread_id, "turns": len(turns)}
 
         step(out, "resume_after_restart", resumed)
     return out
+
+
+def _item_type(item: object) -> object:
+    if isinstance(item, dict):
+        return cast(dict[str, object], item).get("type")
+    return getattr(item, "type", None)
 
 
 def _shim(argv: list[str]) -> str:
@@ -128,7 +134,7 @@ async def app_server_client(argv: list[str]) -> dict[str, Any]:
             out[name] = {"raised": type(exc).__name__, "message": str(exc)[:300]}
 
     async with CodexAppServer(codex_bin=shim, env=dict(os.environ)) as server:
-        thread = await server.start_thread(ThreadStartParams(**THREAD))
+        thread = await server.start_thread(ThreadStartParams(model=MODEL, model_provider=PROVIDER))
 
         async def run(text: str) -> dict[str, Any]:
             result = await thread.run(text, timeout_s=60)
@@ -164,13 +170,7 @@ async def app_server_client(argv: list[str]) -> dict[str, Any]:
             turns = answer.thread.turns or []
             return {
                 "statuses": [str(getattr(t.status, "value", t.status)) for t in turns],
-                "items": [
-                    [
-                        i.get("type") if isinstance(i, dict) else getattr(i, "type", None)
-                        for i in (t.items or [])
-                    ]
-                    for t in turns
-                ],
+                "items": [[_item_type(i) for i in (t.items or [])] for t in turns],
             }
 
         await astep("read", read())

@@ -1,25 +1,23 @@
 """The client matrix: each installed client library runs the same flow against the real
-``codex app-server`` (mock model) and against the bridge replaying that run; outcomes and wire
-traffic are compared.
+``codex app-server`` (mock model) and against the bridge replaying that run; what the library
+returns and the wire traffic are compared.
 
-``python -m tests.conformance._matrix`` prints the table (client, outcome fields compared/equal,
-wire messages compared/equal) and the differences. The flow itself is
-``tests.conformance._client_flows``; the wire is recorded by ``codex_app_bridge.conformance.tee``
-between the client and the server it spawns. The bridge plays the core events derived from the
-real run's wire and rollout (the same derivation as the scenario suite), paced so the interrupt
-lands mid-turn.
+Role: ``python -m codex_app_bridge.conformance --clients`` adds these rows to the report. The
+flow itself is :mod:`._client_flows`, run in a subprocess per client and server; the wire is
+recorded by :mod:`.tee` between the client and the server it spawns. The bridge plays the core
+events derived from the real run's wire and rollout (the derivation of the scenario suite),
+paced so the interrupt lands mid-turn. Boundary: processes and files; judging is ``_compare``.
 """
 
 from __future__ import annotations
 
 import json
-import os
 import subprocess
 import sys
 import tempfile
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 from codex_app_bridge.conformance import (
     MockResponses,
@@ -30,8 +28,12 @@ from codex_app_bridge.conformance import (
 )
 from codex_app_bridge.conformance._compare import Comparison, compare, diff_paths, normalise_stream
 from codex_app_bridge.conformance._script import script_from_run
+from codex_app_bridge.conformance.real_codex import JsonObject
 
-ROOT = Path(__file__).resolve().parents[2]
+__all__ = ["CLIENTS", "PENDING", "ClientResult", "run_client", "run_matrix"]
+
+_SRC = str(Path(__file__).resolve().parents[2])
+"""The ``src`` directory of this package, for the subprocesses' PYTHONPATH."""
 CLIENTS = ("official", "app_server_client")
 PENDING = {
     "codex-app-server-sdk 0.4.1": "needs Python >= 3.12 (the project venv is 3.11)",
@@ -58,6 +60,13 @@ class ClientResult:
     wire: Comparison
     outcome_diffs: list[str] = field(default_factory=list[str])
 
+    @property
+    def total(self) -> Comparison:
+        both = Comparison()
+        both.add(self.outcome)
+        both.add(self.wire)
+        return both
+
 
 def _processes(log: Path) -> list[list[dict[str, Any]]]:
     out: list[list[dict[str, Any]]] = []
@@ -77,10 +86,15 @@ def _run_flow(client: str, server_argv: list[str], base: Path, home: Path) -> Si
     work.mkdir(parents=True, exist_ok=True)
     log = base / "wire.jsonl"
     argv = [sys.executable, "-m", "codex_app_bridge.conformance.tee", str(log), "--", *server_argv]
-    src = str(ROOT / "src")
-    env = codex_env(home, extra={"PYTHONPATH": os.pathsep.join([src, str(ROOT)])})
+    env = codex_env(home, extra={"PYTHONPATH": _SRC})
     proc = subprocess.run(
-        [sys.executable, "-m", "tests.conformance._client_flows", client, json.dumps(argv)],
+        [
+            sys.executable,
+            "-m",
+            "codex_app_bridge.conformance._client_flows",
+            client,
+            json.dumps(argv),
+        ],
         cwd=work,
         env=env,
         capture_output=True,
@@ -94,13 +108,23 @@ def _run_flow(client: str, server_argv: list[str], base: Path, home: Path) -> Si
     return Side(outcome, _processes(log), home, base)
 
 
-def _leaves(value: Any, path: str = "") -> dict[str, Any]:
+def _leaves(value: object, path: str = "") -> dict[str, object]:
     if isinstance(value, dict):
-        out: dict[str, Any] = {}
-        for key, item in value.items():
+        out: dict[str, object] = {}
+        for key, item in cast(dict[str, object], value).items():
             out.update(_leaves(item, f"{path}.{key}" if path else key))
         return out
     return {path: value}
+
+
+def _lines(records: list[JsonObject], direction: str) -> list[JsonObject]:
+    """The JSON-object lines of one direction of a tee log."""
+    out: list[JsonObject] = []
+    for record in records:
+        line = record["line"]
+        if record["dir"] == direction and isinstance(line, dict):
+            out.append(cast(JsonObject, line))
+    return out
 
 
 def _rollouts(home: Path) -> list[list[dict[str, Any]]]:
@@ -120,7 +144,7 @@ def run_client(client: str, mock: MockResponses, scratch: Path) -> ClientResult:
     mock.set_scenario("client_flow")
     real = _run_flow(client, real_codex_command(), real_base, real_home)
     first = real.wire[0] if real.wire else []
-    received = [r["line"] for r in first if r["dir"] == "s2c" and isinstance(r["line"], dict)]
+    received = _lines(first, "s2c")
     derived = script_from_run(received, _rollouts(real_home))
     script = root / "script.jsonl"
     text = "".join(json.dumps(e) + "\n" for e in derived.envelopes)
@@ -137,39 +161,19 @@ def run_client(client: str, mock: MockResponses, scratch: Path) -> ClientResult:
     diffs = diff_paths(real.outcome, bridge.outcome)
     wire = Comparison()
     for index in range(max(len(real.wire), len(bridge.wire))):
-        sides = []
+        sides: list[list[JsonObject]] = []
         for side in (real, bridge):
             lines = side.wire[index] if index < len(side.wire) else []
-            got = [r["line"] for r in lines if r["dir"] == "s2c" and isinstance(r["line"], dict)]
-            sent = [r["line"] for r in lines if r["dir"] == "c2s" and isinstance(r["line"], dict)]
+            got, sent = _lines(lines, "s2c"), _lines(lines, "c2s")
             sides.append(normalise_stream(got, sent, _paths(side.base)))
         wire.add(compare(sides[0], sides[1]))
     return ClientResult(client, outcome, wire, diffs)
 
 
 def run_matrix(scratch: Path | None = None) -> list[ClientResult]:
-    root = scratch or Path(tempfile.mkdtemp(prefix="codex-client-matrix-"))
-    with MockResponses() as mock:
-        return [run_client(client, mock, root) for client in CLIENTS]
-
-
-def format_matrix(results: list[ClientResult]) -> str:
-    lines = [f"{'client':<20} {'outcome':>9} {'wire':>9} {'wire match':>10}"]
-    for r in results:
-        lines.append(
-            f"{r.client:<20} {r.outcome.equal:>4}/{r.outcome.compared:<4} "
-            f"{r.wire.equal:>4}/{r.wire.compared:<4} {r.wire.percent:>9.1f}%"
-        )
-    lines.extend(f"{name:<20} pending: {why}" for name, why in PENDING.items())
-    for r in results:
-        lines.append(f"\n## {r.client}: outcome differences")
-        lines.extend(f"  {d}" for d in r.outcome_diffs)
-        lines.append(f"## {r.client}: wire differences")
-        for d in r.wire.differences:
-            lines.append(f"  {d.kind}: {d.label}")
-            lines.extend(f"      {x}" for x in d.details[:6])
-    return "\n".join(lines)
-
-
-if __name__ == "__main__":
-    print(format_matrix(run_matrix(Path(sys.argv[1]) if len(sys.argv) > 1 else None)))
+    """Every client of :data:`CLIENTS`, in order, against one mock; artefacts are kept under
+    ``scratch/clients`` when ``scratch`` is given, else removed."""
+    with tempfile.TemporaryDirectory(prefix="codex-client-matrix-") as temporary:
+        root = scratch or Path(temporary)
+        with MockResponses() as mock:
+            return [run_client(client, mock, root / "clients") for client in CLIENTS]
