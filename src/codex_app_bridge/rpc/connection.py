@@ -35,6 +35,12 @@ only then. ``DISCONNECT_SLOW`` (unix socket, websocket) has no backlog: if the q
 connection is closed ("slow consumer"), so other connections are not held up. Notifications honour
 the connection's opt-out list; responses, errors and server requests never do.
 
+With ``coalesce`` (line-framed transports: stdio and its in-memory twin), the messages offered
+during one pass of the event loop are joined with ``\n`` into one outbound item when the loop
+next runs callbacks: one queue operation and one write per batch instead of one per message
+(the framing is unchanged, JSON text never holds a raw newline). Order is kept: every message,
+response or notification, goes through the same list.
+
 A handler may answer later (``ctx.defer()``): its return value is then ignored and the
 ``DeferredReply`` writes the one response when it is resolved, from wherever in the stream its
 owner decides (``turn/interrupt`` is answered by the thread runtime right before the turn's
@@ -53,6 +59,7 @@ Shutdown rules:
 
 from __future__ import annotations
 
+import asyncio
 import itertools
 import logging
 from collections import Counter, deque
@@ -246,6 +253,7 @@ class Connection:
         table: MethodTable,
         *,
         policy: OutboundPolicy = OutboundPolicy.BACKPRESSURE,
+        coalesce: bool = False,
         gate: Gate | None = None,
         scopes: SerialScopes | None = None,
         server_requests: ServerRequests | None = None,
@@ -272,6 +280,9 @@ class Connection:
 
         self._opt_out: frozenset[str] = frozenset()
         self._high_water = OUTBOUND_HIGH_WATER
+        self._coalesce = coalesce
+        self._coalesced: list[bytes] = []
+        self._flush_scheduled = False
         self._backlog: deque[bytes] = deque()
         self._backlog_bytes = 0
         self._flushing = False
@@ -336,6 +347,26 @@ class Connection:
         if self._closed:
             logger.debug("dropping message for disconnected connection %s", self._connection_id)
             return False
+        if self._coalesce:
+            self._coalesced.append(data)
+            if not self._flush_scheduled:
+                self._flush_scheduled = True
+                asyncio.get_running_loop().call_soon(self.flush)
+            return True
+        return self._put(data)
+
+    def flush(self) -> None:
+        """Hand the messages coalesced so far to the outbound stream, as one item."""
+        self._flush_scheduled = False
+        pending = self._coalesced
+        if not pending or self._closed:
+            pending.clear()
+            return
+        data = pending[0] if len(pending) == 1 else b"\n".join(pending)
+        pending.clear()
+        self._put(data)
+
+    def _put(self, data: bytes) -> bool:
         if not self._backlog:
             try:
                 self._outbound.send_nowait(data)
@@ -455,6 +486,7 @@ class Connection:
             self._cancel_own_requests()
         self._backlog.clear()
         self._backlog_bytes = 0
+        self._coalesced.clear()
         self._wake_writers()
         self._cancel_scope.cancel()
         self._outbound.close()
@@ -477,12 +509,14 @@ class Connection:
                     tg.start_soon(self._read_loop, ingress_send)
                     await self._process_loop(ingress_recv, tg)
                     with anyio.move_on_after(self._drain_timeout):
+                        self.flush()
                         while self._active or self._backlog:
                             if self._active:
                                 self._idle = anyio.Event()
                                 await self._idle.wait()
                             else:
                                 await self._drain_backlog()
+                            self.flush()
                     tg.cancel_scope.cancel()
         finally:
             self._task_group = None
@@ -634,6 +668,8 @@ class Connection:
     async def _emit(self, data: bytes) -> bool:
         if not self.offer(data):
             return False
+        if self._task_group is None:
+            self.flush()  # not running (yet): no later pass of the loop is promised to us
         if self._backlog and not self._flushing and self._task_group is None:
             # not running (yet): nobody else moves the backlog, so this caller does
             self._flushing = True

@@ -116,6 +116,7 @@ class BridgeServer:
             streams,
             self.table,
             policy=outbound_policy_for(kind),
+            coalesce=kind in (TransportKind.STDIO, TransportKind.MEMORY),
             gate=check_request,
             scopes=self.scopes,
             server_requests=self.server_requests,
