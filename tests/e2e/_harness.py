@@ -96,6 +96,12 @@ class Session:
     async def next_message(self) -> Message:
         return await self._next()
 
+    async def next_raw(self) -> bytes:
+        """The next line as received, unchecked and not kept (for floods of simple answers)."""
+        assert not self._pending, "raw reads come after the checked ones"
+        with anyio.fail_after(TIMEOUT):
+            return await self._receive.receive()
+
     async def until(self, predicate: Callable[[Message], bool]) -> list[Message]:
         """Messages up to and including the first one matching ``predicate``."""
         seen: list[Message] = []

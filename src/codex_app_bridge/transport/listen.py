@@ -30,6 +30,7 @@ from pathlib import Path
 import anyio
 import anyio.abc
 
+from codex_app_bridge.transport._outbound import SOCKET_OUTBOUND_BUDGET
 from codex_app_bridge.transport._streams import (
     OUTBOUND_QUEUE_CAPACITY,
     TransportKind,
@@ -110,12 +111,13 @@ async def _serve_one(
     handler: ConnectionServer,
     kind: TransportKind,
     capacity: int,
+    budget: int,
 ) -> None:
     async def run(streams: TransportStreams) -> None:
         await handler(streams, kind)
 
     try:
-        await serve_websocket(stream, policy, run, capacity=capacity)
+        await serve_websocket(stream, policy, run, capacity=capacity, budget=budget)
     except Exception:
         logger.exception("%s connection failed", kind.value)
 
@@ -125,6 +127,7 @@ async def serve_unix(
     handler: ConnectionServer,
     *,
     capacity: int = OUTBOUND_QUEUE_CAPACITY,
+    budget: int = SOCKET_OUTBOUND_BUDGET,
     task_status: anyio.abc.TaskStatus[str] = anyio.TASK_STATUS_IGNORED,
 ) -> None:
     """Serve WebSocket over a unix socket at ``path`` until cancelled (see the module docstring)."""
@@ -149,6 +152,7 @@ async def serve_unix(
                     handler=handler,
                     kind=TransportKind.UNIX,
                     capacity=capacity,
+                    budget=budget,
                 )
             )
     finally:
@@ -166,6 +170,7 @@ async def serve_tcp(
     token: CapabilityToken | None = None,
     *,
     capacity: int = OUTBOUND_QUEUE_CAPACITY,
+    budget: int = SOCKET_OUTBOUND_BUDGET,
     task_status: anyio.abc.TaskStatus[TcpEndpoint] = anyio.TASK_STATUS_IGNORED,
 ) -> None:
     """Serve WebSocket on ``host:port`` until cancelled (see the module docstring)."""
@@ -185,5 +190,6 @@ async def serve_tcp(
                 handler=handler,
                 kind=TransportKind.WEBSOCKET,
                 capacity=capacity,
+                budget=budget,
             )
         )
