@@ -23,6 +23,10 @@
   ``--allow-unauthenticated`` is given (then a warning on stderr); the real server only warns.
   ``signed-bearer-token`` is not supported (exit 2). The unix socket is never authenticated (its
   file is 0600), as in the real server.
+* ``--outbound-budget BYTES`` (``K``/``M``/``G`` suffixes): encoded answers held per connection for
+  a client that is not reading (``transport._outbound``): on stdio the bridge stops reading its
+  input beyond it (default 64 MiB, so a client may write thousands of requests before reading);
+  on sockets the client is disconnected beyond it (default 8 MiB, plus the kernel's buffers).
 * Accepted and ignored anywhere, so this command can be handed to any client as its codex
   executable: ``app-server``, ``-c/--config k=v``, ``--enable X``, ``--disable X``,
   ``--profile P`` (e.g. ``codex-app-bridge -c a=b app-server --enable x --listen stdio://``).
@@ -138,6 +142,20 @@ def parse_listen_url(text: str) -> ListenTarget:
     )
 
 
+def parse_byte_size(text: str) -> int:
+    """``--outbound-budget``: a positive byte count, optionally with a K, M or G suffix (1024s)."""
+    units = {"": 1, "K": 1 << 10, "M": 1 << 20, "G": 1 << 30}
+    body = text.strip().upper().removesuffix("B").removesuffix("I")
+    unit = body[-1:] if body[-1:] in units else ""
+    number = body[: len(body) - len(unit)]
+    if not number.isdigit() or int(number) == 0:
+        raise argparse.ArgumentTypeError(
+            f"invalid byte count `{text}`: expected a positive integer with an optional K, M "
+            "or G suffix"
+        )
+    return int(number) * units[unit]
+
+
 def _add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--listen",
@@ -174,6 +192,15 @@ def _add_arguments(parser: argparse.ArgumentParser) -> None:
         default=None,
         help="working directory reported for threads started without a cwd (default: the "
         "current directory)",
+    )
+    parser.add_argument(
+        "--outbound-budget",
+        type=parse_byte_size,
+        default=None,
+        metavar="BYTES",
+        help="bytes of answers held per connection for a client that is not reading (suffix "
+        "K, M or G; default 64M on stdio, where reading stops beyond it, 8M on sockets, "
+        "where the client is disconnected beyond it)",
     )
     auth = parser.add_argument_group("websocket authentication")
     auth.add_argument(
@@ -261,6 +288,8 @@ class ServeSettings:
 
     listen: ListenTarget = STDIO
     token: CapabilityToken | None = None
+    outbound_budget: int | None = None
+    """Bytes held per connection for a slow reader (``None``: the transport's default)."""
 
 
 def _auth_settings(args: argparse.Namespace) -> CapabilityToken | None:
@@ -329,7 +358,7 @@ def serve_settings(args: argparse.Namespace) -> ServeSettings:
             "(--allow-unauthenticated): anyone who can reach it can drive this server",
             file=sys.stderr,
         )
-    return ServeSettings(listen, token)
+    return ServeSettings(listen, token, args.outbound_budget)
 
 
 def _banner(endpoint: TcpEndpoint, loopback: bool) -> str:
@@ -354,6 +383,9 @@ async def run_server(
     """Serve until end of input (stdio) or SIGTERM/SIGINT (every transport)."""
     settings = settings if settings is not None else ServeSettings()
     listen = settings.listen
+    budget: dict[str, int] = (
+        {} if settings.outbound_budget is None else {"budget": settings.outbound_budget}
+    )
     async with (
         BridgeServer(source, default_cwd=default_cwd) as server,
         anyio.create_task_group() as tg,
@@ -369,7 +401,7 @@ async def run_server(
         tg.start_soon(watch_signals)
         if listen.scheme == "unix":
             path = listen.path or default_unix_socket_path()
-            await tg.start(serve_unix, path, server.serve_connection)
+            await tg.start(partial(serve_unix, path, server.serve_connection, **budget))
             print(
                 f"codex-app-bridge serve (unix socket)\n  listening on: unix://{path}",
                 file=sys.stderr,
@@ -377,12 +409,12 @@ async def run_server(
             return
         if listen.scheme == "ws":
             endpoint: TcpEndpoint = await tg.start(
-                partial(serve_tcp, listen.host, listen.port, server.serve_connection),
+                partial(serve_tcp, listen.host, listen.port, server.serve_connection, **budget),
                 settings.token,
             )
             print(_banner(endpoint, listen.is_loopback), file=sys.stderr)
             return
-        async with stdio_transport() as streams:
+        async with stdio_transport(**budget) as streams:
             await server.serve_connection(streams, TransportKind.STDIO)
         tg.cancel_scope.cancel()
 
