@@ -93,6 +93,15 @@ class ListenTarget:
     port: int = 0
 
     @property
+    def url(self) -> str:
+        if self.scheme == "ws":
+            host = f"[{self.host}]" if ":" in self.host else self.host
+            return f"ws://{host}:{self.port}"
+        if self.scheme == "unix":
+            return f"unix://{self.path or ''}"
+        return _STDIO if self.scheme == "stdio" else "off"
+
+    @property
     def is_loopback(self) -> bool:
         return self.scheme != "ws" or ipaddress.ip_address(self.host).is_loopback
 
@@ -344,7 +353,7 @@ def serve_settings(args: argparse.Namespace) -> ServeSettings:
         )
     token = _auth_settings(args)
     if listen.scheme == "ws" and not listen.is_loopback and token is None:
-        url = f"ws://{listen.host}:{listen.port}"
+        url = listen.url
         if not args.allow_unauthenticated:
             raise StartError(
                 f"refusing to serve {url} without authentication: it is not a loopback "
