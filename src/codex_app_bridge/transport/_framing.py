@@ -95,6 +95,10 @@ def _nesting_error(line: bytes) -> str:
     return "recursion limit exceeded"
 
 
+def _too_deep_reason(line: bytes) -> str:
+    return f"{_nesting_error(line)} (JSON nested {MAX_NESTING} levels deep or more)"
+
+
 def _decode_failure(line: bytes, exc: orjson.JSONDecodeError) -> str:
     try:
         line.decode("utf-8")
@@ -103,6 +107,8 @@ def _decode_failure(line: bytes, exc: orjson.JSONDecodeError) -> str:
             f"invalid UTF-8 (byte 0x{line[bad.start]:02x}) at {_position(line, bad.start)}; "
             "messages must be UTF-8 JSON"
         )
+    if str(exc).startswith("depth limit exceeded"):  # orjson's own limit, far beyond ours
+        return _too_deep_reason(line)
     return str(exc)
 
 
@@ -119,10 +125,7 @@ def decode_line(line: bytes) -> InboundItem | None:
         and line.count(b"[") + line.count(b"{") >= MAX_NESTING
         and _too_deep(value)
     ):
-        return DecodeError(
-            reason=f"{_nesting_error(line)} (JSON nested {MAX_NESTING} levels deep or more)",
-            raw=line,
-        )
+        return DecodeError(reason=_too_deep_reason(line), raw=line)
     return value
 
 
