@@ -209,8 +209,8 @@ async def _pump_lines(
 
 
 @asynccontextmanager
-async def _memory_bridge(source: EventSource) -> AsyncIterator[Bridge]:
-    async with BridgeServer(source) as server, anyio.create_task_group() as tg:
+async def _memory_bridge(source: EventSource, **server_options: Any) -> AsyncIterator[Bridge]:
+    async with BridgeServer(source, **server_options) as server, anyio.create_task_group() as tg:
 
         @asynccontextmanager
         async def connect_pair() -> AsyncIterator[Session]:
@@ -275,10 +275,15 @@ def _ws_session(ws: ClientConnection, tg: anyio.abc.TaskGroup, stack: AsyncExitS
 
 
 @asynccontextmanager
-async def _socket_bridge(kind: str, source: EventSource) -> AsyncIterator[Bridge]:
+async def _socket_bridge(
+    kind: str, source: EventSource, **server_options: Any
+) -> AsyncIterator[Bridge]:
     directory = tempfile.mkdtemp(prefix="cab-")
     try:
-        async with BridgeServer(source) as server, anyio.create_task_group() as tg:
+        async with (
+            BridgeServer(source, **server_options) as server,
+            anyio.create_task_group() as tg,
+        ):
             open_ws: Callable[[], AbstractAsyncContextManager[ClientConnection]]
             if kind == "unix":
                 path = str(Path(directory) / "bridge.sock")
@@ -354,20 +359,22 @@ async def open_bridge(
     pace: float = 0.0,
     script: Path | None = None,
     source: EventSource | None = None,
+    outbound_budget: int | None = None,
 ) -> AsyncIterator[Bridge]:
-    """A running bridge of ``kind`` (see the module docstring); ``source`` is for the in-process
-    kinds only (not stdio)."""
+    """A running bridge of ``kind`` (see the module docstring); ``source`` and
+    ``outbound_budget`` (``BridgeServer``'s) are for the in-process kinds only (not stdio)."""
     if kind in IN_PROCESS_KINDS:
         if source is None:
             source = DefaultAgent(delay=pace) if script is None else load_script(script)
         if kind == "memory":
-            async with _memory_bridge(source) as bridge:
+            async with _memory_bridge(source, outbound_budget=outbound_budget) as bridge:
                 yield bridge
         else:
-            async with _socket_bridge(kind, source) as bridge:
+            async with _socket_bridge(kind, source, outbound_budget=outbound_budget) as bridge:
                 yield bridge
     else:
         assert source is None, "a custom source needs an in-process kind"
+        assert outbound_budget is None, "an outbound budget needs an in-process kind"
         args = ["--pace", str(pace)] if script is None else ["--script", str(script)]
         async with _stdio_bridge(args) as bridge:
             yield bridge

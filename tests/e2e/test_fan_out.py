@@ -28,13 +28,16 @@ from tests.e2e._harness import Message, Session, is_turn_completed, open_bridge
 pytestmark = pytest.mark.anyio
 
 SOCKET_KINDS = ("unix", "websocket")
-FLOOD_DELTAS = 20_000
+FLOOD_DELTAS = 12_000
+PACE = 60
+BUDGET = 1 << 20
 DELTA = "x" * 1000
 
 
 class FloodSource:
     """Each turn streams as many agent-message deltas of about 1 KB as its input text says,
-    numbered in order."""
+    numbered in order, ``PACE`` of them every 10 ms (a fast model; an unpaced flood would outrun
+    any reader sharing the test's event loop)."""
 
     @property
     def defaults(self) -> SourceDefaults:
@@ -48,6 +51,8 @@ class FloodSource:
             thread_id=request.thread_id, turn_id=turn_id, item=item, started_at_ms=1
         )
         for index in range(int(input_text(request.input))):
+            if index and not index % PACE:
+                await anyio.sleep(0.01)
             yield AgentMessageContentDeltaEvent(
                 thread_id=request.thread_id,
                 turn_id=turn_id,
@@ -146,7 +151,7 @@ class RawClient:
 async def test_a_stalled_reader_is_disconnected_and_a_healthy_one_gets_everything(
     kind: str,
 ) -> None:
-    async with open_bridge(kind, source=FloodSource()) as bridge:
+    async with open_bridge(kind, source=FloodSource(), outbound_budget=BUDGET) as bridge:
         server = bridge.server
         assert server is not None
         assert bridge.open_websocket is not None
@@ -158,7 +163,8 @@ async def test_a_stalled_reader_is_disconnected_and_a_healthy_one_gets_everythin
             await stalled.initialize("stalled")
             await stalled.call("thread/resume", {"threadId": thread_id, "excludeTurns": True})
             assert server.connection_count == 2
-            # From here on the stalled client reads nothing while a 20 MB turn streams.
+            # From here on the stalled client reads nothing while a 12 MB turn streams: more
+            # than its 1 MiB budget and the kernel's socket buffers.
             with anyio.fail_after(60):
                 saw = await healthy.run_turn(thread_id, str(FLOOD_DELTAS))
             assert _delta_indexes(saw) == list(range(FLOOD_DELTAS))

@@ -208,7 +208,7 @@ class RecordingOutbox:
     def wants(self, method: str) -> bool:
         return method not in self.opt_out
 
-    async def send_notification(self, notification: OutboundNotification) -> bool:
+    def offer_notification(self, notification: OutboundNotification) -> bool:
         if self.fail:
             raise ConnectionResetError("peer went away")
         if not self.wants(notification.method):
@@ -217,6 +217,14 @@ class RecordingOutbox:
         self.received.append(orjson.loads(notification.data))
         self.arrived.set()
         return True
+
+    async def send_notification(self, notification: OutboundNotification) -> bool:
+        return self.offer_notification(notification)
+
+    congested = False
+
+    async def wait_writable(self) -> None:
+        return None
 
     async def send_server_request(
         self, request_id: RequestId, method: str, params: EncodedParams

@@ -22,7 +22,6 @@ from tests.listener.support import (
     item_completed,
     task_complete,
     task_started,
-    turn_aborted,
 )
 
 pytestmark = pytest.mark.anyio
@@ -180,39 +179,6 @@ async def test_status_and_active_turn_follow_the_events() -> None:
     await feed(listener, task_complete())
     assert listener.active_turn_id is None
     assert listener.status.type == "systemError"
-
-
-async def test_turn_end_hook_runs_once_before_the_terminal_notifications() -> None:
-    conn = RecordingOutbox(1)
-    _, listener = setup(conn)
-    listener.subscribe(conn)
-    seen_at_hook: list[list[str]] = []
-
-    async def hook() -> None:
-        seen_at_hook.append(conn.methods())
-
-    await feed(listener, task_started())
-    listener.add_turn_end_hook(hook)
-    await feed(listener, DELTA)
-    assert seen_at_hook == []
-    await feed(listener, turn_aborted())
-    assert seen_at_hook == [["thread/status/changed", "turn/started", "item/agentMessage/delta"]]
-    assert conn.methods()[-1] == "turn/completed"
-    await feed(listener, task_started("turn-2"), task_complete("turn-2"))
-    assert len(seen_at_hook) == 1
-
-
-async def test_a_failing_turn_end_hook_does_not_lose_the_turn_end() -> None:
-    conn = RecordingOutbox(1)
-    _, listener = setup(conn)
-    listener.subscribe(conn)
-
-    async def hook() -> None:
-        raise RuntimeError("interrupt bookkeeping failed")
-
-    listener.add_turn_end_hook(hook)
-    await feed(listener, task_started(), task_complete())
-    assert conn.methods()[-1] == "turn/completed"
 
 
 async def test_unknown_and_malformed_events_are_skipped_counted_and_do_not_stall() -> None:

@@ -105,14 +105,58 @@ def test_bad_scripts_and_paces_stop_before_serving(tmp_path: object) -> None:
     assert missing.stdout == pace.stdout == bad_pace.stdout == b""
 
 
-def test_a_bad_script_line_is_named(tmp_path: anyio.Path | object) -> None:
+def test_a_bad_script_line_fails_the_turn_and_is_named(tmp_path: anyio.Path | object) -> None:
+    """The script is indexed after start-up (initialize never waits for it); a bad line fails
+    every turn with a message naming the file and line, and is logged on stderr."""
+    import threading
     from pathlib import Path
 
     script = Path(str(tmp_path)) / "bad.jsonl"
     script.write_bytes(b'{"id":"a","msg":{"type":"warning","message":"ok"}}\n{oops\n')
-    proc = run(["serve", "--script", str(script)], INIT)
-    assert proc.returncode == 2
-    assert f"{script}: line 2: not JSON" in proc.stderr.decode()
+    requests = [
+        INIT,
+        b'{"method":"initialized"}\n',
+        b'{"id":2,"method":"thread/start","params":{}}\n',
+    ]
+    with subprocess.Popen(
+        [*bridge_command(), "serve", "--script", str(script)],
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        env=bridge_env({}),
+    ) as proc:
+        assert proc.stdin is not None
+        assert proc.stdout is not None
+        watchdog = threading.Timer(TIMEOUT, proc.kill)
+        watchdog.start()
+        try:
+            proc.stdin.write(b"".join(requests))
+            proc.stdin.flush()
+            thread_id = None
+            completed: dict[str, object] | None = None
+            for line in proc.stdout:
+                message = json.loads(line)
+                if message.get("id") == 2:
+                    thread_id = message["result"]["thread"]["id"]
+                    start = {"id": 3, "method": "turn/start", "params": {"threadId": thread_id}}
+                    start["params"]["input"] = [{"type": "text", "text": "go"}]  # type: ignore[index]
+                    proc.stdin.write(json.dumps(start).encode() + b"\n")
+                    proc.stdin.flush()
+                if message.get("method") == "turn/completed":
+                    completed = message["params"]["turn"]
+                    break
+            proc.stdin.close()
+            stderr = proc.stderr.read().decode() if proc.stderr else ""
+            proc.wait(TIMEOUT)
+        finally:
+            watchdog.cancel()
+    assert completed is not None
+    assert completed["status"] == "failed"
+    error = completed["error"]
+    assert isinstance(error, dict)
+    assert f"{script}: line 2: not JSON" in str(error["message"])  # pyright: ignore[reportUnknownArgumentType]
+    assert f"{script}: line 2: not JSON" in stderr
+    assert proc.returncode == 0
 
 
 def test_logs_go_to_stderr_as_json_lines_and_stdout_carries_only_protocol() -> None:

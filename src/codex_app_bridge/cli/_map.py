@@ -108,7 +108,15 @@ class _WriterOutbox:
     def wants(self, method: str) -> bool:
         return True
 
+    congested = False
+
+    async def wait_writable(self) -> None:
+        return None
+
     async def send_notification(self, notification: OutboundNotification) -> bool:
+        return self.offer_notification(notification)
+
+    def offer_notification(self, notification: OutboundNotification) -> bool:
         data = notification.data
         if not self._timestamps:
             decoded: dict[str, Any] = orjson.loads(data)

@@ -23,10 +23,11 @@
   ``--allow-unauthenticated`` is given (then a warning on stderr); the real server only warns.
   ``signed-bearer-token`` is not supported (exit 2). The unix socket is never authenticated (its
   file is 0600), as in the real server.
-* ``--outbound-budget BYTES`` (``K``/``M``/``G`` suffixes): encoded answers held per connection for
-  a client that is not reading (``transport._outbound``): on stdio the bridge stops reading its
-  input beyond it (default 64 MiB, so a client may write thousands of requests before reading);
-  on sockets the client is disconnected beyond it (default 8 MiB, plus the kernel's buffers).
+* ``--outbound-budget BYTES`` (``K``/``M``/``G`` suffixes): encoded output held per connection
+  behind its 128-message queue for a client that is not reading (``rpc.connection``): on stdio
+  reading and streaming pause beyond it (default 4 MiB: a client may write thousands of requests
+  before it reads an answer); on sockets the client is disconnected beyond it (default 8 MiB, plus
+  the kernel's buffers), so a stalled client never slows the others.
 * Accepted and ignored anywhere, so this command can be handed to any client as its codex
   executable: ``app-server``, ``-c/--config k=v``, ``--enable X``, ``--disable X``,
   ``--profile P`` (e.g. ``codex-app-bridge -c a=b app-server --enable x --listen stdio://``).
@@ -40,6 +41,7 @@ nothing but protocol lines.
 from __future__ import annotations
 
 import argparse
+import contextlib
 import ipaddress
 import logging
 import os
@@ -59,6 +61,8 @@ from codex_app_bridge.sources import (
     EventSource,
     ScriptError,
     ScriptPacing,
+    ScriptSource,
+    TurnSource,
     load_script,
 )
 from codex_app_bridge.transport import TransportKind, stdio_transport
@@ -207,9 +211,9 @@ def _add_arguments(parser: argparse.ArgumentParser) -> None:
         type=parse_byte_size,
         default=None,
         metavar="BYTES",
-        help="bytes of answers held per connection for a client that is not reading (suffix "
-        "K, M or G; default 64M on stdio, where reading stops beyond it, 8M on sockets, "
-        "where the client is disconnected beyond it)",
+        help="bytes of output held per connection for a client that is not reading (suffix "
+        "K, M or G; default 4M on stdio, where reading and streaming pause beyond it, 8M on "
+        "sockets, where the client is disconnected beyond it)",
     )
     auth = parser.add_argument_group("websocket authentication")
     auth.add_argument(
@@ -263,7 +267,7 @@ def register(subparsers: Any) -> None:
     _add_arguments(subparsers.add_parser("app-server", description=description))
 
 
-def _build_source(args: argparse.Namespace) -> EventSource:
+def _build_source(args: argparse.Namespace) -> EventSource | TurnSource:
     if args.script is None:
         if args.pace is None:
             return DefaultAgent(delay=DEFAULT_AGENT_PACE)
@@ -277,7 +281,7 @@ def _build_source(args: argparse.Namespace) -> EventSource:
                 "('recorded' needs --script)"
             )
         return DefaultAgent(delay=delay)
-    source = load_script(args.script)
+    source = load_script(args.script, lazy=True)
     if args.pace is not None:
         source = source.with_pacing(ScriptPacing.parse(args.pace))
     return source
@@ -383,8 +387,14 @@ def _banner(endpoint: TcpEndpoint, loopback: bool) -> str:
     return "\n".join(lines)
 
 
+async def _index_in_background(source: ScriptSource) -> None:
+    # A bad line is logged by the index and fails each turn; it never stops the server.
+    with contextlib.suppress(ScriptError):
+        await anyio.to_thread.run_sync(source.ensure_index, abandon_on_cancel=True)
+
+
 async def run_server(
-    source: EventSource,
+    source: EventSource | TurnSource,
     *,
     default_cwd: str | None = None,
     settings: ServeSettings | None = None,
@@ -392,11 +402,10 @@ async def run_server(
     """Serve until end of input (stdio) or SIGTERM/SIGINT (every transport)."""
     settings = settings if settings is not None else ServeSettings()
     listen = settings.listen
-    budget: dict[str, int] = (
-        {} if settings.outbound_budget is None else {"budget": settings.outbound_budget}
-    )
     async with (
-        BridgeServer(source, default_cwd=default_cwd) as server,
+        BridgeServer(
+            source, default_cwd=default_cwd, outbound_budget=settings.outbound_budget
+        ) as server,
         anyio.create_task_group() as tg,
     ):
 
@@ -408,9 +417,11 @@ async def run_server(
                     return
 
         tg.start_soon(watch_signals)
+        if isinstance(source, ScriptSource):
+            tg.start_soon(_index_in_background, source)
         if listen.scheme == "unix":
             path = listen.path or default_unix_socket_path()
-            await tg.start(partial(serve_unix, path, server.serve_connection, **budget))
+            await tg.start(serve_unix, path, server.serve_connection)
             print(
                 f"codex-app-bridge serve (unix socket)\n  listening on: unix://{path}",
                 file=sys.stderr,
@@ -418,12 +429,12 @@ async def run_server(
             return
         if listen.scheme == "ws":
             endpoint: TcpEndpoint = await tg.start(
-                partial(serve_tcp, listen.host, listen.port, server.serve_connection, **budget),
+                partial(serve_tcp, listen.host, listen.port, server.serve_connection),
                 settings.token,
             )
             print(_banner(endpoint, listen.is_loopback), file=sys.stderr)
             return
-        async with stdio_transport(**budget) as streams:
+        async with stdio_transport() as streams:
             await server.serve_connection(streams, TransportKind.STDIO)
         tg.cancel_scope.cancel()
 

@@ -11,7 +11,6 @@ from codex_app_bridge.listener._hub import (
     ListenerHub,
     ThreadExistsError,
     ThreadListener,
-    TurnEndHook,
     UnsubscribeStatus,
 )
 from codex_app_bridge.listener._reducer import (
@@ -37,7 +36,6 @@ __all__ = [
     "ThreadListener",
     "ThreadState",
     "ThreadWatch",
-    "TurnEndHook",
     "TurnSummary",
     "UnsubscribeStatus",
     "reduce",

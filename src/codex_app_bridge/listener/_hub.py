@@ -1,12 +1,21 @@
 """Subscriptions and fan-out: ``ListenerHub`` (one per server) and ``ThreadListener`` (per thread).
 
 Role: hold each loaded thread's reducer state and subscriber set, run every core event through
-the reducer under a per-thread lock, and hand the resulting notifications to the right
-connections' outboxes, in event order. This is the only stateful part of the listener layer.
+the reducer, and hand the resulting notifications to the right connections' outboxes, in event
+order. This is the only stateful part of the listener layer.
+
+The hot path is synchronous: ``ThreadListener.process`` reduces one event and offers the encoded
+notification to every recipient without awaiting anything (no lock, no checkpoint). Streaming
+deltas skip the reducer (they do not change its state) and are written from the mapping layer's
+byte templates (``DELTA_ROWS``). A thread has one caller of ``process``, its runtime task, so
+events are reduced and delivered in the order they are processed. Flow control is separate:
+an outbox that reports itself ``congested`` after an offer is remembered, and ``wait_writable``
+(awaited by the caller between batches) returns once every such outbox has room again.
 
 Boundary: no transport. Connections are reached through the rpc layer's ``Outbox`` protocol
-(``connection_id``, ``closed``, ``wants``, ``send_notification``); what a full outbound queue
-does (wait on stdio, disconnect a slow socket client) is the outbox's policy.
+(``connection_id``, ``closed``, ``wants``, ``offer_notification``, ``congested``,
+``wait_writable``); what a full outbound queue does (buffer and report congestion on stdio,
+disconnect a slow socket client) is the outbox's policy.
 
 Delivery rules (runtime spec §2.3):
 
@@ -19,18 +28,16 @@ Delivery rules (runtime spec §2.3):
   is encoded when no recipient wants it.
 * Recipients are served one after the other; an outbox that raises is logged and skipped, a
   closed outbox is dropped from the thread (and the hub), and the next recipient still gets the
-  notification. Per-thread order is the order ``handle`` / ``record_response_item`` were called:
-  an ``anyio.Lock`` (FIFO) serializes them, reduction and delivery included.
+  notification.
 """
 
 from __future__ import annotations
 
 import logging
-from collections.abc import Awaitable, Callable, Iterable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from typing import Literal
 
-import anyio
 import orjson
 from pydantic import ValidationError
 
@@ -42,6 +49,7 @@ from codex_app_bridge.listener._reducer import (
     ThreadStatusModel,
     reduce,
 )
+from codex_app_bridge.mapping import DELTA_ROWS
 from codex_app_bridge.projection import parse_turn_item
 from codex_app_bridge.protocol._base import dump_json
 from codex_app_bridge.protocol.core import (
@@ -57,12 +65,9 @@ from codex_app_bridge.protocol.jsonrpc import now_ms
 from codex_app_bridge.protocol.v2 import ThreadTokenUsage
 from codex_app_bridge.rpc.outbox import OutboundNotification, Outbox
 
-__all__ = ["ListenerHub", "ThreadExistsError", "ThreadListener", "TurnEndHook", "UnsubscribeStatus"]
+__all__ = ["ListenerHub", "ThreadExistsError", "ThreadListener", "UnsubscribeStatus"]
 
 logger = logging.getLogger("codex_app_bridge.listener")
-
-TurnEndHook = Callable[[], Awaitable[object]]
-"""An async callable run once when the active turn's terminal event has been reduced."""
 
 UnsubscribeStatus = Literal["unsubscribed", "notSubscribed"]
 
@@ -90,6 +95,8 @@ class _Router:
         """thread id -> connection id -> subscriber, in subscription order."""
         self.memberships: dict[int, set[str]] = {}
         """connection id -> the thread ids it is subscribed to."""
+        self.congested: dict[int, Outbox] = {}
+        """Outboxes that reported congestion after an offer, until they have room again."""
 
     def subscribe(self, thread_id: str, outbox: Outbox, raw_events: bool) -> None:
         subscribers = self.subscribers.setdefault(thread_id, {})
@@ -132,8 +139,16 @@ class _Router:
             o for o in self.connections.values() if o.connection_id not in subscribers
         ]
 
-    async def deliver(self, method: str, params_json: bytes, recipients: Iterable[Outbox]) -> None:
-        """Encode once and send to each recipient that wants ``method``; never raises."""
+    def deliver(self, method: str, params_json: bytes, recipients: Iterable[Outbox]) -> None:
+        """Encode once and offer to each recipient that wants ``method``; never raises."""
+        wanted = self.wanted(method, recipients)
+        if wanted:
+            notification = OutboundNotification.encode(
+                method, params_json, emitted_at_ms=self.clock()
+            )
+            self.offer(notification, wanted)
+
+    def wanted(self, method: str, recipients: Iterable[Outbox]) -> list[Outbox]:
         wanted: list[Outbox] = []
         for outbox in recipients:
             if outbox.closed:
@@ -142,19 +157,30 @@ class _Router:
                 self.forget_connection(outbox.connection_id)
             elif outbox.wants(method):
                 wanted.append(outbox)
-        if not wanted:
-            return
-        notification = OutboundNotification.encode(method, params_json, emitted_at_ms=self.clock())
-        for outbox in wanted:
+        return wanted
+
+    def offer(self, notification: OutboundNotification, recipients: Iterable[Outbox]) -> None:
+        """Hand the same encoded notification to each recipient, in order; never raises."""
+        for outbox in recipients:
             try:
-                await outbox.send_notification(notification)
+                outbox.offer_notification(notification)
             except Exception:  # one broken connection must not starve the others
                 logger.warning(
                     "dropping %s for connection %s: send failed",
-                    method,
+                    notification.method,
                     outbox.connection_id,
                     exc_info=True,
                 )
+                continue
+            if outbox.congested:
+                self.congested[outbox.connection_id] = outbox
+
+    async def wait_writable(self) -> None:
+        """Return once no outbox that reported congestion is still congested."""
+        while self.congested:
+            _, outbox = self.congested.popitem()
+            if outbox.congested and not outbox.closed:
+                await outbox.wait_writable()
 
 
 class ListenerHub:
@@ -217,7 +243,8 @@ class ListenerHub:
         ``params`` is a wire model, pre-encoded JSON bytes or plain JSON data.
         """
         recipients = list(self._router.connections.values())
-        await self._router.deliver(method, _params_json(params), recipients)
+        self._router.deliver(method, _params_json(params), recipients)
+        await self._router.wait_writable()
 
 
 def _params_json(params: object) -> bytes:
@@ -229,7 +256,7 @@ def _params_json(params: object) -> bytes:
 
 
 class ThreadListener:
-    """One loaded thread: reducer state, subscribers and the turn-end hooks."""
+    """One loaded thread: reducer state and subscribers."""
 
     def __init__(
         self, router: _Router, thread_id: str, settings: ThreadSettingsSnapshot | None = None
@@ -238,8 +265,6 @@ class ThreadListener:
         self._thread_id = thread_id
         baseline = None if settings is None else convert.thread_settings(settings)
         self._state = ThreadState(thread_settings=baseline)
-        self._lock = anyio.Lock()
-        self._turn_end_hooks: list[TurnEndHook] = []
         self._skipped = 0
         self._last_skip_reason: str | None = None
 
@@ -303,28 +328,52 @@ class ThreadListener:
         """The reducer state (immutable snapshot)."""
         return self._state
 
-    def add_turn_end_hook(self, hook: TurnEndHook) -> None:
-        """Run ``hook()`` once, when the active turn's terminal event (``task_complete`` /
-        ``turn_aborted``) has been reduced and before its notifications are sent.
-
-        The hook runs under the thread's lock: it must not call ``handle`` on this listener.
-        """
-        self._turn_end_hooks.append(hook)
-
     # --- events ---------------------------------------------------------------------------
 
+    def process(self, envelope: EventEnvelope) -> None:
+        """Reduce one core event and offer its notifications now, without awaiting anything.
+
+        Never raises for bad or unknown events (skipped, counted). Callers that may outrun a
+        connection await :meth:`wait_writable` between batches.
+        """
+        msg = envelope.msg
+        row = DELTA_ROWS.get(type(msg))
+        if row is not None:
+            router = self._router
+            recipients = router.recipients(self._thread_id, Audience.SUBSCRIBERS)
+            wanted = router.wanted(row.method, recipients)
+            if not wanted:
+                return
+            try:
+                data = row.encode(msg, self._thread_id, envelope.id, router.clock())
+            except (TypeError, ValueError):
+                data = None  # what the model path cannot encode either (a lone surrogate)
+            if data is not None:
+                router.offer(OutboundNotification(row.method, data), wanted)
+            return
+        self._reduce(envelope)
+
+    async def wait_writable(self) -> None:
+        """Return once every connection this thread's traffic congested has room again."""
+        await self._router.wait_writable()
+
+    @property
+    def congested(self) -> bool:
+        """Some recipient reported congestion since the last :meth:`wait_writable`."""
+        return bool(self._router.congested)
+
     async def handle(self, envelope: EventEnvelope) -> None:
-        """Reduce one core event and fan out its notifications. Never raises for bad events."""
-        async with self._lock:
-            await self._process(envelope)
+        """``process`` one event, then wait for room where it congested a connection."""
+        self.process(envelope)
+        if self._router.congested:
+            await self._router.wait_writable()
 
     async def handle_json(self, data: bytes | str) -> bool:
         """Parse one ``{id, msg}`` envelope and handle it; a malformed one is skipped (False)."""
         try:
             envelope = parse_event_envelope(data)
         except (ValidationError, ValueError) as exc:
-            async with self._lock:
-                self._skip(f"malformed envelope: {exc}")
+            self._skip(f"malformed envelope: {exc}")
             return False
         await self.handle(envelope)
         return True
@@ -334,13 +383,11 @@ class ThreadListener:
 
         Emits the ``raw_response_item`` event and, when ``parse_turn_item`` gives a turn item,
         an ``item_started`` then an ``item_completed`` event for it; all three go through the
-        reducer like any other core event, atomically with respect to other events.
+        reducer like any other core event, with nothing in between.
         """
-        async with self._lock:
-            await self._process(EventEnvelope(id=turn_id, msg=RawResponseItemEvent(item=item)))
-            turn_item = parse_turn_item(item)
-            if turn_item is None:
-                return
+        self._reduce(EventEnvelope(id=turn_id, msg=RawResponseItemEvent(item=item)))
+        turn_item = parse_turn_item(item)
+        if turn_item is not None:
             now = self._router.clock()
             started = ItemStartedEvent(
                 thread_id=self._thread_id, turn_id=turn_id, item=turn_item, started_at_ms=now
@@ -352,30 +399,23 @@ class ThreadListener:
                 started_at_ms=now,
                 completed_at_ms=now,
             )
-            await self._process(EventEnvelope(id=turn_id, msg=started))
-            await self._process(EventEnvelope(id=turn_id, msg=completed))
+            self._reduce(EventEnvelope(id=turn_id, msg=started))
+            self._reduce(EventEnvelope(id=turn_id, msg=completed))
+        if self._router.congested:
+            await self._router.wait_writable()
 
     def _skip(self, reason: str) -> None:
         self._skipped += 1
         self._last_skip_reason = reason
         logger.debug("thread %s: skipped event (%s)", self._thread_id, reason)
 
-    async def _process(self, envelope: EventEnvelope) -> None:
+    def _reduce(self, envelope: EventEnvelope) -> None:
         ctx = ReduceContext(thread_id=self._thread_id, now_ms=self._router.clock())
         reduction = reduce(self._state, envelope, ctx)
         if reduction.skipped is not None:
             self._skip(reduction.skipped)
             return
         self._state = reduction.state
-        if reduction.turn_ended and self._turn_end_hooks:
-            hooks, self._turn_end_hooks = self._turn_end_hooks, []
-            for hook in hooks:
-                try:
-                    await hook()
-                except Exception:
-                    logger.warning(
-                        "thread %s: turn-end hook failed", self._thread_id, exc_info=True
-                    )
         for emission in reduction.emissions:
             recipients = self._router.recipients(self._thread_id, emission.audience)
-            await self._router.deliver(emission.method, emission.params_json(), recipients)
+            self._router.deliver(emission.method, emission.params_json(), recipients)

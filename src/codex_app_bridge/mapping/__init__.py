@@ -33,6 +33,7 @@ from codex_app_bridge.mapping._builders import (
     command_actions,
     convert_patch_changes,
 )
+from codex_app_bridge.mapping._delta_wire import DELTA_ROWS, DeltaRow
 from codex_app_bridge.mapping._errors import (
     camel,
     camel_keys,
@@ -48,6 +49,8 @@ from codex_app_bridge.mapping._event_mapping import (
 from codex_app_bridge.mapping._thread_item import thread_item_from_turn_item
 
 __all__ = [
+    "DELTA_ROWS",
+    "DeltaRow",
     "ItemEventNotification",
     "UnmappableItemError",
     "build_collab_agent_tool_call_item",

@@ -25,11 +25,25 @@ boundary (``errors.error_object``); the response is queued; then, only after a s
 is queued, the callbacks the handler registered with ``ctx.after_response`` run in order (so a
 ``turn/start`` result precedes ``turn/started``).
 
-Outbound: everything goes through the transport's write stream (the per-connection queue). Policy
-``BACKPRESSURE`` (stdio) waits for room; ``DISCONNECT_SLOW`` (unix socket, websocket) never waits:
-if the queue is full the connection is closed ("slow consumer"), so other connections are not held
-up. Notifications honour the connection's opt-out list; responses, errors and server requests never
-do.
+Outbound: everything goes through the transport's write stream (the per-connection queue), and
+never with a per-message await: ``offer`` puts bytes in the stream at once, or, when the stream is
+full, behind it in the connection's *backlog*, which one task moves into the stream as the writer
+makes room (in order; a message never overtakes another). The backlog's byte budget is
+``outbound_budget``. Policy ``BACKPRESSURE`` (stdio, memory; budget ``OUTBOUND_HIGH_WATER``) keeps
+everything and reports the connection ``congested`` while the backlog holds more than the budget:
+producers (the thread runtimes, the request path) ``await wait_writable()`` only then, and the
+request path waiting is what stops reading, so a client that writes thousands of requests before
+reading any answer gets them all as long as they fit the budget. ``DISCONNECT_SLOW`` (unix socket,
+websocket; budget ``SOCKET_OUTBOUND_BUDGET``) is never congested: a burst that a reading client
+takes a moment to drain waits in the backlog, but once the backlog passes the budget the
+connection is closed ("slow consumer"), so a client that stopped reading never holds up the
+others. Notifications honour
+the connection's opt-out list; responses, errors and server requests never do.
+
+A handler may answer later (``ctx.defer()``): its return value is then ignored and the
+``DeferredReply`` writes the one response when it is resolved, from wherever in the stream its
+owner decides (``turn/interrupt`` is answered by the thread runtime right before the turn's
+terminal notifications).
 
 Shutdown rules:
 
@@ -46,6 +60,7 @@ from __future__ import annotations
 
 import itertools
 import logging
+from collections import deque
 from collections.abc import Awaitable, Callable, Iterable
 from dataclasses import dataclass, field
 from enum import Enum
@@ -86,7 +101,10 @@ from codex_app_bridge.transport import DecodeError, TransportKind, TransportStre
 __all__ = [
     "INGRESS_QUEUE_CAPACITY",
     "MAX_IN_FLIGHT",
+    "OUTBOUND_HIGH_WATER",
+    "SOCKET_OUTBOUND_BUDGET",
     "Connection",
+    "DeferredReply",
     "Gate",
     "OutboundPolicy",
     "RequestContext",
@@ -100,6 +118,12 @@ INGRESS_QUEUE_CAPACITY: Final = 128
 
 MAX_IN_FLIGHT: Final = 1024
 """Requests being handled (or queued behind a scope) at once, per connection."""
+
+OUTBOUND_HIGH_WATER: Final = 4 << 20
+"""Backlog bytes past which a ``BACKPRESSURE`` connection is ``congested`` (producers wait)."""
+
+SOCKET_OUTBOUND_BUDGET: Final = 8 << 20
+"""Backlog bytes past which a ``DISCONNECT_SLOW`` connection is disconnected as a slow consumer."""
 
 _connection_ids = itertools.count()
 
@@ -140,9 +164,63 @@ class RequestContext:
     def method(self) -> str:
         return self.request.method
 
+    _deferred: DeferredReply | None = None
+
     def after_response(self, callback: Callable[[], Awaitable[None]]) -> None:
         """Run ``callback`` once this request's successful response is queued (never on error)."""
         self._after_response.append(callback)
+
+    def defer(self) -> DeferredReply:
+        """Answer this request later: the handler's return value is ignored (unless it raises,
+        which answers the error at once) and the returned reply writes the one response."""
+        if self._deferred is None:
+            self._deferred = DeferredReply(self.connection, self.request.id)
+        return self._deferred
+
+
+class DeferredReply:
+    """The one future response to a request whose handler returned before it could answer.
+
+    ``resolve`` / ``fail`` are synchronous and idempotent (the first one answers); the bytes go
+    into the connection's outbound stream at that point, so the caller decides exactly which
+    notifications the response precedes.
+    """
+
+    def __init__(self, connection: Connection, request_id: RequestId) -> None:
+        self._connection = connection
+        self.request_id = request_id
+        self._done = False
+
+    @property
+    def done(self) -> bool:
+        return self._done
+
+    @property
+    def connection_id(self) -> int:
+        return self._connection.connection_id
+
+    def resolve(self, value: object) -> bool:
+        """Answer ``value`` (a model, pre-encoded bytes or plain JSON data)."""
+        if self._done:
+            return False
+        self._done = True
+        try:
+            data = _encode_result(self.request_id, value)
+        except (TypeError, ValueError) as exc:
+            failure = RpcError(INTERNAL_ERROR, f"failed to serialize response: {exc}")
+            data = encode_error(self.request_id, error_object(failure))
+        return self._connection.offer(data)
+
+    def fail(self, exc: BaseException) -> bool:
+        """Answer the error ``exc`` stands for (through the one error boundary)."""
+        if self._done:
+            return False
+        self._done = True
+        return self._connection.offer(encode_error(self.request_id, error_object(exc)))
+
+    def cancel(self) -> None:
+        """Never answer (the handler failed and its error was sent instead)."""
+        self._done = True
 
 
 Gate = Callable[[RequestContext], Awaitable[None]]
@@ -185,6 +263,7 @@ class Connection:
         max_in_flight: int = MAX_IN_FLIGHT,
         drain_timeout: float = 10.0,
         state: Any = None,
+        outbound_budget: int | None = None,
     ) -> None:
         self._inbound: MemoryObjectReceiveStream[Any] = streams[0]
         self._outbound: MemoryObjectSendStream[Any] = streams[1]
@@ -202,6 +281,19 @@ class Connection:
         """Free slot for the server layer's per-connection state (initialized, capabilities)."""
 
         self._opt_out: frozenset[str] = frozenset()
+        if outbound_budget is None:
+            outbound_budget = (
+                OUTBOUND_HIGH_WATER
+                if policy is OutboundPolicy.BACKPRESSURE
+                else SOCKET_OUTBOUND_BUDGET
+            )
+        self._high_water = outbound_budget
+        self._backlog: deque[bytes] = deque()
+        self._backlog_bytes = 0
+        self._flushing = False
+        self._writable: anyio.Event | None = None
+        self._flush_done: anyio.Event | None = None
+        self._task_group: anyio.abc.TaskGroup | None = None
         self._closed = False
         self._input_closed = False
         self._started = False
@@ -232,6 +324,95 @@ class Connection:
         if notification.method in self._opt_out:
             return False
         return await self._emit(notification.data)
+
+    def offer_notification(self, notification: OutboundNotification) -> bool:
+        """Queue a notification now, without waiting (opt-out applies); False if not queued."""
+        if notification.method in self._opt_out:
+            return False
+        return self.offer(notification.data)
+
+    @property
+    def congested(self) -> bool:
+        """More than the budget is waiting behind the outbound queue (``BACKPRESSURE`` only: a
+        slow socket client is disconnected instead, it never slows the producers down)."""
+        return self.policy is OutboundPolicy.BACKPRESSURE and self._backlog_bytes > self._high_water
+
+    @property
+    def backlog_bytes(self) -> int:
+        return self._backlog_bytes
+
+    def offer(self, data: bytes) -> bool:
+        """Queue one encoded message without waiting; False if the connection is gone.
+
+        In the outbound stream at once when it has room, else in the backlog behind it (see the
+        module docstring); a ``DISCONNECT_SLOW`` connection whose backlog passes its budget is
+        closed.
+        """
+        if self._closed:
+            logger.debug("dropping message for disconnected connection %s", self._connection_id)
+            return False
+        if not self._backlog:
+            try:
+                self._outbound.send_nowait(data)
+            except anyio.WouldBlock:
+                pass
+            except (anyio.BrokenResourceError, anyio.ClosedResourceError):
+                logger.info("connection %s: peer gone", self._connection_id)
+                self.close()
+                return False
+            else:
+                return True
+        self._backlog.append(data)
+        self._backlog_bytes += len(data)
+        if self.policy is OutboundPolicy.DISCONNECT_SLOW and self._backlog_bytes > self._high_water:
+            logger.warning(
+                "disconnecting slow connection after outbound queue filled: connection %s "
+                "(%d bytes waiting)",
+                self._connection_id,
+                self._backlog_bytes,
+            )
+            self.close()
+            return False
+        if not self._flushing and self._task_group is not None:
+            self._flushing = True
+            self._task_group.start_soon(self._flush_backlog)
+        return True
+
+    async def wait_writable(self) -> None:
+        """Return once the connection is not ``congested`` (or is closed)."""
+        while self.congested and not self._closed:
+            if self._writable is None:
+                self._writable = anyio.Event()
+            await self._writable.wait()
+
+    def _wake_writers(self) -> None:
+        if self._writable is not None and (not self.congested or self._closed):
+            self._writable.set()
+            self._writable = None
+
+    async def _flush_backlog(self) -> None:
+        backlog = self._backlog
+        try:
+            while backlog:
+                try:
+                    while backlog:
+                        self._outbound.send_nowait(backlog[0])
+                        self._backlog_bytes -= len(backlog.popleft())
+                except anyio.WouldBlock:
+                    await self._outbound.send(backlog[0])
+                    self._backlog_bytes -= len(backlog.popleft())
+                self._wake_writers()
+        except (anyio.BrokenResourceError, anyio.ClosedResourceError):
+            logger.info("connection %s: peer gone", self._connection_id)
+            self.close()
+        finally:
+            self._flushing = False
+            if self._closed:
+                backlog.clear()
+                self._backlog_bytes = 0
+            self._wake_writers()
+            if self._flush_done is not None:
+                self._flush_done.set()
 
     async def notify(
         self, method: str, params: EncodedParams, *, emitted_at_ms: int | None = None
@@ -271,6 +452,9 @@ class Connection:
         if not self._closed:
             self._closed = True
             self._cancel_own_requests()
+        self._backlog.clear()
+        self._backlog_bytes = 0
+        self._wake_writers()
         self._cancel_scope.cancel()
         self._outbound.close()
 
@@ -285,15 +469,26 @@ class Connection:
         try:
             with self._cancel_scope:
                 async with anyio.create_task_group() as tg:
+                    self._task_group = tg
+                    if self._backlog and not self._flushing:
+                        self._flushing = True
+                        tg.start_soon(self._flush_backlog)
                     tg.start_soon(self._read_loop, ingress_send)
                     await self._process_loop(ingress_recv, tg)
                     with anyio.move_on_after(self._drain_timeout):
-                        while self._active:
-                            self._idle = anyio.Event()
-                            await self._idle.wait()
+                        while self._active or self._backlog:
+                            if self._active:
+                                self._idle = anyio.Event()
+                                await self._idle.wait()
+                            else:
+                                await self._drain_backlog()
                     tg.cancel_scope.cancel()
         finally:
+            self._task_group = None
             self._closed = True
+            self._backlog.clear()
+            self._backlog_bytes = 0
+            self._wake_writers()
             self._cancel_own_requests()
             for ticket in list(self._tickets):
                 ticket.release()
@@ -302,6 +497,11 @@ class Connection:
             ingress_recv.close()
             self._inbound.close()
             self._outbound.close()
+
+    async def _drain_backlog(self) -> None:
+        while self._backlog and self._flushing and not self._closed:
+            self._flush_done = anyio.Event()
+            await self._flush_done.wait()
 
     def _cancel_own_requests(self) -> None:
         for request_id in list(self._own_requests):
@@ -394,8 +594,13 @@ class Connection:
 
     async def _execute(self, ctx: RequestContext) -> None:
         outcome = await self._dispatcher.invoke(ctx)
+        deferred = ctx._deferred  # pyright: ignore[reportPrivateUsage]
         if isinstance(outcome, Failed):
+            if deferred is not None:
+                deferred.cancel()
             await self._send_error(ctx.request_id, outcome.error)
+            return
+        if deferred is not None:
             return
         try:
             data = _encode_result(ctx.request_id, outcome.value)
@@ -417,25 +622,14 @@ class Connection:
         return await self._emit(encode_error(request_id, error_object(exc)))
 
     async def _emit(self, data: bytes) -> bool:
-        if self._closed:
-            logger.debug("dropping message for disconnected connection %s", self._connection_id)
+        if not self.offer(data):
             return False
-        try:
-            if self.policy is OutboundPolicy.BACKPRESSURE:
-                await self._outbound.send(data)
-            else:
-                self._outbound.send_nowait(data)
-        except anyio.WouldBlock:
-            logger.warning(
-                "disconnecting slow connection after outbound queue filled: connection %s",
-                self._connection_id,
-            )
-            self.close()
-            return False
-        except (anyio.BrokenResourceError, anyio.ClosedResourceError):
-            logger.info("connection %s: peer gone", self._connection_id)
-            self.close()
-            return False
+        if self._backlog and not self._flushing and self._task_group is None:
+            # not running (yet): nobody else moves the backlog, so this caller does
+            self._flushing = True
+            await self._flush_backlog()
+        elif self.congested and self.policy is OutboundPolicy.BACKPRESSURE:
+            await self.wait_writable()
         return True
 
 

@@ -6,9 +6,11 @@ outbox applies its connection's ``optOutNotificationMethods`` (exact method name
 ``initialize``) to notifications only; responses, errors and server -> client requests are never
 filtered.
 
-What happens when a connection's outbound queue is full is the connection's policy, not the
-caller's concern: on stdio the send waits (backpressure), on socket kinds the slow connection is
-disconnected and the send returns at once, so one slow client never slows the others.
+Offering never waits (``offer_notification``): what happens when a connection's outbound queue is
+full is the connection's policy. On stdio the message is kept behind the queue and the outbox
+reports itself ``congested`` once that backlog passes its high-water mark, so a producer can
+``await wait_writable()`` between batches (backpressure without a per-message await); on socket
+kinds the slow connection is disconnected at once, so one slow client never slows the others.
 """
 
 from __future__ import annotations
@@ -55,7 +57,20 @@ class Outbox(Protocol):
         ...
 
     async def send_notification(self, notification: OutboundNotification) -> bool:
-        """Queue a notification unless opted out; True if it was queued."""
+        """Queue a notification unless opted out, waiting while congested; True if queued."""
+        ...
+
+    def offer_notification(self, notification: OutboundNotification) -> bool:
+        """Queue a notification unless opted out, without waiting; True if it was queued."""
+        ...
+
+    @property
+    def congested(self) -> bool:
+        """More is buffered for this client than its high-water mark: producers should wait."""
+        ...
+
+    async def wait_writable(self) -> None:
+        """Return once the outbox is no longer congested (or is closed)."""
         ...
 
     async def send_server_request(

@@ -7,30 +7,33 @@ lifecycle and the request handlers grouped by namespace.
   in the real order; the supported ones bound to handlers (``_handlers``), the rest answering
   ``UNSUPPORTED`` errors (``_errors``).
 * The handshake and gate (``_handshake``), the experimental checks (``_experimental``), thread-id
-  parsing (``_ids``), the thread store (``_threads``) and the turn runner (``_turns``).
+  parsing (``_ids``), the thread store (``_threads``) and the thread runtime (``_runtime``).
 """
 
 from codex_app_bridge.server._errors import UNSUPPORTED_REASON, unsupported_method
 from codex_app_bridge.server._experimental import EXPERIMENTAL_FIELDS, experimental_descriptor
 from codex_app_bridge.server._handlers import (
-    INTERRUPT_TIMEOUT,
     READ_DEPRECATION,
-    RESPONSE_WAIT,
     RESUME_DEPRECATION,
     Handlers,
 )
 from codex_app_bridge.server._handshake import ConnectionState, user_agent
 from codex_app_bridge.server._ids import new_uuid7, parse_thread_id
+from codex_app_bridge.server._runtime import (
+    HISTORY_EVENT_TYPES,
+    INTERRUPT_GRACE,
+    ThreadRuntime,
+    TurnOrder,
+)
 from codex_app_bridge.server._server import BridgeServer
 from codex_app_bridge.server._table import SUPPORTED_METHODS, build_method_table
 from codex_app_bridge.server._threads import ThreadRecord, ThreadStore
-from codex_app_bridge.server._turns import TurnRun
 
 __all__ = [
     "EXPERIMENTAL_FIELDS",
-    "INTERRUPT_TIMEOUT",
+    "HISTORY_EVENT_TYPES",
+    "INTERRUPT_GRACE",
     "READ_DEPRECATION",
-    "RESPONSE_WAIT",
     "RESUME_DEPRECATION",
     "SUPPORTED_METHODS",
     "UNSUPPORTED_REASON",
@@ -38,8 +41,9 @@ __all__ = [
     "ConnectionState",
     "Handlers",
     "ThreadRecord",
+    "ThreadRuntime",
     "ThreadStore",
-    "TurnRun",
+    "TurnOrder",
     "build_method_table",
     "experimental_descriptor",
     "new_uuid7",

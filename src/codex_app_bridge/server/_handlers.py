@@ -13,9 +13,10 @@ Rules they share (probed from the 0.163.0 binary, see the errors in ``_errors``)
   records and starts it only after the response (a turn whose answer cannot be delivered never
   exists); while a turn is running, ``turn/start`` answers that running turn and adds its input
   to it (0.163.0 behaviour: no error).
-* ``turn/interrupt`` answers ``{}`` only once the abort has happened and before ``turn/completed``:
-  it waits (at most ``INTERRUPT_TIMEOUT``) for the turn's end hook, which in turn holds the fan-out
-  of the terminal notifications until the response is queued (at most ``RESPONSE_WAIT``).
+* ``turn/interrupt`` answers ``{}`` once the abort has happened and before ``turn/completed``: the
+  handler defers its answer to the thread runtime (``ctx.defer()``), which writes it right before
+  the terminal notifications, so the request does not hold the thread's request queue while the
+  turn winds down (a second interrupt is answered the same way).
 
 Not implemented (documented deviations): ``thread/goal/cleared`` after a resume, token-usage
 replay to a resuming connection, ``thread/readState/changed``; thread ``path`` is ``null`` (threads
@@ -31,9 +32,7 @@ from dataclasses import dataclass, replace
 from functools import partial
 from typing import TYPE_CHECKING, Any, Final, Self
 
-import anyio
-
-from codex_app_bridge.protocol.core import UserInput
+from codex_app_bridge.protocol.core import EventEnvelope, UserInput
 from codex_app_bridge.protocol.jsonrpc import JsonValue
 from codex_app_bridge.protocol.v2 import (
     DeprecationNoticeNotification,
@@ -86,26 +85,20 @@ from codex_app_bridge.server._handshake import (
 from codex_app_bridge.server._history import build_thread_turns, fork_events
 from codex_app_bridge.server._ids import new_uuid7, parse_thread_id
 from codex_app_bridge.server._inputs import core_inputs
+from codex_app_bridge.server._runtime import ThreadRuntime, TurnOrder
 from codex_app_bridge.server._threads import ThreadRecord, ThreadSettings, sandbox_policy
-from codex_app_bridge.server._turns import TurnRun
-from codex_app_bridge.sources import TurnRequest, input_text
+from codex_app_bridge.sources import SessionConfig, input_text, open_session
 
 if TYPE_CHECKING:
     from codex_app_bridge.server._server import BridgeServer
 
 __all__ = [
-    "INTERRUPT_TIMEOUT",
     "READ_DEPRECATION",
-    "RESPONSE_WAIT",
     "RESUME_DEPRECATION",
     "THREAD_LIST_DEFAULT_LIMIT",
     "Handlers",
 ]
 
-INTERRUPT_TIMEOUT: Final = 10.0
-"""Longest a ``turn/interrupt`` waits for the abort before answering anyway."""
-RESPONSE_WAIT: Final = 2.0
-"""Longest the terminal notifications of an interrupted turn wait for the interrupt's response."""
 THREAD_LIST_DEFAULT_LIMIT: Final = 25
 
 READ_DEPRECATION: Final = (
@@ -237,19 +230,36 @@ class Handlers:
         ephemeral: bool,
         forked_from_id: str | None = None,
         thread_source: str | None = None,
+        history: list[EventEnvelope] | None = None,
     ) -> ThreadRecord:
+        server = self.server
         thread_id = new_uuid7()
-        listener = self.server.hub.create_thread(thread_id)
+        listener = server.hub.create_thread(thread_id)
         record = ThreadRecord(
             id=thread_id,
             settings=settings,
             listener=listener,
-            originator=self.server.originator,
+            originator=server.originator,
             ephemeral=ephemeral,
             forked_from_id=forked_from_id,
             thread_source=thread_source,
         )
-        self.server.store.add(record)
+
+        def session() -> Any:
+            # opened by the first turn: the turns before it are the history's (a fork's)
+            config = SessionConfig(
+                thread_id,
+                record.settings.model,
+                record.settings.cwd,
+                first_turn_index=max(0, record.turns_started - 1),
+            )
+            return open_session(server.source, config)
+
+        record.runtime = ThreadRuntime(
+            thread_id, listener, session, history=history, on_turn_end=record.touch
+        )
+        server.store.add(record)
+        server.start_runtime(record.runtime)
         return record
 
     # ------------------------------------------------------------------ initialize
@@ -312,7 +322,7 @@ class Handlers:
         turns = (
             None
             if exclude_turns
-            else build_thread_turns(record.events, running=record.active_run is not None)
+            else build_thread_turns(record.history, running=record.active_turn_id is not None)
         )
         return ThreadResumeResponse(
             thread=record.thread(turns=turns), **record.settings.response_fields()
@@ -326,7 +336,7 @@ class Handlers:
             raise no_rollout(source.id)
         exclude_turns = bool(params.exclude_turns)
         events = fork_events(
-            source.events, last_turn_id=params.last_turn_id, now_s=int(time.time())
+            source.history, last_turn_id=params.last_turn_id, now_s=int(time.time())
         )
         if not exclude_turns:
             await self._deprecation(ctx, RESUME_DEPRECATION)
@@ -336,8 +346,8 @@ class Handlers:
             ephemeral=bool(params.ephemeral),
             forked_from_id=source.id,
             thread_source=params.thread_source,
+            history=events,
         )
-        record.events = events
         record.preview = source.preview
         record.turns_started = source.turns_started
         record.raw_events = source.raw_events
@@ -355,7 +365,7 @@ class Handlers:
         if not record.materialized:
             raise list_turns_unsupported()
         await self._deprecation(ctx, READ_DEPRECATION)
-        turns = build_thread_turns(record.events, running=record.active_run is not None)
+        turns = build_thread_turns(record.history, running=record.active_turn_id is not None)
         return ThreadReadResponse(thread=record.thread(turns=turns))
 
     async def thread_list(
@@ -417,20 +427,25 @@ class Handlers:
 
     # ------------------------------------------------------------------ turn/*
 
+    @staticmethod
+    def _runtime(record: ThreadRecord) -> ThreadRuntime:
+        assert record.runtime is not None
+        return record.runtime
+
     async def turn_start(self, ctx: RequestContext, params: TurnStartParams) -> TurnStartResponse:
         record = self._record(params.thread_id, thread_not_found)
+        runtime = self._runtime(record)
         inputs = core_inputs(params.input)
-        running = record.active_run
+        running = runtime.active_turn_id
         if running is not None:
             # 0.163.0: a turn/start during a turn answers that turn and adds its input to it.
             if inputs:
-                message_id = new_uuid7()
 
                 async def steer() -> None:
-                    running.steer(message_id, inputs)
+                    runtime.steer(inputs)
 
                 ctx.after_response(steer)
-            return TurnStartResponse(turn=_pending_turn(running.turn_id))
+            return TurnStartResponse(turn=_pending_turn(running))
 
         overrides = _Overrides(
             cwd=params.cwd,
@@ -446,7 +461,7 @@ class Handlers:
         async def start() -> None:
             # The turn exists once its answer is out: were it recorded before, an answer that
             # cannot be delivered (the client is gone) would leave the thread "active" with a
-            # runner that never starts, and every later turn queued behind it.
+            # turn that never starts.
             self._begin_turn(record, overrides, turn_id, inputs)
 
         ctx.after_response(start)
@@ -459,74 +474,59 @@ class Handlers:
         turn_id: str,
         inputs: list[UserInput],
     ) -> None:
-        record.settings = overrides.apply(record.settings)
-        request = TurnRequest(
-            thread_id=record.id,
-            turn_id=turn_id,
-            input=inputs,
-            user_message_id=new_uuid7(),
-            turn_index=record.turns_started,
-            model=record.settings.model,
-            cwd=record.settings.cwd,
-        )
+        runtime = self._runtime(record)
+        if runtime.active_turn_id is not None:
+            runtime.steer(inputs)
+            return
+        settings = record.settings = overrides.apply(record.settings)
         record.turns_started += 1
         if not record.preview:
             record.preview = input_text(inputs)
         record.touch()
-        run = TurnRun(record, self.server.source, request, previous=record.last_run)
-        record.active_run = run
-        record.last_run = run
-        self.server.start_turn(run)
+        runtime.start_turn(
+            TurnOrder(
+                turn_id=turn_id,
+                items=inputs,
+                cwd=settings.cwd,
+                model=settings.model,
+                approval_policy=settings.approval_policy,
+                sandbox_policy=settings.sandbox,
+                effort=settings.reasoning_effort,
+                service_tier=settings.service_tier,
+            )
+        )
 
     async def turn_interrupt(
         self, ctx: RequestContext, params: TurnInterruptParams
     ) -> TurnInterruptResponse:
         record = self._record(params.thread_id, thread_not_found)
-        run = record.active_run
-        if run is None:
+        runtime = self._runtime(record)
+        running = runtime.active_turn_id
+        if running is None:
             raise no_active_turn("interrupt")
-        if params.turn_id != run.turn_id:
-            raise active_turn_mismatch(params.turn_id, run.turn_id)
-        aborted = anyio.Event()
-        answered = anyio.Event()
-
-        async def on_turn_end() -> None:
-            aborted.set()
-            # Hold turn/completed until the interrupt's response is out (or give up).
-            with anyio.move_on_after(RESPONSE_WAIT):
-                await answered.wait()
-
-        async def mark_answered() -> None:
-            answered.set()
-
-        run.add_end_hook(on_turn_end)
-        run.interrupt()
-        try:
-            with anyio.move_on_after(INTERRUPT_TIMEOUT):
-                await aborted.wait()
-        except BaseException:
-            answered.set()
-            raise
-        ctx.after_response(mark_answered)
+        if params.turn_id != running:
+            raise active_turn_mismatch(params.turn_id, running)
+        # answered by the runtime, right before the turn's terminal notifications
+        runtime.interrupt(ctx.defer())
         return TurnInterruptResponse()
 
     async def turn_steer(self, ctx: RequestContext, params: TurnSteerParams) -> TurnSteerResponse:
         record = self._record(params.thread_id, thread_not_found)
-        run = record.active_run
-        if run is None:
+        runtime = self._runtime(record)
+        running = runtime.active_turn_id
+        if running is None:
             raise no_active_turn("steer")
-        if params.expected_turn_id != run.turn_id:
-            raise steer_turn_mismatch(params.expected_turn_id, run.turn_id)
+        if params.expected_turn_id != running:
+            raise steer_turn_mismatch(params.expected_turn_id, running)
         if not params.input:
             raise empty_input()
         inputs = core_inputs(params.input)
-        message_id = new_uuid7()
 
         async def steer() -> None:
-            run.steer(message_id, inputs)
+            runtime.steer(inputs)
 
         ctx.after_response(steer)
-        return TurnSteerResponse(turn_id=run.turn_id)
+        return TurnSteerResponse(turn_id=running)
 
 
 MethodHandler = Callable[[RequestContext, Any], Awaitable[object]]

@@ -1,6 +1,6 @@
 """A thread's turns for ``thread/read includeTurns`` / ``thread/resume`` / ``thread/fork``.
 
-The thread's event log (every envelope its listener was fed) goes through the mapping layer's
+The thread's history log (the envelopes its runtime kept, see ``HISTORY_EVENT_TYPES``) goes through the mapping layer's
 ``ThreadHistoryBuilder`` in its *paginated* mode (turns from the lifecycle events, items from
 ``item_completed``: what 0.163.0 does for the threads it creates); this module only adapts the
 call and cuts a log for ``thread/fork`` (``lastTurnId``, and an interruption marker for a turn

@@ -8,8 +8,8 @@ The server owns the process-wide pieces and lends them to every connection:
 * the method table (``_table``), the gate (``_handshake.check_request``), the thread
   serialization scopes and the server -> client request ids, all shared across connections as in
   the real server,
-* a task group for turn runners: a turn outlives the request that started it, and all turns stop
-  when the server does.
+* a task group for the thread runtimes (one task per loaded thread: a turn outlives the request
+  that started it, and every thread stops when the server does).
 
 Use it as an async context manager, then hand it each connection's stream pair::
 
@@ -43,10 +43,10 @@ from codex_app_bridge.rpc import (
 )
 from codex_app_bridge.server._handlers import Handlers
 from codex_app_bridge.server._handshake import ConnectionState, check_request
+from codex_app_bridge.server._runtime import ThreadRuntime
 from codex_app_bridge.server._table import build_method_table
 from codex_app_bridge.server._threads import ThreadStore
-from codex_app_bridge.server._turns import TurnRun
-from codex_app_bridge.sources import DefaultAgent, EventSource
+from codex_app_bridge.sources import DefaultAgent, EventSource, TurnSource
 from codex_app_bridge.transport import TransportKind, TransportStreams
 
 __all__ = ["BridgeServer"]
@@ -59,13 +59,16 @@ class BridgeServer:
 
     def __init__(
         self,
-        source: EventSource | None = None,
+        source: EventSource | TurnSource | None = None,
         *,
         default_cwd: str | None = None,
         drain_timeout: float = 10.0,
+        outbound_budget: int | None = None,
     ) -> None:
-        self.source: EventSource = source if source is not None else DefaultAgent()
+        self.source: EventSource | TurnSource = source if source is not None else DefaultAgent()
         self.default_cwd = os.path.abspath(default_cwd or os.getcwd())
+        self.outbound_budget = outbound_budget
+        """Per-connection backlog budget in bytes (``None``: the rpc layer's default per policy)."""
         self.hub = ListenerHub()
         self.store = ThreadStore()
         self.handlers = Handlers(self)
@@ -118,6 +121,7 @@ class BridgeServer:
             server_requests=self.server_requests,
             drain_timeout=self._drain_timeout,
             state=ConnectionState(),
+            outbound_budget=self.outbound_budget,
         )
 
     async def serve_connection(
@@ -134,10 +138,10 @@ class BridgeServer:
             self.hub.remove_connection(connection.connection_id)
             logger.info("connection %s closed", connection.connection_id)
 
-    # ------------------------------------------------------------------ turns
+    # ------------------------------------------------------------------ threads
 
-    def start_turn(self, run: TurnRun) -> None:
-        """Run a turn in the server's task group (it outlives the request that started it)."""
+    def start_runtime(self, runtime: ThreadRuntime) -> None:
+        """Run a thread's runtime in the server's task group (until the server stops)."""
         if self._task_group is None:
             raise RuntimeError("BridgeServer is not running (use it as an async context manager)")
-        self._task_group.start_soon(run.run, name=f"turn {run.turn_id}")
+        self._task_group.start_soon(runtime.run, name=f"thread {runtime.thread_id}")

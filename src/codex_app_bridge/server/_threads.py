@@ -1,18 +1,17 @@
-"""The thread store: every thread this process knows, with its settings and its event history.
+"""The thread store: every thread this process knows, with its settings.
 
 Threads live in memory (``ThreadStore``), keyed by their canonical id, in creation order. A
 ``ThreadRecord`` holds what the v2 ``Thread`` object and the thread/start-like responses report
-(settings chosen at thread/start, preview, timestamps) and the thread's event log: every core event
-envelope fed to its listener, in order, which the history builder turns into ``Turn`` s for
-``thread/read`` / ``thread/resume`` / ``thread/fork``. Per-thread *live* state (status, the active
-turn as the reducer sees it, subscribers) belongs to the thread's ``ThreadListener``; the record
-only keeps a reference to it and to the turn runner (``active_run``) the server started.
+(settings chosen at thread/start, preview, timestamps). What plays the thread's turns and holds
+its live state belongs to its ``ThreadRuntime`` (the running turn, the history log that
+``thread/read`` / ``thread/resume`` / ``thread/fork`` rebuild turns from) and to the runtime's
+``ThreadListener`` (status, subscribers); the record keeps references to both.
 
 A thread is *materialized* once a turn has started on it (the real server writes its rollout then):
 before that it is absent from ``thread/list`` and cannot be resumed or forked.
 
 Stored sessions plug in later behind the same surface (``get``, ``add``, ``list_materialized``):
-a record built from a rollout file carries its events the same way.
+a record built from a rollout file carries its history log the same way.
 """
 
 from __future__ import annotations
@@ -23,7 +22,6 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from codex_app_bridge._version import CODEX_PROTOCOL_VERSION
-from codex_app_bridge.protocol.core import EventEnvelope
 from codex_app_bridge.protocol.v2 import (
     ActiveThreadStatus,
     AskForApproval,
@@ -39,7 +37,8 @@ from codex_app_bridge.protocol.v2 import (
 
 if TYPE_CHECKING:
     from codex_app_bridge.listener import ThreadListener
-    from codex_app_bridge.server._turns import TurnRun
+    from codex_app_bridge.protocol.core import EventEnvelope
+    from codex_app_bridge.server._runtime import ThreadRuntime
 
 __all__ = [
     "THREAD_SOURCE",
@@ -104,13 +103,10 @@ class ThreadRecord:
     preview: str = ""
     created_at: int = field(default_factory=lambda: int(time.time()))
     updated_at: int = 0
-    events: list[EventEnvelope] = field(default_factory=list[EventEnvelope])
     turns_started: int = 0
     raw_events: bool = False
-    active_run: TurnRun | None = None
-    """The turn the server is running on this thread, from turn/start until its terminal event."""
-    last_run: TurnRun | None = None
-    """The most recent turn runner (the next one waits for it to finish feeding the listener)."""
+    runtime: ThreadRuntime | None = None
+    """The task playing this thread's turns (set once the record is created)."""
 
     def __post_init__(self) -> None:
         if not self.updated_at:
@@ -127,11 +123,21 @@ class ThreadRecord:
     def touch(self) -> None:
         self.updated_at = int(time.time())
 
+    @property
+    def active_turn_id(self) -> str | None:
+        """The running turn, as the thread's runtime knows it."""
+        return None if self.runtime is None else self.runtime.active_turn_id
+
+    @property
+    def history(self) -> list[EventEnvelope]:
+        """The events the thread's turns are rebuilt from (see ``ThreadRuntime``)."""
+        return [] if self.runtime is None else self.runtime.history
+
     def status(self) -> ThreadStatus:
         """The thread's status; ``active`` as soon as a turn was accepted, even if the listener
         has not seen its ``task_started`` yet (as the real server reports it in responses)."""
         status = self.listener.status
-        if self.active_run is not None and not isinstance(status, ActiveThreadStatus):
+        if self.active_turn_id is not None and not isinstance(status, ActiveThreadStatus):
             return ActiveThreadStatus(active_flags=[])
         return status
 

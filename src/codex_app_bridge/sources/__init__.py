@@ -1,10 +1,13 @@
 """Event sources: where EventMsg streams come from. Implemented: the built-in agent and recorded
-scripts; rollouts, producer processes and test-harness injection are to plug in behind the same
+scripts; rollouts, producer processes and test-harness injection plug in behind the same
 contract.
 
-The contract (``EventSource``, ``TurnRequest``) is in ``_base``: a source yields the core events of
-one turn; the server's turn runner feeds them to the thread's listener and owns interrupts,
-steering and the guarantee that every turn ends. Sources never touch connections.
+The contract is Codex core's own pair of queues (``_session``): per thread, a ``CoreSession``
+takes ``Submission`` s (Codex ``Op`` s: user turns, steering input, interrupts, approval
+decisions, shutdown) and gives back ``EventEnvelope`` s for the whole thread. Sources that
+produce one turn at a time (``TurnSource``: ``turn(TurnRequest)`` yields the turn's events) are
+played by ``TurnPlayer``, which does what core does with the ops. Sources never touch
+connections.
 
 * ``DefaultAgent``: the built-in deterministic agent (``codex-app-bridge serve`` with no flags).
 * ``ScriptSource`` / ``load_script``: ``--script FILE``, recorded turns replayed with live ids.
@@ -14,9 +17,9 @@ from codex_app_bridge.sources._base import (
     DEFAULT_CONTEXT_WINDOW,
     TURN_END_TYPES,
     TURN_START_TYPES,
-    EventSource,
     SourceDefaults,
     TurnRequest,
+    aborted_turn,
     failed_task_complete,
     input_text,
     task_started_event,
@@ -34,32 +37,54 @@ from codex_app_bridge.sources._script import (
     RecordedEvent,
     RecordedTurn,
     ScriptError,
+    ScriptIndex,
     ScriptPacing,
     ScriptSource,
+    TurnSpan,
+    index_script,
     load_script,
     parse_script,
+)
+from codex_app_bridge.sources._session import (
+    EVENT_HIGH_WATER,
+    CoreSession,
+    EventSource,
+    SessionConfig,
+    TurnPlayer,
+    TurnSource,
+    open_session,
 )
 
 __all__ = [
     "DEFAULT_CONTEXT_WINDOW",
     "DEFAULT_MODEL",
     "DEFAULT_MODEL_PROVIDER",
+    "EVENT_HIGH_WATER",
     "RECORDED",
     "TURN_END_TYPES",
     "TURN_START_TYPES",
+    "CoreSession",
     "DefaultAgent",
     "EventSource",
     "RecordedEvent",
     "RecordedTurn",
     "ScriptError",
+    "ScriptIndex",
     "ScriptPacing",
     "ScriptSource",
+    "SessionConfig",
     "SourceDefaults",
+    "TurnPlayer",
     "TurnRequest",
+    "TurnSource",
+    "TurnSpan",
+    "aborted_turn",
     "answer_for",
     "failed_task_complete",
+    "index_script",
     "input_text",
     "load_script",
+    "open_session",
     "parse_script",
     "split_deltas",
     "task_started_event",

@@ -1,11 +1,9 @@
-"""The event-source contract: what a source is given for one turn and what it gives back.
+"""What a turn source is given for one turn, and the events every synthesized turn is made of.
 
-A source produces the core events of one turn, in order, as an async iterator of ``EventMsg``.
-The server's turn runner wraps each one in ``EventEnvelope(id=turn_id, msg=event)`` and feeds it to
-the thread's listener; it owns everything else: the turn id, interrupts (it stops pulling from the
-source and feeds a ``turn_aborted`` event itself), steering (it injects the steered user message),
-and the guarantee that every turn ends (a source that stops without a terminal event or raises gets
-a failed turn). Sources never touch connections and never see JSON-RPC.
+A ``TurnSource`` (``_session``) produces the core events of one turn, in order, as an async
+iterator of ``EventMsg``, from a ``TurnRequest``; ``TurnPlayer`` wraps each one in
+``EventEnvelope(id=turn_id, msg=event)`` and owns interrupts, steering and the guarantee that every
+turn ends. Sources never touch connections and never see JSON-RPC.
 
 A well-behaved source yields, like Codex 0.163.0 core: ``task_started`` first, then items
 (``item_started`` / deltas / ``item_completed``), ``token_count``, and a terminal ``task_complete``
@@ -20,18 +18,18 @@ looks the same whoever makes it.
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass, field
-from typing import Final, Protocol, runtime_checkable
+from typing import Final
 
 from codex_app_bridge.protocol.core import (
-    EventMsg,
     ItemCompletedEvent,
     ItemStartedEvent,
     TaskCompleteEvent,
     TaskError,
     TaskStartedEvent,
     TextUserInput,
+    TurnAbortedEvent,
     TurnAttribution,
     UserInput,
     UserMessageItem,
@@ -42,9 +40,9 @@ __all__ = [
     "DEFAULT_CONTEXT_WINDOW",
     "TURN_END_TYPES",
     "TURN_START_TYPES",
-    "EventSource",
     "SourceDefaults",
     "TurnRequest",
+    "aborted_turn",
     "failed_task_complete",
     "input_text",
     "task_started_event",
@@ -85,18 +83,6 @@ class TurnRequest:
     started_at_ms: int = field(default_factory=now_ms)
 
 
-@runtime_checkable
-class EventSource(Protocol):
-    """Produces the core events of each turn (see the module docstring)."""
-
-    @property
-    def defaults(self) -> SourceDefaults: ...
-
-    def turn(self, request: TurnRequest) -> AsyncIterator[EventMsg]:
-        """The events of the turn ``request`` describes (an async generator, usually)."""
-        ...
-
-
 def input_text(inputs: Sequence[UserInput]) -> str:
     """The text parts of a user input, joined by newlines (what a thread preview shows)."""
     return "\n".join(part.text for part in inputs if isinstance(part, TextUserInput))
@@ -122,6 +108,18 @@ def failed_task_complete(
         turn_id=turn_id,
         last_agent_message=None,
         error=TaskError(message=message, codex_error_info="other"),
+        started_at=started_at_ms // 1000,
+        completed_at=completed_at_ms // 1000,
+        duration_ms=max(0, completed_at_ms - started_at_ms),
+    )
+
+
+def aborted_turn(turn_id: str, started_at_ms: int, completed_at_ms: int) -> TurnAbortedEvent:
+    """The ``turn_aborted`` of an interrupted root turn, with Codex's timings."""
+    return TurnAbortedEvent(
+        root_turn_id=turn_id,
+        turn_id=turn_id,
+        reason="interrupted",
         started_at=started_at_ms // 1000,
         completed_at=completed_at_ms // 1000,
         duration_ms=max(0, completed_at_ms - started_at_ms),

@@ -19,14 +19,22 @@ script has no turn left, the turn fails with a clear message (``task_started``, 
 Pacing (``ScriptPacing``): none (as fast as the client reads), a fixed delay before each event, or
 the recorded gaps (``RECORDED``, capped at ``max_gap`` seconds, times ``speed``).
 
-Boundary: reading and validating the file happens once, at start-up (``load_script``, which reports
-the first bad line with its number); playing never touches the file again.
+Reading (``load_script``): the file is indexed, not loaded: one pass checks that every line is
+an event envelope and records where each turn starts and ends (byte offsets) and the recorded
+thread ids; the events themselves are read again, one line at a time, when their turn is played,
+and validated then (a line that is not a valid event fails its turn with a message naming the
+file and line). Memory is flat in the file's length. ``load_script(path, lazy=True)`` defers the
+index pass to the first turn (run in a worker thread), so a server answers ``initialize`` at once
+whatever the script's size; the index error, if any, then fails every turn and is logged.
+``parse_script`` (bytes in memory) keeps whole validated events, for small scripts and tests.
 """
 
 from __future__ import annotations
 
+import logging
 import math
-from collections.abc import AsyncIterator, Sequence
+import threading
+from collections.abc import AsyncIterator, Iterator, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
 from pathlib import Path
@@ -52,11 +60,16 @@ __all__ = [
     "RecordedEvent",
     "RecordedTurn",
     "ScriptError",
+    "ScriptIndex",
     "ScriptPacing",
     "ScriptSource",
+    "TurnSpan",
+    "index_script",
     "load_script",
     "parse_script",
 ]
+
+logger = logging.getLogger(__name__)
 
 RECORDED = "recorded"
 
@@ -151,63 +164,171 @@ def _collect_thread_ids(value: object, found: set[str]) -> None:
             _collect_thread_ids(item, found)
 
 
+class _Grouper:
+    """The turn grouping rule, line by line (shared by ``parse_script`` and ``index_script``)."""
+
+    def __init__(self) -> None:
+        self.turn_id: str | None = None
+        self.opened = False
+        self.ended = False
+
+    def feed(self, turn_id: str, kind: object) -> bool:
+        """Whether this line opens a new turn; then the line is added to the current turn."""
+        opener = kind in TURN_START_TYPES
+        new = (
+            self.turn_id is None
+            or (opener and (self.opened or self.ended))
+            or (self.ended and turn_id != self.turn_id)
+        )
+        if new:
+            self.turn_id, self.opened, self.ended = turn_id, False, False
+        if opener and not self.opened:
+            self.opened = True
+            self.turn_id = turn_id
+        self.ended = kind in TURN_END_TYPES
+        return new
+
+
+def _envelope(raw: bytes, number: int, name: str) -> tuple[str, dict[str, Any], dict[str, Any]]:
+    """``(turn id, msg, envelope)`` of one line; ``ScriptError`` if it is not an envelope."""
+    try:
+        line = orjson.loads(raw)
+    except orjson.JSONDecodeError as exc:
+        raise ScriptError(f"{name}: line {number}: not JSON: {exc}") from None
+    if not isinstance(line, dict):
+        raise ScriptError(f"{name}: line {number}: expected an object {{id, msg}}")
+    envelope = cast(dict[str, Any], line)
+    turn_id, msg = envelope.get("id"), envelope.get("msg")
+    if not isinstance(turn_id, str) or not isinstance(msg, dict):
+        raise ScriptError(
+            f"{name}: line {number}: expected an event envelope {{id: string, msg: object}}"
+        )
+    return turn_id, cast(dict[str, Any], msg), envelope
+
+
+def _validated(event: dict[str, Any], number: int, name: str) -> EventMsg:
+    try:
+        return EVENT_MSG_ADAPTER.validate_python(event)
+    except ValidationError as exc:
+        first = exc.errors(include_url=False)[0]
+        where = ".".join(str(part) for part in first["loc"])
+        raise ScriptError(
+            f"{name}: line {number}: invalid {event.get('type')!r} event: {where}: {first['msg']}"
+        ) from None
+
+
+# events whose only thread id is a top-level field (the bulk of a stream): no deep walk
+_FLAT_TYPES = frozenset(
+    {
+        "agent_message_content_delta",
+        "reasoning_content_delta",
+        "reasoning_raw_content_delta",
+        "plan_delta",
+        "agent_reasoning_section_break",
+        "exec_command_output_delta",
+    }
+)
+
+
+def _note_thread_ids(event: dict[str, Any], found: set[str]) -> None:
+    if event.get("type") in _FLAT_TYPES:
+        thread_id = event.get("thread_id")
+        if isinstance(thread_id, str) and thread_id:
+            found.add(thread_id)
+    else:
+        _collect_thread_ids(event, found)
+
+
 def parse_script(data: bytes, *, name: str = "<script>") -> tuple[list[RecordedTurn], set[str]]:
     """Turns and recorded thread ids of a script's bytes; ``ScriptError`` on the first bad line."""
     turns: list[RecordedTurn] = []
     thread_ids: set[str] = set()
+    grouper = _Grouper()
     for number, raw in enumerate(data.splitlines(), start=1):
         if not raw.strip():
             continue
-        try:
-            line = orjson.loads(raw)
-        except orjson.JSONDecodeError as exc:
-            raise ScriptError(f"{name}: line {number}: not JSON: {exc}") from None
-        if not isinstance(line, dict):
-            raise ScriptError(f"{name}: line {number}: expected an object {{id, msg}}")
-        envelope = cast(dict[str, Any], line)
-        turn_id, msg = envelope.get("id"), envelope.get("msg")
-        if not isinstance(turn_id, str) or not isinstance(msg, dict):
-            raise ScriptError(
-                f"{name}: line {number}: expected an event envelope {{id: string, msg: object}}"
-            )
-        event = cast(dict[str, Any], msg)
-        try:
-            EVENT_MSG_ADAPTER.validate_python(event)
-        except ValidationError as exc:
-            first = exc.errors(include_url=False)[0]
-            where = ".".join(str(part) for part in first["loc"])
-            raise ScriptError(
-                f"{name}: line {number}: invalid {event.get('type')!r} event: "
-                f"{where}: {first['msg']}"
-            ) from None
-        _collect_thread_ids(event, thread_ids)
-        opener = event.get("type") in TURN_START_TYPES
-        current = turns[-1] if turns else None
-        if (
-            current is None
-            or (opener and (current.opened or current.ended))
-            or (current.ended and turn_id != current.turn_id)
-        ):
-            current = RecordedTurn(turn_id)
-            turns.append(current)
-        if opener and not current.opened:
-            current.opened = True
-            current.turn_id = turn_id
+        turn_id, event, envelope = _envelope(raw, number, name)
+        _validated(event, number, name)
+        _note_thread_ids(event, thread_ids)
+        if grouper.feed(turn_id, event.get("type")):
+            turns.append(RecordedTurn(turn_id))
+        current = turns[-1]
+        current.turn_id = cast(str, grouper.turn_id)
+        current.opened = grouper.opened
         current.events.append(RecordedEvent(event, _recorded_time(envelope)))
     return turns, thread_ids
 
 
-def load_script(path: str | Path) -> ScriptSource:
-    """Read and validate a script file; ``ScriptError`` names the problem and the line."""
+@dataclass(frozen=True, slots=True)
+class TurnSpan:
+    """Where one recorded turn lies in a script file."""
+
+    turn_id: str
+    start: int
+    """Byte offset of the turn's first line."""
+    end: int
+    """Byte offset just past its last line."""
+    first_line: int
+    """1-based number of the line at ``start``."""
+
+
+@dataclass(frozen=True, slots=True)
+class ScriptIndex:
+    """A script file's turns (as offsets) and recorded thread ids."""
+
+    path: Path
+    spans: list[TurnSpan]
+    thread_ids: set[str]
+
+
+def index_script(path: str | Path) -> ScriptIndex:
+    """One pass over a script file: every line an envelope, turns as offsets; ``ScriptError``."""
     script = Path(path)
+    name = str(script)
+    spans: list[TurnSpan] = []
+    thread_ids: set[str] = set()
+    grouper = _Grouper()
+    current: tuple[str, int, int] | None = None  # turn id, start offset, first line
+    offset = 0
     try:
-        data = script.read_bytes()
+        with script.open("rb") as stream:
+            for number, raw in enumerate(stream, start=1):
+                here = offset
+                offset += len(raw)
+                if not raw.strip():
+                    continue
+                turn_id, event, _ = _envelope(raw, number, name)
+                _note_thread_ids(event, thread_ids)
+                if grouper.feed(turn_id, event.get("type")):
+                    if current is not None:
+                        spans.append(TurnSpan(current[0], current[1], here, current[2]))
+                    current = (turn_id, here, number)
+                elif current is not None and grouper.turn_id != current[0]:
+                    current = (cast(str, grouper.turn_id), current[1], current[2])
     except OSError as exc:
         raise ScriptError(f"{script}: cannot read the script: {exc.strerror or exc}") from None
-    turns, thread_ids = parse_script(data, name=str(script))
-    if not turns:
+    if current is not None:
+        spans.append(TurnSpan(current[0], current[1], offset, current[2]))
+    if not spans:
         raise ScriptError(f"{script}: the script holds no events")
-    return ScriptSource(turns, thread_ids, name=str(script))
+    return ScriptIndex(script, spans, thread_ids)
+
+
+def load_script(path: str | Path, *, lazy: bool = False) -> ScriptSource:
+    """A source over a script file; ``ScriptError`` names the problem and the line.
+
+    ``lazy``: only check that the file can be read now; index it on the first turn instead.
+    """
+    script = Path(path)
+    if lazy:
+        try:
+            with script.open("rb"):
+                pass
+        except OSError as exc:
+            raise ScriptError(f"{script}: cannot read the script: {exc.strerror or exc}") from None
+        return ScriptSource(script_path=script, name=str(script))
+    index = index_script(script)
+    return ScriptSource(index=index, name=str(script))
 
 
 def _rewrite(value: object, mapping: dict[str, str]) -> object:
@@ -221,20 +342,26 @@ def _rewrite(value: object, mapping: dict[str, str]) -> object:
 
 
 class ScriptSource:
-    """Replays a parsed script (see the module docstring)."""
+    """Replays a script (see the module docstring): parsed turns, or an indexed file."""
 
     def __init__(
         self,
-        turns: Sequence[RecordedTurn],
+        turns: Sequence[RecordedTurn] = (),
         thread_ids: set[str] | None = None,
         *,
+        index: ScriptIndex | None = None,
+        script_path: Path | None = None,
         pacing: ScriptPacing | None = None,
         name: str = "<script>",
         model: str = "codex-app-bridge-script",
         model_provider: str = "codex-app-bridge",
     ) -> None:
         self.turns = list(turns)
-        self.thread_ids = set(thread_ids or ())
+        self._thread_ids = set(thread_ids or ())
+        self._index = index
+        self._path = script_path if index is None else index.path
+        self._index_error: ScriptError | None = None
+        self._index_lock = threading.Lock()
         self.pacing = pacing or ScriptPacing()
         self.name = name
         self._defaults = SourceDefaults(model=model, model_provider=model_provider)
@@ -243,24 +370,77 @@ class ScriptSource:
     def defaults(self) -> SourceDefaults:
         return self._defaults
 
+    @property
+    def thread_ids(self) -> set[str]:
+        if self._index is not None:
+            return self._index.thread_ids
+        return self._thread_ids
+
     def with_pacing(self, pacing: ScriptPacing) -> ScriptSource:
         return ScriptSource(
             self.turns,
-            self.thread_ids,
+            self._thread_ids,
+            index=self._index,
+            script_path=self._path,
             pacing=pacing,
             name=self.name,
             model=self._defaults.model,
             model_provider=self._defaults.model_provider,
         )
 
+    def ensure_index(self) -> ScriptIndex | None:
+        """Index the file now if it is not yet (blocking); ``ScriptError`` if it cannot be."""
+        if self._path is None:
+            return None
+        with self._index_lock:
+            if self._index is None and self._index_error is None:
+                try:
+                    self._index = index_script(self._path)
+                except ScriptError as exc:
+                    logger.error("%s", exc)
+                    self._index_error = exc
+            if self._index_error is not None:
+                raise self._index_error
+            return self._index
+
+    def _turn_count(self, index: ScriptIndex | None) -> int:
+        return len(index.spans) if index is not None else len(self.turns)
+
     async def turn(self, request: TurnRequest) -> AsyncIterator[EventMsg]:
-        if request.turn_index >= len(self.turns):
-            for event in self._exhausted(request):
+        index = self._index
+        if self._path is not None and index is None:
+            index = await anyio.to_thread.run_sync(self.ensure_index)
+        if request.turn_index >= self._turn_count(index):
+            for event in self._exhausted(request, self._turn_count(index)):
                 yield event
             return
-        recorded = self.turns[request.turn_index]
+        if index is None:
+            async for event in self._play_parsed(self.turns[request.turn_index], request):
+                yield event
+            return
+        span = index.spans[request.turn_index]
+        replacements = [(_quoted(span.turn_id), _quoted(request.turn_id))]
+        replacements += [(_quoted(t), _quoted(request.thread_id)) for t in index.thread_ids]
+        previous: float | None = None
+        first = True
+        for number, raw in _span_lines(index.path, span):
+            for old, new in replacements:
+                raw = raw.replace(old, new)
+            _, msg, envelope = _envelope(raw, number, self.name)
+            at = _recorded_time(envelope)
+            wait = 0.0 if first else self.pacing.wait_before(previous, at)
+            first = False
+            if wait > 0:
+                await anyio.sleep(wait)
+            if at is not None:
+                previous = at
+            yield _validated(msg, number, self.name)
+
+    async def _play_parsed(
+        self, recorded: RecordedTurn, request: TurnRequest
+    ) -> AsyncIterator[EventMsg]:
         mapping = {recorded.turn_id: request.turn_id}
-        mapping.update(dict.fromkeys(self.thread_ids, request.thread_id))
+        mapping.update(dict.fromkeys(self._thread_ids, request.thread_id))
         previous: float | None = None
         for index, event in enumerate(recorded.events):
             wait = self.pacing.wait_before(previous, event.at) if index else 0.0
@@ -270,9 +450,8 @@ class ScriptSource:
                 previous = event.at
             yield EVENT_MSG_ADAPTER.validate_python(_rewrite(event.msg, mapping))
 
-    def _exhausted(self, request: TurnRequest) -> list[EventMsg]:
+    def _exhausted(self, request: TurnRequest, count: int) -> list[EventMsg]:
         now = now_ms()
-        count = len(self.turns)
         message = (
             f"codex-app-bridge: the script {self.name} has no turn left to play "
             f"(it recorded {count} turn{'s' if count != 1 else ''}; this is turn "
@@ -283,3 +462,22 @@ class ScriptSource:
             ErrorEvent(message=message, codex_error_info="other"),
             failed_task_complete(request.turn_id, message, started_at_ms=now, completed_at_ms=now),
         ]
+
+
+def _quoted(text: str) -> bytes:
+    """``text`` as a JSON string token: replacing it replaces whole strings only."""
+    return orjson.dumps(text)
+
+
+def _span_lines(path: Path, span: TurnSpan) -> Iterator[tuple[int, bytes]]:
+    with path.open("rb") as stream:
+        stream.seek(span.start)
+        offset, number = span.start, span.first_line
+        while offset < span.end:
+            raw = stream.readline()
+            if not raw:
+                return
+            offset += len(raw)
+            if raw.strip():
+                yield number, raw
+            number += 1

@@ -30,7 +30,6 @@ from pathlib import Path
 import anyio
 import anyio.abc
 
-from codex_app_bridge.transport._outbound import SOCKET_OUTBOUND_BUDGET
 from codex_app_bridge.transport._streams import (
     OUTBOUND_QUEUE_CAPACITY,
     TransportKind,
@@ -111,13 +110,12 @@ async def _serve_one(
     handler: ConnectionServer,
     kind: TransportKind,
     capacity: int,
-    budget: int,
 ) -> None:
     async def run(streams: TransportStreams) -> None:
         await handler(streams, kind)
 
     try:
-        await serve_websocket(stream, policy, run, capacity=capacity, budget=budget)
+        await serve_websocket(stream, policy, run, capacity=capacity)
     except Exception:
         logger.exception("%s connection failed", kind.value)
 
@@ -127,7 +125,6 @@ async def serve_unix(
     handler: ConnectionServer,
     *,
     capacity: int = OUTBOUND_QUEUE_CAPACITY,
-    budget: int = SOCKET_OUTBOUND_BUDGET,
     task_status: anyio.abc.TaskStatus[str] = anyio.TASK_STATUS_IGNORED,
 ) -> None:
     """Serve WebSocket over a unix socket at ``path`` until cancelled (see the module docstring)."""
@@ -152,7 +149,6 @@ async def serve_unix(
                     handler=handler,
                     kind=TransportKind.UNIX,
                     capacity=capacity,
-                    budget=budget,
                 )
             )
     finally:
@@ -170,7 +166,6 @@ async def serve_tcp(
     token: CapabilityToken | None = None,
     *,
     capacity: int = OUTBOUND_QUEUE_CAPACITY,
-    budget: int = SOCKET_OUTBOUND_BUDGET,
     task_status: anyio.abc.TaskStatus[TcpEndpoint] = anyio.TASK_STATUS_IGNORED,
 ) -> None:
     """Serve WebSocket on ``host:port`` until cancelled (see the module docstring)."""
@@ -190,6 +185,5 @@ async def serve_tcp(
                 handler=handler,
                 kind=TransportKind.WEBSOCKET,
                 capacity=capacity,
-                budget=budget,
             )
         )

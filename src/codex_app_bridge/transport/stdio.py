@@ -11,11 +11,6 @@ stderr (stray ``print`` or child-process output lands there) and descriptor 0 at
 the wire is served from private duplicates, and both descriptors are restored on exit. Passing
 explicit ``stdin_fd`` / ``stdout_fd`` skips that diversion (tests use pipes this way).
 
-Behind the write stream's queue an ``OutboundBuffer`` holds up to ``budget`` bytes (64 MiB by
-default, ``transport._outbound``) for a client that is not reading yet, so a client that writes
-all its requests before reading any answer is not deadlocked: the bridge keeps reading and
-answering until the budget is used up, and only then stops reading.
-
 On exit, messages already written to the write stream are flushed (bounded by ``flush_timeout``),
 so closing the write stream after the last response is enough to deliver it.
 """
@@ -40,8 +35,8 @@ from codex_app_bridge.transport._framing import (
     LineSplitter,
     OutboundItem,
     decode_line,
+    encode_item,
 )
-from codex_app_bridge.transport._outbound import STDIO_OUTBOUND_BUDGET, OutboundBuffer
 from codex_app_bridge.transport._streams import OUTBOUND_QUEUE_CAPACITY, TransportStreams
 
 __all__ = ["stdio_transport"]
@@ -178,7 +173,6 @@ async def stdio_transport(
     stdin_fd: int | None = None,
     stdout_fd: int | None = None,
     capacity: int = OUTBOUND_QUEUE_CAPACITY,
-    budget: int = STDIO_OUTBOUND_BUDGET,
     flush_timeout: float = 5.0,
 ) -> AsyncGenerator[TransportStreams]:
     """Serve JSON Lines on stdin/stdout (or the given descriptors); yields ``(read, write)``."""
@@ -192,20 +186,28 @@ async def stdio_transport(
     outbound_send, outbound_recv = anyio.create_memory_object_stream[OutboundItem](capacity)
     chunks_send, chunks_recv = anyio.create_memory_object_stream[bytes](0)
     flushed = anyio.Event()
-    buffer = OutboundBuffer(budget)
 
     async def next_batch() -> bytes | None:
-        batch = await buffer.take(_WRITE_BATCH)
-        if batch is None:
+        try:
+            first = await outbound_recv.receive()
+        except (anyio.EndOfStream, anyio.ClosedResourceError):
             return None
-        batch.append(b"")
-        return b"\n".join(batch)
+        parts = [encode_item(first), b"\n"]
+        size = len(parts[0])
+        while size < _WRITE_BATCH:
+            try:
+                item = outbound_recv.receive_nowait()
+            except (anyio.WouldBlock, anyio.EndOfStream, anyio.ClosedResourceError):
+                break
+            data = encode_item(item)
+            parts += (data, b"\n")
+            size += len(data)
+        return b"".join(parts)
 
     reader = writer = None
     try:
         async with BlockingPortal() as portal, anyio.create_task_group() as tg:
             tg.start_soon(_decode_chunks, chunks_recv, inbound_send)
-            tg.start_soon(buffer.fill_from, outbound_recv)
             reader = threading.Thread(
                 target=_reader_thread,
                 args=(in_fd, portal, chunks_send),

@@ -19,9 +19,8 @@ Before the upgrade, ``HandshakePolicy`` decides, in the real server's order:
    or is closed without a reply (unix socket, as the real server).
 
 After the upgrade the stream pair follows the transport contract (``transport/__init__``): the read
-side yields decoded frames and ends when the peer closes; behind the write side's queue an
-``OutboundBuffer`` holds up to ``budget`` bytes for a peer that reads slowly (``transport._outbound``)
-before the queue fills and the rpc layer disconnects the client. When the rpc side closes its write stream, what is queued is written, a close frame
+side yields decoded frames and ends when the peer closes; the write side's buffer is the outbound
+queue. When the rpc side closes its write stream, what is queued is written, a close frame
 (1000) follows and the socket is closed; a writer that makes no progress for ``close_timeout``
 seconds (a client that stopped reading) is abandoned and the socket closed anyway.
 """
@@ -41,8 +40,12 @@ from websockets.http11 import Request, Response
 from websockets.protocol import Event, State
 from websockets.server import ServerProtocol
 
-from codex_app_bridge.transport._framing import InboundItem, OutboundItem, decode_line
-from codex_app_bridge.transport._outbound import SOCKET_OUTBOUND_BUDGET, OutboundBuffer
+from codex_app_bridge.transport._framing import (
+    InboundItem,
+    OutboundItem,
+    decode_line,
+    encode_item,
+)
 from codex_app_bridge.transport._streams import OUTBOUND_QUEUE_CAPACITY, TransportStreams
 
 __all__ = [
@@ -185,27 +188,30 @@ class _Session:
             except (anyio.BrokenResourceError, anyio.ClosedResourceError, OSError):
                 return
 
-    async def write(self, outbound: MemoryObjectReceiveStream[OutboundItem], budget: int) -> None:
-        buffer = OutboundBuffer(budget)
+    async def write(self, outbound: MemoryObjectReceiveStream[OutboundItem]) -> None:
         try:
-            async with anyio.create_task_group() as tg:
-                tg.start_soon(buffer.fill_from, outbound)
-                try:
-                    while (batch := await buffer.take(_WRITE_BATCH)) is not None:
-                        if self.protocol.state is State.OPEN:
-                            for data in batch:
-                                self.protocol.send_text(data)
-                        await self.flush()
-                    if self.protocol.state is State.OPEN:
-                        self.protocol.send_close(1000)
-                        await self.flush()
-                finally:
-                    # Nothing more can be written: the rpc side's next send finds the peer gone.
-                    tg.cancel_scope.cancel()
+            async with outbound:
+                async for item in outbound:
+                    size = self._frame(item)
+                    while size < _WRITE_BATCH:
+                        try:
+                            size += self._frame(outbound.receive_nowait())
+                        except (anyio.WouldBlock, anyio.EndOfStream):
+                            break
+                    await self.flush()
+            if self.protocol.state is State.OPEN:
+                self.protocol.send_close(1000)
+                await self.flush()
         except (anyio.BrokenResourceError, anyio.ClosedResourceError, OSError):
             pass
         finally:
             self.writer_done.set()
+
+    def _frame(self, item: OutboundItem) -> int:
+        data = encode_item(item)
+        if self.protocol.state is State.OPEN:
+            self.protocol.send_text(data)
+        return len(data)
 
     async def wait_writer(self, close_timeout: float) -> None:
         """Until the writer is done, as long as it makes progress within ``close_timeout``."""
@@ -253,7 +259,6 @@ async def serve_websocket(
     handler: ConnectionHandler,
     *,
     capacity: int = OUTBOUND_QUEUE_CAPACITY,
-    budget: int = SOCKET_OUTBOUND_BUDGET,
     handshake_timeout: float = 10.0,
     close_timeout: float = 5.0,
 ) -> None:
@@ -282,9 +287,7 @@ async def serve_websocket(
             return
         if response.status_code != 101:
             return
-        await _serve_open(
-            session, handler, events, capacity=capacity, budget=budget, close_timeout=close_timeout
-        )
+        await _serve_open(session, handler, events, capacity=capacity, close_timeout=close_timeout)
 
 
 async def _serve_open(
@@ -293,14 +296,13 @@ async def _serve_open(
     events: list[Event],
     *,
     capacity: int,
-    budget: int,
     close_timeout: float,
 ) -> None:
     inbound_send, inbound_recv = anyio.create_memory_object_stream[InboundItem](0)
     outbound_send, outbound_recv = anyio.create_memory_object_stream[OutboundItem](capacity)
     async with anyio.create_task_group() as tg:
         tg.start_soon(session.read, inbound_send, events)
-        tg.start_soon(session.write, outbound_recv, budget)
+        tg.start_soon(session.write, outbound_recv)
         try:
             await handler((inbound_recv, outbound_send))
         finally:

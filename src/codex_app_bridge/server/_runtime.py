@@ -1,0 +1,350 @@
+"""``ThreadRuntime``: one task per loaded thread, owning everything that plays its turns.
+
+A loaded thread is an actor (the shape of Codex core's own session loop): the runtime task owns
+the thread's ``CoreSession`` (the source's submission and event queues), the turn that is running
+(``active_turn_id``: the one place that knows), the interrupt requests waiting for the turn to
+end, and the thread's history log; it is the only caller of the thread listener's ``process``.
+Request handlers run on the same event loop and call its control methods (``start_turn``,
+``steer``, ``interrupt``), which never await: each records what it asks for and submits the
+matching Codex ``Op`` to the session.
+
+The loop: take every event the session has produced, and for each, synchronously, keep it in the
+history log if thread history needs it, and have the listener reduce, encode and offer it to the
+subscribers. Await only when there is nothing to take, or when a subscriber's outbound buffer is
+over its high-water mark (backpressure: the session then stops producing as well).
+
+What the runtime guarantees whatever the source does:
+
+* **Start**: the first event of a turn is ``task_started`` (synthesized with the turn's accept
+  time when the source begins with anything else).
+* **Interrupt** (``turn/interrupt``): every request received while the turn runs is answered
+  ``{}`` right before the turn's terminal notifications (``thread/status/changed``,
+  ``turn/completed``), by the runtime itself (``DeferredReply``), so two interrupts sent back to
+  back are both answered before ``turn/completed``. The ``interrupt`` op goes to the source once;
+  a source that has not ended the turn ``INTERRUPT_GRACE`` seconds later gets a ``turn_aborted``
+  synthesized for it, and what it sends for that turn afterwards is dropped.
+* **A session that ends** (its producer died) while a turn runs: the turn fails with an ``error``
+  and a failed ``task_complete`` that say so; the next ``start_turn`` opens a new session.
+
+History: only the events ``thread/read`` / ``resume`` / ``fork`` rebuild turns from are kept
+(``HISTORY_EVENT_TYPES``: lifecycle events and completed items, what a 0.163.0 rollout holds for
+the paginated history); deltas and other streaming events are never retained, so memory follows
+what a thread shows, not what streamed.
+
+Boundary: no JSON-RPC beyond answering deferred replies; handlers decide what a request means.
+"""
+
+from __future__ import annotations
+
+import logging
+import math
+from collections import deque
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from typing import Final
+
+import anyio
+import anyio.abc
+from pydantic import JsonValue
+
+from codex_app_bridge.listener import ThreadListener
+from codex_app_bridge.protocol._base import dump_jsonable
+from codex_app_bridge.protocol.core import (
+    ErrorEvent,
+    EventEnvelope,
+    InterruptOp,
+    ShutdownOp,
+    Submission,
+    UserInput,
+    UserInputOp,
+    UserTurnOp,
+)
+from codex_app_bridge.protocol.jsonrpc import now_ms
+from codex_app_bridge.rpc import DeferredReply
+from codex_app_bridge.sources import (
+    TURN_END_TYPES,
+    TURN_START_TYPES,
+    CoreSession,
+    aborted_turn,
+    failed_task_complete,
+    task_started_event,
+)
+
+__all__ = ["HISTORY_EVENT_TYPES", "INTERRUPT_GRACE", "ThreadRuntime", "TurnOrder"]
+
+logger = logging.getLogger(__name__)
+
+INTERRUPT_GRACE: Final = 5.0
+"""Seconds a source has to end an interrupted turn before the runtime aborts it itself."""
+
+HISTORY_EVENT_TYPES: Final = frozenset(
+    {
+        "task_started",
+        "turn_started",
+        "task_complete",
+        "turn_complete",
+        "turn_aborted",
+        "item_completed",
+        "thread_rolled_back",
+        "context_compacted",
+        "token_count",
+        "thread_settings_applied",
+        "error",
+    }
+)
+"""Event types kept in a thread's history log (what the paginated history builder reads)."""
+
+_ABANDONED_KEPT: Final = 16
+
+
+@dataclass(frozen=True, slots=True)
+class TurnOrder:
+    """What ``turn/start`` asks of the source (the ``user_turn`` op's content)."""
+
+    turn_id: str
+    items: Sequence[UserInput]
+    cwd: str
+    model: str
+    approval_policy: object
+    sandbox_policy: object
+    effort: str | None = None
+    service_tier: str | None = None
+
+
+@dataclass(slots=True)
+class _Turn:
+    turn_id: str
+    accepted_at_ms: int
+    opened: bool = False
+    interrupt_replies: list[DeferredReply] = field(default_factory=list[DeferredReply])
+    interrupt_deadline: float | None = None
+
+
+class ThreadRuntime:
+    """The task that plays one thread's turns (see the module docstring)."""
+
+    def __init__(
+        self,
+        thread_id: str,
+        listener: ThreadListener,
+        open_session: Callable[[], CoreSession],
+        *,
+        history: list[EventEnvelope] | None = None,
+        on_turn_end: Callable[[], None] | None = None,
+        interrupt_grace: float = INTERRUPT_GRACE,
+    ) -> None:
+        self.thread_id = thread_id
+        self.listener = listener
+        self.history: list[EventEnvelope] = history if history is not None else []
+        self._open_session = open_session
+        self._session: CoreSession | None = None
+        self._session_done = False
+        self._on_turn_end = on_turn_end
+        self._grace = interrupt_grace
+        self._turn: _Turn | None = None
+        self._abandoned: deque[str] = deque(maxlen=_ABANDONED_KEPT)
+        self._wake: anyio.Event | None = None
+        self._task_group: anyio.abc.TaskGroup | None = None
+        self._stopped = False
+
+    # --- what handlers ask (never awaits) -----------------------------------------------------
+
+    @property
+    def active_turn_id(self) -> str | None:
+        """The turn that is running, from ``start_turn`` until its terminal event."""
+        return None if self._turn is None else self._turn.turn_id
+
+    def start_turn(self, order: TurnOrder) -> None:
+        """Start a turn (``RuntimeError`` if one is running: handlers check first)."""
+        if self._turn is not None:
+            raise RuntimeError(f"turn {self._turn.turn_id} is still running")
+        self._turn = _Turn(order.turn_id, now_ms())
+        op = UserTurnOp(
+            items=list(order.items),
+            cwd=order.cwd,
+            approval_policy=_json(order.approval_policy),
+            sandbox_policy=_json(order.sandbox_policy),
+            model=order.model,
+            effort=order.effort,
+            service_tier=order.service_tier,
+        )
+        self._submit(Submission(id=order.turn_id, op=op))
+
+    def steer(self, items: Sequence[UserInput]) -> None:
+        """Add user input to the running turn (the source takes it as Codex does)."""
+        if self._turn is not None:
+            self._submit(Submission(id=self._turn.turn_id, op=UserInputOp(items=list(items))))
+
+    def interrupt(self, reply: DeferredReply) -> None:
+        """Interrupt the running turn; ``reply`` is answered ``{}`` right before it ends."""
+        turn = self._turn
+        if turn is None:
+            reply.resolve({})
+            return
+        turn.interrupt_replies.append(reply)
+        if turn.interrupt_deadline is None:
+            turn.interrupt_deadline = anyio.current_time() + self._grace
+            self._submit(Submission(id=turn.turn_id, op=InterruptOp()))
+            self._poke()
+
+    def stop(self) -> None:
+        """Ask the session to shut down (the thread is being unloaded)."""
+        if self._session is not None and not self._session_done:
+            self._session.submit(Submission(id="shutdown", op=ShutdownOp()))
+        self._stopped = True
+        self._poke()
+
+    # --- the task -----------------------------------------------------------------------------
+
+    async def run(self) -> None:
+        async with anyio.create_task_group() as tg:
+            self._task_group = tg
+            try:
+                await self._loop()
+            finally:
+                self._task_group = None
+                tg.cancel_scope.cancel()
+
+    async def _loop(self) -> None:
+        listener = self.listener
+        while True:
+            session = self._session
+            events = session.take_events() if session is not None else []
+            if events:
+                for envelope in events:
+                    self._on_event(envelope)
+                if listener.congested:
+                    await listener.wait_writable()
+                continue
+            if self._session_done:
+                self._on_session_end()
+            if self._stopped and (session is None or self._session_done):
+                return
+            self._check_interrupt_deadline()
+            self._wake = anyio.Event()
+            deadline = self._deadline()
+            if math.isinf(deadline):
+                await self._wake.wait()
+            else:
+                with anyio.move_on_after(max(0.0, deadline - anyio.current_time())):
+                    await self._wake.wait()
+            self._wake = None
+
+    def _poke(self) -> None:
+        if self._wake is not None:
+            self._wake.set()
+
+    def _submit(self, submission: Submission) -> None:
+        session = self._session
+        if session is None or self._session_done:
+            session = self._start_session()
+        session.submit(submission)
+
+    def _start_session(self) -> CoreSession:
+        session = self._open_session()
+        self._session = session
+        self._session_done = False
+        if self._task_group is None:
+            raise RuntimeError("the thread runtime is not running")
+        self._task_group.start_soon(self._run_session, session)
+        return session
+
+    async def _run_session(self, session: CoreSession) -> None:
+        try:
+            await session.run(self._poke)
+        except Exception:
+            logger.exception("thread %s: the event source failed", self.thread_id)
+        finally:
+            if session is self._session:
+                self._session_done = True
+                self._poke()
+
+    def _deadline(self) -> float:
+        turn = self._turn
+        if turn is None or turn.interrupt_deadline is None:
+            return math.inf
+        return turn.interrupt_deadline
+
+    # --- events -------------------------------------------------------------------------------
+
+    def _on_event(self, envelope: EventEnvelope) -> None:
+        turn = self._turn
+        kind = envelope.msg.type
+        if turn is not None and envelope.id == turn.turn_id:
+            if not turn.opened:
+                turn.opened = True
+                if kind not in TURN_START_TYPES:
+                    self._feed(self._started(turn))
+            if kind in TURN_END_TYPES:
+                self._end_turn(envelope)
+                return
+        elif self._abandoned and envelope.id in self._abandoned:
+            logger.debug("thread %s: dropping %s of an aborted turn", self.thread_id, kind)
+            return
+        self._feed(envelope)
+
+    def _feed(self, envelope: EventEnvelope) -> None:
+        if envelope.msg.type in HISTORY_EVENT_TYPES:
+            self.history.append(envelope)
+        try:
+            self.listener.process(envelope)
+        except Exception:  # a bug must not stop the thread
+            logger.exception("thread %s: could not process %s", self.thread_id, envelope.msg.type)
+
+    def _started(self, turn: _Turn) -> EventEnvelope:
+        return EventEnvelope(
+            id=turn.turn_id, msg=task_started_event(turn.turn_id, turn.accepted_at_ms)
+        )
+
+    def _end_turn(self, terminal: EventEnvelope) -> None:
+        turn = self._turn
+        assert turn is not None
+        self._turn = None
+        for reply in turn.interrupt_replies:
+            reply.resolve({})
+        if self._on_turn_end is not None:
+            self._on_turn_end()
+        self._feed(terminal)
+
+    def _check_interrupt_deadline(self) -> None:
+        turn = self._turn
+        if turn is None or turn.interrupt_deadline is None:
+            return
+        if anyio.current_time() < turn.interrupt_deadline:
+            return
+        logger.warning(
+            "thread %s: the source did not end interrupted turn %s within %.1f s; aborting it",
+            self.thread_id,
+            turn.turn_id,
+            self._grace,
+        )
+        self._abandoned.append(turn.turn_id)
+        if not turn.opened:
+            turn.opened = True
+            self._feed(self._started(turn))
+        aborted = aborted_turn(turn.turn_id, turn.accepted_at_ms, now_ms())
+        self._end_turn(EventEnvelope(id=turn.turn_id, msg=aborted))
+
+    def _on_session_end(self) -> None:
+        turn = self._turn
+        if turn is None:
+            return
+        message = "codex-app-bridge: the event source stopped before the turn ended"
+        if not turn.opened:
+            turn.opened = True
+            self._feed(self._started(turn))
+        self._feed(
+            EventEnvelope(
+                id=turn.turn_id, msg=ErrorEvent(message=message, codex_error_info="other")
+            )
+        )
+        failed = failed_task_complete(
+            turn.turn_id, message, started_at_ms=turn.accepted_at_ms, completed_at_ms=now_ms()
+        )
+        self._end_turn(EventEnvelope(id=turn.turn_id, msg=failed))
+
+
+def _json(value: object) -> JsonValue:
+    """A wire model as plain JSON data (the op carries Codex's JSON, not our models)."""
+    data: JsonValue = dump_jsonable(value)
+    return data

@@ -1,0 +1,291 @@
+"""The two-way source contract: Codex core's own queues, for one thread.
+
+A thread's runtime (``server``) talks to whatever produces its events the way a Codex client
+talks to core: it *submits* ``Submission`` s (``{id, op}``: ``user_turn``, ``user_input``,
+``interrupt``, approval decisions, ``shutdown``, ...) and *reads* ``EventEnvelope`` s
+(``{id, msg}``) for the whole thread, in order, turn after turn. A ``CoreSession`` is that pair of
+queues:
+
+* ``submit(submission)``: never blocks; the session takes it in order.
+* ``take_events()``: every event produced since the last call (possibly none), oldest first.
+* ``run(ready)``: the session's own task, run by the runtime for the thread's lifetime; it calls
+  ``ready()`` whenever events become available (the runtime then takes them) and returns when the
+  session has ended (after ``shutdown``, or when its producer is gone). It never raises for
+  a producer's fault: it reports it as events and returns.
+
+Flow: a session keeps at most about ``EVENT_HIGH_WATER`` events waiting; past that it stops
+producing until the runtime has taken them, so a producer is never read faster than clients take
+its events and memory stays bounded whatever it streams.
+
+An ``EventSource`` opens one session per thread (``open_session``). Sources that produce one turn
+at a time as an async iterator of ``EventMsg`` (``TurnSource``: the built-in agent, scripts, test
+fakes) are adapted by ``TurnPlayer``, which plays Codex core's part: a ``user_turn`` (or
+``user_input`` while idle) starts the next turn with the submission id as the turn id,
+``user_input`` during a turn is steered into it (its user-message item enters before the turn's
+next event), ``interrupt`` stops pulling at once and ends the turn with ``turn_aborted``, a turn
+that stops without a terminal event or raises ends ``failed`` (an ``error`` event, then a failed
+``task_complete``), and ``shutdown`` ends the session with ``shutdown_complete``.
+
+Boundary: no connections, no JSON-RPC, no thread state beyond what producing needs.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections import deque
+from collections.abc import AsyncGenerator, AsyncIterator, Callable, Sequence
+from contextlib import aclosing
+from dataclasses import dataclass
+from typing import Final, Protocol, runtime_checkable
+
+import anyio
+
+from codex_app_bridge.projection import new_item_id
+from codex_app_bridge.protocol.core import (
+    ErrorEvent,
+    EventEnvelope,
+    EventMsg,
+    InterruptOp,
+    ShutdownCompleteEvent,
+    ShutdownOp,
+    Submission,
+    UserInput,
+    UserInputOp,
+    UserMessageItem,
+    UserTurnOp,
+)
+from codex_app_bridge.protocol.jsonrpc import now_ms
+from codex_app_bridge.sources._base import (
+    TURN_END_TYPES,
+    TURN_START_TYPES,
+    SourceDefaults,
+    TurnRequest,
+    aborted_turn,
+    failed_task_complete,
+    user_message_events,
+)
+
+__all__ = [
+    "EVENT_HIGH_WATER",
+    "CoreSession",
+    "EventSource",
+    "SessionConfig",
+    "TurnPlayer",
+    "TurnSource",
+    "open_session",
+]
+
+logger = logging.getLogger(__name__)
+
+EVENT_HIGH_WATER: Final = 1024
+"""Events a session keeps waiting for the runtime before it stops producing."""
+
+
+@dataclass(frozen=True, slots=True)
+class SessionConfig:
+    """What a session is opened with: the thread and its settings at that point."""
+
+    thread_id: str
+    model: str
+    cwd: str
+    first_turn_index: int = 0
+    """``TurnRequest.turn_index`` of the first turn this session plays (turns already in the
+    thread's history, e.g. of a fork, count)."""
+
+
+@runtime_checkable
+class CoreSession(Protocol):
+    """One thread's submission and event queues (see the module docstring)."""
+
+    def submit(self, submission: Submission) -> None: ...
+
+    def take_events(self) -> list[EventEnvelope]: ...
+
+    async def run(self, ready: Callable[[], None]) -> None: ...
+
+
+@runtime_checkable
+class EventSource(Protocol):
+    """Opens a session per thread."""
+
+    @property
+    def defaults(self) -> SourceDefaults: ...
+
+    def open_session(self, config: SessionConfig) -> CoreSession: ...
+
+
+@runtime_checkable
+class TurnSource(Protocol):
+    """Produces the core events of one turn at a time (adapted by ``TurnPlayer``)."""
+
+    @property
+    def defaults(self) -> SourceDefaults: ...
+
+    def turn(self, request: TurnRequest) -> AsyncIterator[EventMsg]:
+        """The events of the turn ``request`` describes (an async generator, usually)."""
+        ...
+
+
+def open_session(source: EventSource | TurnSource, config: SessionConfig) -> CoreSession:
+    """The session of ``source`` for a thread (a ``TurnSource`` is played by ``TurnPlayer``)."""
+    if isinstance(source, EventSource):
+        return source.open_session(config)
+    return TurnPlayer(source, config)
+
+
+@dataclass(slots=True)
+class _Playing:
+    turn_id: str
+    started_at_ms: int
+    scope: anyio.CancelScope
+    steers: list[Sequence[UserInput]]
+    interrupted: bool = False
+
+
+class TurnPlayer:
+    """Plays a ``TurnSource`` as a ``CoreSession`` (see the module docstring)."""
+
+    def __init__(self, source: TurnSource, config: SessionConfig) -> None:
+        self._source = source
+        self._config = config
+        self._pending: deque[Submission] = deque()
+        self._out: list[EventEnvelope] = []
+        self._ready: Callable[[], None] = _nothing
+        self._wake: anyio.Event | None = None
+        self._room: anyio.Event | None = None
+        self._playing: _Playing | None = None
+        self._turns = config.first_turn_index
+        self._ended = False
+
+    # --- the contract -------------------------------------------------------------------------
+
+    def submit(self, submission: Submission) -> None:
+        op = submission.op
+        playing = self._playing
+        if playing is not None:
+            # what core does with these while a turn runs: act on it at once
+            if isinstance(op, InterruptOp):
+                playing.interrupted = True
+                playing.scope.cancel()
+                return
+            if isinstance(op, UserInputOp | UserTurnOp):
+                playing.steers.append(list(op.items))
+                return
+        self._pending.append(submission)
+        if self._wake is not None:
+            self._wake.set()
+
+    def take_events(self) -> list[EventEnvelope]:
+        events, self._out = self._out, []
+        if self._room is not None:
+            self._room.set()
+            self._room = None
+        return events
+
+    async def run(self, ready: Callable[[], None]) -> None:
+        self._ready = ready
+        while not self._ended:
+            if not self._pending:
+                self._wake = anyio.Event()
+                await self._wake.wait()
+                self._wake = None
+                continue
+            submission = self._pending.popleft()
+            op = submission.op
+            if isinstance(op, UserTurnOp | UserInputOp):
+                await self._play(submission.id, op)
+            elif isinstance(op, ShutdownOp):
+                self._emit(EventEnvelope(id=submission.id, msg=ShutdownCompleteEvent()))
+                self._ended = True
+            elif not isinstance(op, InterruptOp):  # an interrupt while idle has nothing to stop
+                logger.debug("%s: ignoring %s (not a turn source's op)", self._config, op.type)
+
+    # --- producing ----------------------------------------------------------------------------
+
+    def _emit(self, envelope: EventEnvelope) -> None:
+        self._out.append(envelope)
+        if len(self._out) == 1:
+            self._ready()
+
+    async def _wait_for_room(self) -> None:
+        while len(self._out) >= EVENT_HIGH_WATER:
+            self._room = anyio.Event()
+            await self._room.wait()
+
+    def _emit_steers(self, playing: _Playing) -> None:
+        while playing.steers:
+            inputs = playing.steers.pop(0)
+            item = UserMessageItem(id=new_item_id(), content=list(inputs))
+            for event in user_message_events(
+                self._config.thread_id, playing.turn_id, item, now_ms()
+            ):
+                self._emit(EventEnvelope(id=playing.turn_id, msg=event))
+
+    async def _play(self, turn_id: str, op: UserTurnOp | UserInputOp) -> None:
+        model = op.model if isinstance(op, UserTurnOp) else self._config.model
+        cwd = op.cwd if isinstance(op, UserTurnOp) else self._config.cwd
+        request = TurnRequest(
+            thread_id=self._config.thread_id,
+            turn_id=turn_id,
+            input=list(op.items),
+            user_message_id=new_item_id(),
+            turn_index=self._turns,
+            model=model,
+            cwd=cwd,
+        )
+        self._turns += 1
+        playing = _Playing(turn_id, request.started_at_ms, anyio.CancelScope(), [])
+        self._playing = playing
+        failure: str | None = None
+        ended = False
+        try:
+            with playing.scope:
+                try:
+                    async with aclosing(self._events(request)) as events:
+                        async for event in events:
+                            if event.type not in TURN_START_TYPES:
+                                self._emit_steers(playing)
+                            self._emit(EventEnvelope(id=turn_id, msg=event))
+                            if event.type in TURN_END_TYPES:
+                                ended = True
+                                break
+                            if len(self._out) >= EVENT_HIGH_WATER:
+                                await self._wait_for_room()
+                except Exception as exc:
+                    logger.exception("event source failed during turn %s", turn_id)
+                    failure = f"codex-app-bridge: the event source failed: {exc}"
+        finally:
+            self._playing = None
+        if ended:
+            return
+        self._emit_steers(playing)
+        if playing.interrupted and failure is None:
+            self._emit(
+                EventEnvelope(
+                    id=turn_id, msg=aborted_turn(turn_id, playing.started_at_ms, now_ms())
+                )
+            )
+            return
+        message = failure or (
+            "codex-app-bridge: the event source ended the turn without task_complete"
+        )
+        now = now_ms()
+        error = ErrorEvent(message=message, codex_error_info="other")
+        self._emit(EventEnvelope(id=turn_id, msg=error))
+        self._emit(
+            EventEnvelope(
+                id=turn_id,
+                msg=failed_task_complete(
+                    turn_id, message, started_at_ms=playing.started_at_ms, completed_at_ms=now
+                ),
+            )
+        )
+
+    async def _events(self, request: TurnRequest) -> AsyncGenerator[EventMsg]:
+        # Wrapped so that a source failing to even begin fails on the first pull, like any other.
+        async for event in self._source.turn(request):
+            yield event
+
+
+def _nothing() -> None:
+    return None
