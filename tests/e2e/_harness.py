@@ -360,21 +360,27 @@ async def open_bridge(
     script: Path | None = None,
     source: EventSource | None = None,
     outbound_budget: int | None = None,
+    idle_unload: float | None = None,
 ) -> AsyncIterator[Bridge]:
-    """A running bridge of ``kind`` (see the module docstring); ``source`` and
-    ``outbound_budget`` (``BridgeServer``'s) are for the in-process kinds only (not stdio)."""
+    """A running bridge of ``kind`` (see the module docstring); ``source``, ``outbound_budget``
+    and ``idle_unload`` (``BridgeServer``'s) are for the in-process kinds only (not stdio)."""
+    options: dict[str, Any] = {}
+    if outbound_budget is not None:
+        options["outbound_budget"] = outbound_budget
+    if idle_unload is not None:
+        options["idle_unload"] = idle_unload
     if kind in IN_PROCESS_KINDS:
         if source is None:
             source = DefaultAgent(delay=pace) if script is None else load_script(script)
         if kind == "memory":
-            async with _memory_bridge(source, outbound_budget=outbound_budget) as bridge:
+            async with _memory_bridge(source, **options) as bridge:
                 yield bridge
         else:
-            async with _socket_bridge(kind, source, outbound_budget=outbound_budget) as bridge:
+            async with _socket_bridge(kind, source, **options) as bridge:
                 yield bridge
     else:
         assert source is None, "a custom source needs an in-process kind"
-        assert outbound_budget is None, "an outbound budget needs an in-process kind"
+        assert not options, "server options need an in-process kind"
         args = ["--pace", str(pace)] if script is None else ["--script", str(script)]
         async with _stdio_bridge(args) as bridge:
             yield bridge

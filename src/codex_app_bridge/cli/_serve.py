@@ -28,6 +28,9 @@
   reading and streaming pause beyond it (default 4 MiB: a client may write thousands of requests
   before it reads an answer); on sockets the client is disconnected beyond it (default 8 MiB, plus
   the kernel's buffers), so a stalled client never slows the others.
+* ``--idle-unload SECONDS``: a thread nobody is subscribed to (connection closed, or
+  ``thread/unsubscribe``) is unloaded after this long idle, with ``thread/status/changed``
+  ``notLoaded`` and ``thread/closed`` to every client (default 1800, the real server's; 0: never).
 * Accepted and ignored anywhere, so this command can be handed to any client as its codex
   executable: ``app-server``, ``-c/--config k=v``, ``--enable X``, ``--disable X``,
   ``--profile P`` (e.g. ``codex-app-bridge -c a=b app-server --enable x --listen stdio://``).
@@ -56,6 +59,7 @@ import anyio
 from codex_app_bridge.cli._common import EXIT_USAGE, add_codex_compat_flags
 from codex_app_bridge.server import BridgeServer
 from codex_app_bridge.server._handshake import codex_home
+from codex_app_bridge.server._idle import DEFAULT_IDLE_UNLOAD_SECONDS
 from codex_app_bridge.sources import (
     DefaultAgent,
     EventSource,
@@ -215,6 +219,14 @@ def _add_arguments(parser: argparse.ArgumentParser) -> None:
         "K, M or G; default 4M on stdio, where reading and streaming pause beyond it, 8M on "
         "sockets, where the client is disconnected beyond it)",
     )
+    parser.add_argument(
+        "--idle-unload",
+        type=float,
+        default=DEFAULT_IDLE_UNLOAD_SECONDS,
+        metavar="SECONDS",
+        help="unload a thread nobody is subscribed to after this long idle (default "
+        f"{DEFAULT_IDLE_UNLOAD_SECONDS:g}, as the real server; 0: never)",
+    )
     auth = parser.add_argument_group("websocket authentication")
     auth.add_argument(
         "--ws-auth",
@@ -302,7 +314,9 @@ class ServeSettings:
     listen: ListenTarget = STDIO
     token: CapabilityToken | None = None
     outbound_budget: int | None = None
-    """Bytes held per connection for a slow reader (``None``: the transport's default)."""
+    """Bytes held per connection for a slow reader (``None``: the rpc layer's default)."""
+    idle_unload: float = DEFAULT_IDLE_UNLOAD_SECONDS
+    """Seconds before a thread nobody is subscribed to is unloaded (0: never)."""
 
 
 def _auth_settings(args: argparse.Namespace) -> CapabilityToken | None:
@@ -371,7 +385,9 @@ def serve_settings(args: argparse.Namespace) -> ServeSettings:
             "(--allow-unauthenticated): anyone who can reach it can drive this server",
             file=sys.stderr,
         )
-    return ServeSettings(listen, token, args.outbound_budget)
+    if not 0 <= args.idle_unload < float("inf"):
+        raise StartError(f"invalid --idle-unload {args.idle_unload}: seconds >= 0", EXIT_USAGE)
+    return ServeSettings(listen, token, args.outbound_budget, args.idle_unload)
 
 
 def _banner(endpoint: TcpEndpoint, loopback: bool) -> str:
@@ -404,7 +420,10 @@ async def run_server(
     listen = settings.listen
     async with (
         BridgeServer(
-            source, default_cwd=default_cwd, outbound_budget=settings.outbound_budget
+            source,
+            default_cwd=default_cwd,
+            outbound_budget=settings.outbound_budget,
+            idle_unload=settings.idle_unload,
         ) as server,
         anyio.create_task_group() as tg,
     ):

@@ -17,7 +17,8 @@ Use it as an async context manager, then hand it each connection's stream pair::
         await server.serve_connection(streams, TransportKind.STDIO)
 
 ``serve_connection`` returns when the connection ends (EOF, peer gone, ``close``); the connection
-is then dropped from every thread and broadcast. Leaving the context cancels running turns (on
+is then dropped from every thread and broadcast. A thread left without subscribers stays loaded
+until ``idle_unload`` seconds pass (``server._idle``). Leaving the context cancels running turns (on
 stdio, end of input therefore ends the process without a ``turn/completed``, as the real server).
 """
 
@@ -43,6 +44,7 @@ from codex_app_bridge.rpc import (
 )
 from codex_app_bridge.server._handlers import Handlers
 from codex_app_bridge.server._handshake import ConnectionState, check_request
+from codex_app_bridge.server._idle import DEFAULT_IDLE_UNLOAD_SECONDS, IdleUnloader
 from codex_app_bridge.server._runtime import ThreadRuntime
 from codex_app_bridge.server._table import build_method_table
 from codex_app_bridge.server._threads import ThreadStore
@@ -64,6 +66,7 @@ class BridgeServer:
         default_cwd: str | None = None,
         drain_timeout: float = 10.0,
         outbound_budget: int | None = None,
+        idle_unload: float | None = DEFAULT_IDLE_UNLOAD_SECONDS,
     ) -> None:
         self.source: EventSource | TurnSource = source if source is not None else DefaultAgent()
         self.default_cwd = os.path.abspath(default_cwd or os.getcwd())
@@ -80,6 +83,9 @@ class BridgeServer:
         self.server_name = socket.gethostname() or "localhost"
         self.installation_id = str(uuid.uuid4())
         self._drain_timeout = drain_timeout
+        self.idle_unloader = IdleUnloader(self, idle_unload) if idle_unload else None
+        """Unloads threads nobody is subscribed to after ``idle_unload`` seconds (``server._idle``;
+        ``None`` or ``0``: never)."""
         self._task_group: anyio.abc.TaskGroup | None = None
         self._connections: dict[int, Connection] = {}
 
@@ -88,6 +94,8 @@ class BridgeServer:
     async def __aenter__(self) -> Self:
         self._task_group = anyio.create_task_group()
         await self._task_group.__aenter__()
+        if self.idle_unloader is not None:
+            self._task_group.start_soon(self.idle_unloader.run, name="idle unload")
         return self
 
     async def __aexit__(
