@@ -44,7 +44,6 @@ nothing but protocol lines.
 from __future__ import annotations
 
 import argparse
-import contextlib
 import ipaddress
 import logging
 import os
@@ -65,7 +64,6 @@ from codex_app_bridge.sources import (
     EventSource,
     ScriptError,
     ScriptPacing,
-    ScriptSource,
     TurnSource,
     load_script,
 )
@@ -403,12 +401,6 @@ def _banner(endpoint: TcpEndpoint, loopback: bool) -> str:
     return "\n".join(lines)
 
 
-async def _index_in_background(source: ScriptSource) -> None:
-    # A bad line is logged by the index and fails each turn; it never stops the server.
-    with contextlib.suppress(ScriptError):
-        await anyio.to_thread.run_sync(source.ensure_index, abandon_on_cancel=True)
-
-
 async def run_server(
     source: EventSource | TurnSource,
     *,
@@ -436,8 +428,6 @@ async def run_server(
                     return
 
         tg.start_soon(watch_signals)
-        if isinstance(source, ScriptSource):
-            tg.start_soon(_index_in_background, source)
         if listen.scheme == "unix":
             path = listen.path or default_unix_socket_path()
             await tg.start(serve_unix, path, server.serve_connection)

@@ -270,7 +270,12 @@ class Handlers:
             return open_session(server.source, config)
 
         record.runtime = ThreadRuntime(
-            thread_id, record.listener, session, history=history, on_turn_end=record.touch
+            thread_id,
+            record.listener,
+            session,
+            history=history,
+            on_turn_end=record.touch,
+            interrupt_grace=server.interrupt_grace,
         )
         server.start_runtime(record.runtime)
 

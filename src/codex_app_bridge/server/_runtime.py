@@ -21,8 +21,12 @@ What the runtime guarantees whatever the source does:
   ``{}`` right before the turn's terminal notifications (``thread/status/changed``,
   ``turn/completed``), by the runtime itself (``DeferredReply``), so two interrupts sent back to
   back are both answered before ``turn/completed``. The ``interrupt`` op goes to the source once;
-  a source that has not ended the turn ``INTERRUPT_GRACE`` seconds later gets a ``turn_aborted``
-  synthesized for it, and what it sends for that turn afterwards is dropped.
+  The terminal event of an interrupted turn is held until ``INTERRUPT_SETTLE`` seconds after the
+  latest interrupt request, so that requests a client sent back to back (already on their way
+  through the connection) find the turn still running, as they do in the real server, where the
+  abort takes core a while. A source that has not ended the turn ``INTERRUPT_GRACE`` seconds later gets a ``turn_aborted``
+  synthesized for it and is dropped (its task cancelled, what it still had is discarded): it no
+  longer answers, so the next turn opens a new session.
 * **A session that ends** (its producer died) while a turn runs: the turn fails with an ``error``
   and a failed ``task_complete`` that say so; the next ``start_turn`` opens a new session.
 
@@ -70,7 +74,13 @@ from codex_app_bridge.sources import (
     task_started_event,
 )
 
-__all__ = ["HISTORY_EVENT_TYPES", "INTERRUPT_GRACE", "ThreadRuntime", "TurnOrder"]
+__all__ = [
+    "HISTORY_EVENT_TYPES",
+    "INTERRUPT_GRACE",
+    "INTERRUPT_SETTLE",
+    "ThreadRuntime",
+    "TurnOrder",
+]
 
 logger = logging.getLogger(__name__)
 
@@ -93,6 +103,9 @@ HISTORY_EVENT_TYPES: Final = frozenset(
     }
 )
 """Event types kept in a thread's history log (what the paginated history builder reads)."""
+
+INTERRUPT_SETTLE: Final = 0.02
+"""Seconds an interrupted turn's end waits after the latest ``turn/interrupt`` (see above)."""
 
 _ABANDONED_KEPT: Final = 16
 
@@ -118,6 +131,7 @@ class _Turn:
     opened: bool = False
     interrupt_replies: list[DeferredReply] = field(default_factory=list[DeferredReply])
     interrupt_deadline: float | None = None
+    settle_at: float | None = None
 
 
 class ThreadRuntime:
@@ -138,11 +152,14 @@ class ThreadRuntime:
         self.history: list[EventEnvelope] = history if history is not None else []
         self._open_session = open_session
         self._session: CoreSession | None = None
+        self._session_scope: anyio.CancelScope | None = None
         self._session_done = False
         self._on_turn_end = on_turn_end
         self._grace = interrupt_grace
         self._turn: _Turn | None = None
         self._abandoned: deque[str] = deque(maxlen=_ABANDONED_KEPT)
+        self._held: list[EventEnvelope] = []
+        """Events from an interrupted turn's terminal event on, held until it settles."""
         self._wake: anyio.Event | None = None
         self._task_group: anyio.abc.TaskGroup | None = None
         self._stopped = False
@@ -182,6 +199,7 @@ class ThreadRuntime:
             reply.resolve({})
             return
         turn.interrupt_replies.append(reply)
+        turn.settle_at = anyio.current_time() + INTERRUPT_SETTLE
         if turn.interrupt_deadline is None:
             turn.interrupt_deadline = anyio.current_time() + self._grace
             self._submit(Submission(id=turn.turn_id, op=InterruptOp()))
@@ -209,10 +227,12 @@ class ThreadRuntime:
         listener = self.listener
         while True:
             session = self._session
-            events = session.take_events() if session is not None else []
+            if self._held:
+                events = self._release_held()
+            else:
+                events = session.take_events() if session is not None else []
             if events:
-                for envelope in events:
-                    self._on_event(envelope)
+                self._process(events)
                 if listener.congested:
                     await listener.wait_writable()
                 continue
@@ -239,6 +259,7 @@ class ThreadRuntime:
         if session is None or self._session_done:
             session = self._start_session()
         session.submit(submission)
+        self._poke()  # a session may produce while taking a submission
 
     def _start_session(self) -> CoreSession:
         session = self._open_session()
@@ -251,19 +272,58 @@ class ThreadRuntime:
 
     async def _run_session(self, session: CoreSession) -> None:
         try:
-            await session.run(self._poke)
+            with anyio.CancelScope() as scope:
+                if session is self._session:
+                    self._session_scope = scope
+                await session.run(self._poke)
         except Exception:
             logger.exception("thread %s: the event source failed", self.thread_id)
         finally:
             if session is self._session:
                 self._session_done = True
+                self._session_scope = None
                 self._poke()
+
+    def _drop_session(self) -> None:
+        """Stop using a session that no longer answers; the next submission opens a new one."""
+        if self._session_scope is not None:
+            self._session_scope.cancel()
+        self._session = None
+        self._session_scope = None
+        self._session_done = False
 
     def _deadline(self) -> float:
         turn = self._turn
         if turn is None or turn.interrupt_deadline is None:
             return math.inf
+        if self._held and turn.settle_at is not None:
+            return min(turn.settle_at, turn.interrupt_deadline)
         return turn.interrupt_deadline
+
+    def _release_held(self) -> list[EventEnvelope]:
+        turn = self._turn
+        if turn is not None and turn.settle_at is not None:
+            if anyio.current_time() < turn.settle_at:
+                return []
+            turn.settle_at = None
+        session = self._session
+        events = self._held + (session.take_events() if session is not None else [])
+        self._held = []
+        return events
+
+    def _process(self, events: list[EventEnvelope]) -> None:
+        for index, envelope in enumerate(events):
+            turn = self._turn
+            if (
+                turn is not None
+                and turn.settle_at is not None
+                and envelope.id == turn.turn_id
+                and envelope.msg.type in TURN_END_TYPES
+                and anyio.current_time() < turn.settle_at
+            ):
+                self._held = events[index:]
+                return
+            self._on_event(envelope)
 
     # --- events -------------------------------------------------------------------------------
 
@@ -308,7 +368,7 @@ class ThreadRuntime:
 
     def _check_interrupt_deadline(self) -> None:
         turn = self._turn
-        if turn is None or turn.interrupt_deadline is None:
+        if turn is None or turn.interrupt_deadline is None or self._held:
             return
         if anyio.current_time() < turn.interrupt_deadline:
             return
@@ -319,6 +379,7 @@ class ThreadRuntime:
             self._grace,
         )
         self._abandoned.append(turn.turn_id)
+        self._drop_session()
         if not turn.opened:
             turn.opened = True
             self._feed(self._started(turn))

@@ -45,7 +45,7 @@ from codex_app_bridge.rpc import (
 from codex_app_bridge.server._handlers import Handlers
 from codex_app_bridge.server._handshake import ConnectionState, check_request
 from codex_app_bridge.server._idle import DEFAULT_IDLE_UNLOAD_SECONDS, IdleUnloader
-from codex_app_bridge.server._runtime import ThreadRuntime
+from codex_app_bridge.server._runtime import INTERRUPT_GRACE, ThreadRuntime
 from codex_app_bridge.server._table import build_method_table
 from codex_app_bridge.server._threads import ThreadStore
 from codex_app_bridge.sources import DefaultAgent, EventSource, TurnSource
@@ -67,6 +67,7 @@ class BridgeServer:
         drain_timeout: float = 10.0,
         outbound_budget: int | None = None,
         idle_unload: float | None = DEFAULT_IDLE_UNLOAD_SECONDS,
+        interrupt_grace: float = INTERRUPT_GRACE,
     ) -> None:
         self.source: EventSource | TurnSource = source if source is not None else DefaultAgent()
         self.default_cwd = os.path.abspath(default_cwd or os.getcwd())
@@ -86,6 +87,8 @@ class BridgeServer:
         self.idle_unloader = IdleUnloader(self, idle_unload) if idle_unload else None
         """Unloads threads nobody is subscribed to after ``idle_unload`` seconds (``server._idle``;
         ``None`` or ``0``: never)."""
+        self.interrupt_grace = interrupt_grace
+        """Seconds a source has to end an interrupted turn (``ThreadRuntime``)."""
         self._task_group: anyio.abc.TaskGroup | None = None
         self._connections: dict[int, Connection] = {}
 
