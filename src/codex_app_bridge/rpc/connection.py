@@ -28,11 +28,16 @@ is queued, the callbacks the handler registered with ``ctx.after_response`` run 
 Outbound: everything goes through the transport's write stream (the per-connection queue), and
 never with a per-message await: ``offer`` puts bytes in the stream at once, or, when the stream is
 full, behind it in the connection's *backlog*, which one task moves into the stream as the writer
-makes room (in order; a message never overtakes another). Policy ``BACKPRESSURE`` (stdio, memory)
-keeps everything and reports the connection ``congested`` while the backlog holds more than
-``high_water`` bytes: producers (the thread runtimes, the request path) ``await wait_writable()``
-only then. ``DISCONNECT_SLOW`` (unix socket, websocket) has no backlog: if the queue is full the
-connection is closed ("slow consumer"), so other connections are not held up. Notifications honour
+makes room (in order; a message never overtakes another). The backlog's byte budget is
+``outbound_budget``. Policy ``BACKPRESSURE`` (stdio, memory; budget ``OUTBOUND_HIGH_WATER``) keeps
+everything and reports the connection ``congested`` while the backlog holds more than the budget:
+producers (the thread runtimes, the request path) ``await wait_writable()`` only then, and the
+request path waiting is what stops reading, so a client that writes thousands of requests before
+reading any answer gets them all as long as they fit the budget. ``DISCONNECT_SLOW`` (unix socket,
+websocket; budget ``SOCKET_OUTBOUND_BUDGET``) is never congested: a burst that a reading client
+takes a moment to drain waits in the backlog, but once the backlog passes the budget the
+connection is closed ("slow consumer"), so a client that stopped reading never holds up the
+others. Notifications honour
 the connection's opt-out list; responses, errors and server requests never do.
 
 With ``coalesce`` (line-framed transports: stdio and its in-memory twin), the messages offered
@@ -104,6 +109,7 @@ __all__ = [
     "INGRESS_QUEUE_CAPACITY",
     "MAX_IN_FLIGHT",
     "OUTBOUND_HIGH_WATER",
+    "SOCKET_OUTBOUND_BUDGET",
     "Connection",
     "DeferredReply",
     "Gate",
@@ -122,6 +128,9 @@ MAX_IN_FLIGHT: Final = 1024
 
 OUTBOUND_HIGH_WATER: Final = 4 << 20
 """Backlog bytes past which a ``BACKPRESSURE`` connection is ``congested`` (producers wait)."""
+
+SOCKET_OUTBOUND_BUDGET: Final = 8 << 20
+"""Backlog bytes past which a ``DISCONNECT_SLOW`` connection is disconnected as a slow consumer."""
 
 _connection_ids = itertools.count()
 
@@ -262,6 +271,7 @@ class Connection:
         max_in_flight: int = MAX_IN_FLIGHT,
         drain_timeout: float = 10.0,
         state: Any = None,
+        outbound_budget: int | None = None,
     ) -> None:
         self._inbound: MemoryObjectReceiveStream[Any] = streams[0]
         self._outbound: MemoryObjectSendStream[Any] = streams[1]
@@ -279,7 +289,13 @@ class Connection:
         """Free slot for the server layer's per-connection state (initialized, capabilities)."""
 
         self._opt_out: frozenset[str] = frozenset()
-        self._high_water = OUTBOUND_HIGH_WATER
+        if outbound_budget is None:
+            outbound_budget = (
+                OUTBOUND_HIGH_WATER
+                if policy is OutboundPolicy.BACKPRESSURE
+                else SOCKET_OUTBOUND_BUDGET
+            )
+        self._high_water = outbound_budget
         self._coalesce = coalesce
         self._coalesced: list[bytes] = []
         self._flush_scheduled = False
@@ -331,8 +347,9 @@ class Connection:
 
     @property
     def congested(self) -> bool:
-        """More than the high-water mark is waiting behind the outbound queue."""
-        return self._backlog_bytes > self._high_water
+        """More than the budget is waiting behind the outbound queue (``BACKPRESSURE`` only: a
+        slow socket client is disconnected instead, it never slows the producers down)."""
+        return self.policy is OutboundPolicy.BACKPRESSURE and self._backlog_bytes > self._high_water
 
     @property
     def backlog_bytes(self) -> int:
@@ -342,7 +359,8 @@ class Connection:
         """Queue one encoded message without waiting; False if the connection is gone.
 
         In the outbound stream at once when it has room, else in the backlog behind it (see the
-        module docstring); a ``DISCONNECT_SLOW`` connection whose queue is full is closed.
+        module docstring); a ``DISCONNECT_SLOW`` connection whose backlog passes its budget is
+        closed.
         """
         if self._closed:
             logger.debug("dropping message for disconnected connection %s", self._connection_id)
@@ -371,13 +389,7 @@ class Connection:
             try:
                 self._outbound.send_nowait(data)
             except anyio.WouldBlock:
-                if self.policy is OutboundPolicy.DISCONNECT_SLOW:
-                    logger.warning(
-                        "disconnecting slow connection after outbound queue filled: connection %s",
-                        self._connection_id,
-                    )
-                    self.close()
-                    return False
+                pass
             except (anyio.BrokenResourceError, anyio.ClosedResourceError):
                 logger.info("connection %s: peer gone", self._connection_id)
                 self.close()
@@ -386,6 +398,15 @@ class Connection:
                 return True
         self._backlog.append(data)
         self._backlog_bytes += len(data)
+        if self.policy is OutboundPolicy.DISCONNECT_SLOW and self._backlog_bytes > self._high_water:
+            logger.warning(
+                "disconnecting slow connection after outbound queue filled: connection %s "
+                "(%d bytes waiting)",
+                self._connection_id,
+                self._backlog_bytes,
+            )
+            self.close()
+            return False
         if not self._flushing and self._task_group is not None:
             self._flushing = True
             self._task_group.start_soon(self._flush_backlog)
