@@ -116,6 +116,12 @@ class ThreadStorage:
             record.path = str(self.home.new_rollout_path(record.id, now.astimezone()))
         record.runtime.sink = lambda envelope: self.persist(record, envelope)
 
+    def rebind(self, record: ThreadRecord) -> None:
+        """A stored thread got a new runtime (reloaded after an idle unload): feed its writer."""
+        if record.ephemeral or record.runtime is None or record.path is None:
+            return
+        record.runtime.sink = lambda envelope: self.persist(record, envelope)
+
     def _writer(self, record: ThreadRecord) -> RolloutWriter:
         writer = self._writers.get(record.id)
         if writer is not None:
