@@ -217,3 +217,24 @@ async def test_archiving_a_loaded_thread_unloads_it(kind: str, tmp_path: Path) -
         await client.run_turn(thread_id, "again")
         read = await client.result("thread/read", {"threadId": thread_id, "includeTurns": True})
         assert len(read["thread"]["turns"]) == 2
+
+
+async def test_a_thread_unloaded_when_idle_keeps_writing_its_rollout(tmp_path: Path) -> None:
+    home = tmp_path / "codex-home"
+    async with open_bridge("memory", codex_home=home, idle_unload=0.05) as bridge:
+        client = await bridge.connect()
+        await client.initialize()
+        thread_id = await client.start_thread()
+        first, _ = await client.run_turn(thread_id, "before the unload")
+        await client.result("thread/unsubscribe", {"threadId": thread_id})
+        await client.until(
+            lambda m: m.get("method") == "thread/status/changed"
+            and m["params"]["status"] == {"type": "notLoaded"}
+        )
+        await client.result("thread/resume", {"threadId": thread_id})
+        second, _ = await client.run_turn(thread_id, "after the unload")
+    async with open_bridge("memory", codex_home=home) as bridge:
+        client = await bridge.connect()
+        await client.initialize()
+        read = await client.result("thread/read", {"threadId": thread_id, "includeTurns": True})
+        assert [t["id"] for t in read["thread"]["turns"]] == [first, second]
