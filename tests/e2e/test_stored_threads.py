@@ -228,8 +228,10 @@ async def test_a_thread_unloaded_when_idle_keeps_writing_its_rollout(tmp_path: P
         first, _ = await client.run_turn(thread_id, "before the unload")
         await client.result("thread/unsubscribe", {"threadId": thread_id})
         await client.until(
-            lambda m: m.get("method") == "thread/status/changed"
-            and m["params"]["status"] == {"type": "notLoaded"}
+            lambda m: (
+                m.get("method") == "thread/status/changed"
+                and m["params"]["status"] == {"type": "notLoaded"}
+            )
         )
         await client.result("thread/resume", {"threadId": thread_id})
         second, _ = await client.run_turn(thread_id, "after the unload")
