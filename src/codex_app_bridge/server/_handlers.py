@@ -262,6 +262,7 @@ class Handlers:
             history=history,
             on_turn_end=record.touch,
             interrupt_grace=server.interrupt_grace,
+            server_requests=server.server_requests,
         )
         server.store.add(record)
         server.start_runtime(record.runtime)
@@ -324,6 +325,14 @@ class Handlers:
             raise no_rollout(record.id)
         record.settings = _Overrides.of_thread(params).apply(record.settings)
         record.listener.subscribe(ctx.connection, raw_events=record.raw_events)
+        runtime = record.runtime
+        if runtime is not None and len(runtime.requests):
+
+            async def replay() -> None:
+                # the still-pending server requests, same ids, to this connection only
+                runtime.requests.replay_to(ctx.connection)
+
+            ctx.after_response(replay)
         turns = (
             None
             if exclude_turns
