@@ -261,7 +261,7 @@ def _command(
     else:
         fields["command"] = item.command
         fields["cwd"] = item.cwd
-        fields["commandActions"] = dump_jsonable(item.command_actions)
+        fields["commandActions"] = [dump_jsonable(action) for action in item.command_actions]
     if msg.additional_permissions is not None:
         fields["additionalPermissions"] = msg.additional_permissions
     fields["availableDecisions"] = _available_decisions(msg)

@@ -1,0 +1,317 @@
+"""Server -> client requests over every transport: approvals, questions, elicitations and dynamic
+tool calls raised by the built-in agent, their ids and audience, answers, replay, clean-up on
+turn end and interrupt, the status flags, and every bad answer (the 0.163.0 rules)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+from tests.e2e._harness import Message, Session, is_turn_completed, methods, open_bridge
+
+pytestmark = pytest.mark.anyio
+
+
+def is_request(method: str) -> Any:
+    def check(message: Message) -> bool:
+        return message.get("method") == method and "id" in message
+
+    return check
+
+
+async def ask(session: Session, thread_id: str, text: str, method: str) -> tuple[str, Message]:
+    """Start a turn whose input asks; the turn id and the server request it raised."""
+    turn_id = await session.start_turn(thread_id, text)
+    seen = await session.until(is_request(method))
+    return turn_id, seen[-1]
+
+
+def after(messages: list[Message], method: str) -> list[Message]:
+    return [m for m in messages if m.get("method") == method]
+
+
+def statuses(messages: list[Message]) -> list[Any]:
+    return [m["params"]["status"] for m in after(messages, "thread/status/changed")]
+
+
+async def test_an_approved_command_runs_after_the_approval_started_item(kind: str) -> None:
+    async with open_bridge(kind) as bridge:
+        session = await bridge.connect()
+        await session.initialize()
+        thread_id = await session.start_thread()
+        mark = len(session.received)
+        turn_id, request = await ask(
+            session, thread_id, "approve: echo hi", "item/commandExecution/requestApproval"
+        )
+        assert request["id"] == 0
+        params = request["params"]
+        assert params["itemId"] == params["itemId"]
+        assert params["threadId"] == thread_id
+        assert params["turnId"] == turn_id
+        assert params["command"] == "/bin/bash -lc 'echo hi'"
+        assert params["commandActions"] == [{"type": "unknown", "command": "echo hi"}]
+        assert params["proposedExecpolicyAmendment"] == ["echo", "hi"]
+        assert params["availableDecisions"] == [
+            "accept",
+            {"acceptWithExecpolicyAmendment": {"execpolicy_amendment": ["echo", "hi"]}},
+            "cancel",
+        ]
+        assert params["environmentId"] == "local"
+        before = session.received[mark:]
+        assert methods(before)[-3:] == [
+            "thread/status/changed",
+            "item/started",
+            "item/commandExecution/requestApproval",
+        ]
+        assert statuses(before)[-1] == {"type": "active", "activeFlags": ["waitingOnApproval"]}
+        started = after(before, "item/started")[-1]["params"]["item"]
+        assert started["type"] == "commandExecution"
+        assert (started["processId"], started["source"], started["status"]) == (
+            None,
+            "agent",
+            "inProgress",
+        )
+        read = await session.result("thread/read", {"threadId": thread_id})
+        assert read["thread"]["status"] == {"type": "active", "activeFlags": ["waitingOnApproval"]}
+
+        mark = len(session.received)
+        await session.send({"id": request["id"], "result": {"decision": "accept"}})
+        await session.until(is_turn_completed(turn_id))
+        rest = session.received[mark:]
+        names = methods(rest)
+        assert names[:3] == ["serverRequest/resolved", "thread/status/changed", "item/completed"]
+        assert rest[0]["params"] == {"threadId": thread_id, "requestId": 0}
+        assert statuses(rest)[0] == {"type": "active", "activeFlags": []}
+        command_items = [
+            m["params"]["item"]
+            for m in rest
+            if m.get("method") in ("item/started", "item/completed")
+            and m["params"]["item"]["type"] == "commandExecution"
+        ]
+        assert [i["status"] for i in command_items] == ["completed"]  # one item/started only
+        assert command_items[0]["aggregatedOutput"] == "ran: echo hi\n"
+        assert command_items[0]["source"] == "unifiedExecStartup"
+        assert "I ran `echo hi`" in after(rest, "turn/completed")[0]["params"]["turn"]["items"][0][
+            "text"
+        ]
+
+
+@pytest.mark.parametrize(
+    ("answer", "status"),
+    [
+        ({"result": {"decision": "decline"}}, "declined"),
+        ({"result": {"decision": "bogus"}}, "declined"),
+        ({"result": "not an object"}, "declined"),
+        ({"error": {"code": -32000, "message": "user closed the dialog"}}, "failed"),
+    ],
+)
+async def test_a_refused_or_bad_answer_completes_the_command_without_running_it(
+    answer: Message, status: str
+) -> None:
+    async with open_bridge("memory") as bridge:
+        session = await bridge.connect()
+        await session.initialize()
+        thread_id = await session.start_thread()
+        turn_id, request = await ask(
+            session, thread_id, "approve: rm -rf /", "item/commandExecution/requestApproval"
+        )
+        mark = len(session.received)
+        await session.send({"id": request["id"], **answer})
+        await session.until(is_turn_completed(turn_id))
+        rest = session.received[mark:]
+        assert methods(rest)[:3] == [
+            "serverRequest/resolved",
+            "thread/status/changed",
+            "item/completed",
+        ]
+        item = rest[2]["params"]["item"]
+        assert (item["type"], item["status"], item["processId"]) == (
+            "commandExecution",
+            status,
+            None,
+        )
+        completed = after(rest, "item/completed")
+        assert [m["params"]["item"]["type"] for m in completed] == [
+            "commandExecution",
+            "agentMessage",
+        ]
+        assert "did not run it" in completed[-1]["params"]["item"]["text"]
+        assert after(rest, "turn/completed")[0]["params"]["turn"]["status"] == "completed"
+
+
+async def test_cancel_aborts_the_turn() -> None:
+    async with open_bridge("memory") as bridge:
+        session = await bridge.connect()
+        await session.initialize()
+        thread_id = await session.start_thread()
+        turn_id, request = await ask(
+            session, thread_id, "approve: ls", "item/commandExecution/requestApproval"
+        )
+        await session.send({"id": request["id"], "result": {"decision": "cancel"}})
+        done = await session.until(is_turn_completed(turn_id))
+        assert done[-1]["params"]["turn"]["status"] == "interrupted"
+
+
+async def test_two_subscribers_both_get_the_request_and_the_first_answer_wins() -> None:
+    async with open_bridge("memory") as bridge:
+        a = await bridge.connect()
+        b = await bridge.connect()
+        await a.initialize("a")
+        await b.initialize("b")
+        thread_id = await a.start_thread()
+        await a.run_turn(thread_id, "hello")  # a materialized thread can be resumed
+        await b.result("thread/resume", {"threadId": thread_id, "excludeTurns": True})
+        turn_id, request_a = await ask(
+            a, thread_id, "patch: notes.txt", "item/fileChange/requestApproval"
+        )
+        request_b = (await b.until(is_request("item/fileChange/requestApproval")))[-1]
+        assert request_a == request_b
+        assert request_a["params"]["itemId"].startswith("call_")
+        await b.send({"id": request_b["id"], "result": {"decision": "accept"}})
+        done_b = await b.until(is_turn_completed(turn_id))
+        # the loser answers too late: nothing happens, nothing breaks
+        await a.send({"id": request_a["id"], "result": {"decision": "decline"}})
+        done_a = await a.until(is_turn_completed(turn_id))
+        for done in (done_a, done_b):
+            resolved = after(done, "serverRequest/resolved")
+            assert [m["params"]["requestId"] for m in resolved] == [request_a["id"]]
+            file_items = [
+                m["params"]["item"]
+                for m in after(done, "item/completed")
+                if m["params"]["item"]["type"] == "fileChange"
+            ]
+            assert [i["status"] for i in file_items] == ["completed"]
+        again = await a.result("thread/read", {"threadId": thread_id})
+        assert again["thread"]["status"] == {"type": "idle"}
+
+
+async def test_a_late_subscriber_gets_the_pending_request_replayed_with_its_id() -> None:
+    async with open_bridge("memory") as bridge:
+        a = await bridge.connect()
+        b = await bridge.connect()
+        await a.initialize("a")
+        await b.initialize("b")
+        thread_id = await a.start_thread()
+        await a.run_turn(thread_id, "hello")
+        turn_id, request = await ask(a, thread_id, "ask: Which colour?", "item/tool/requestUserInput")
+        assert request["params"]["questions"][0]["question"] == "Which colour?"
+        resume = await b.call("thread/resume", {"threadId": thread_id, "excludeTurns": True})
+        assert resume["result"]["thread"]["status"] == {
+            "type": "active",
+            "activeFlags": ["waitingOnUserInput"],
+        }
+        replayed = (await b.until(is_request("item/tool/requestUserInput")))[-1]
+        assert replayed == request
+        await b.send(
+            {"id": replayed["id"], "result": {"answers": {"answer": {"answers": ["blue"]}}}}
+        )
+        for session in (a, b):
+            done = await session.until(is_turn_completed(turn_id))
+            assert [m["params"]["requestId"] for m in after(done, "serverRequest/resolved")] == [
+                request["id"]
+            ]
+            text = done[-1]["params"]["turn"]["items"][0]["text"]
+            assert text == 'You answered: "blue".'
+
+
+async def test_interrupt_resolves_the_pending_request_before_turn_completed() -> None:
+    async with open_bridge("memory") as bridge:
+        session = await bridge.connect()
+        await session.initialize()
+        thread_id = await session.start_thread()
+        turn_id, request = await ask(
+            session, thread_id, "permissions: fetch a page", "item/permissions/requestApproval"
+        )
+        assert request["params"]["permissions"] == {"network": {"enabled": True}, "fileSystem": None}
+        mark = len(session.received)
+        reply = await session.call("turn/interrupt", {"threadId": thread_id, "turnId": turn_id})
+        assert reply["result"] == {}
+        await session.until(is_turn_completed(turn_id))
+        rest = session.received[mark:]
+        names = [n for n in methods(rest) if n != "response"]
+        assert names == ["serverRequest/resolved", "thread/status/changed", "turn/completed"]
+        assert statuses(rest) == [{"type": "idle"}]
+        # an answer after the turn ended finds no request: ignored, the server keeps serving
+        await session.send({"id": request["id"], "result": {"permissions": {}, "scope": "turn"}})
+        read = await session.result("thread/read", {"threadId": thread_id})
+        assert read["thread"]["status"] == {"type": "idle"}
+
+
+async def test_request_ids_count_up_across_threads_and_unknown_ids_are_ignored() -> None:
+    async with open_bridge("memory") as bridge:
+        session = await bridge.connect()
+        await session.initialize()
+        first = await session.start_thread()
+        second = await session.start_thread()
+        await session.send({"id": 99, "result": {"decision": "accept"}})  # no such request
+        turn_a, request_a = await ask(session, first, "elicit: Your name?", "mcpServer/elicitation/request")
+        assert request_a["params"]["serverName"] == "codex-app-bridge"
+        assert request_a["params"]["mode"] == "form"
+        assert request_a["params"]["message"] == "Your name?"
+        turn_b, request_b = await ask(
+            session, second, 'tool: lookup_weather {"city": "Paris"}', "item/tool/call"
+        )
+        assert (request_a["id"], request_b["id"]) == (0, 1)
+        assert request_b["params"]["arguments"] == {"city": "Paris"}
+        await session.send(
+            {
+                "id": request_b["id"],
+                "result": {"contentItems": [{"type": "inputText", "text": "sunny"}], "success": True},
+            }
+        )
+        done_b = await session.until(is_turn_completed(turn_b))
+        assert after(done_b, "serverRequest/resolved") == []  # as the real server for tool calls
+        tool = [
+            m["params"]["item"]
+            for m in after(done_b, "item/completed")
+            if m["params"]["item"]["type"] == "dynamicToolCall"
+        ]
+        assert tool[0]["status"] == "completed"
+        assert tool[0]["contentItems"] == [{"type": "inputText", "text": "sunny"}]
+        await session.send(
+            {"id": request_a["id"], "result": {"action": "accept", "content": {"name": "Ada"}}}
+        )
+        done_a = await session.until(is_turn_completed(turn_a))
+        assert done_a[-1]["params"]["turn"]["items"][0]["text"] == (
+            'The elicitation was accepted with {"name":"Ada"}.'
+        )
+
+
+async def test_a_malformed_tool_result_reaches_the_source_as_a_failed_call() -> None:
+    async with open_bridge("memory") as bridge:
+        session = await bridge.connect()
+        await session.initialize()
+        thread_id = await session.start_thread()
+        turn_id, request = await ask(session, thread_id, "tool: lookup", "item/tool/call")
+        await session.send({"id": request["id"], "result": {"contentItems": "nope"}})
+        done = await session.until(is_turn_completed(turn_id))
+        tool = [
+            m["params"]["item"]
+            for m in after(done, "item/completed")
+            if m["params"]["item"]["type"] == "dynamicToolCall"
+        ]
+        assert tool[0]["status"] == "failed"
+        assert tool[0]["contentItems"] == [
+            {"type": "inputText", "text": "dynamic tool response was invalid"}
+        ]
+
+
+async def test_a_client_that_disconnects_leaves_the_request_to_a_later_resume() -> None:
+    async with open_bridge("memory") as bridge:
+        a = await bridge.connect()
+        await a.initialize("a")
+        thread_id = await a.start_thread()
+        await a.run_turn(thread_id, "hello")
+        turn_id, request = await ask(
+            a, thread_id, "approve: make", "item/commandExecution/requestApproval"
+        )
+        await a.close()
+        b = await bridge.connect()
+        await b.initialize("b")
+        await b.result("thread/resume", {"threadId": thread_id, "excludeTurns": True})
+        replayed = (await b.until(is_request("item/commandExecution/requestApproval")))[-1]
+        assert replayed["id"] == request["id"]
+        await b.send({"id": replayed["id"], "result": {"decision": "acceptForSession"}})
+        done = await b.until(is_turn_completed(turn_id))
+        assert done[-1]["params"]["turn"]["status"] == "completed"
