@@ -92,9 +92,10 @@ async def test_an_approved_command_runs_after_the_approval_started_item(kind: st
         assert [i["status"] for i in command_items] == ["completed"]  # one item/started only
         assert command_items[0]["aggregatedOutput"] == "ran: echo hi\n"
         assert command_items[0]["source"] == "unifiedExecStartup"
-        assert "I ran `echo hi`" in after(rest, "turn/completed")[0]["params"]["turn"]["items"][0][
-            "text"
-        ]
+        assert (
+            "I ran `echo hi`"
+            in after(rest, "turn/completed")[0]["params"]["turn"]["items"][0]["text"]
+        )
 
 
 @pytest.mark.parametrize(
@@ -194,7 +195,9 @@ async def test_a_late_subscriber_gets_the_pending_request_replayed_with_its_id()
         await b.initialize("b")
         thread_id = await a.start_thread()
         await a.run_turn(thread_id, "hello")
-        turn_id, request = await ask(a, thread_id, "ask: Which colour?", "item/tool/requestUserInput")
+        turn_id, request = await ask(
+            a, thread_id, "ask: Which colour?", "item/tool/requestUserInput"
+        )
         assert request["params"]["questions"][0]["question"] == "Which colour?"
         resume = await b.call("thread/resume", {"threadId": thread_id, "excludeTurns": True})
         assert resume["result"]["thread"]["status"] == {
@@ -223,7 +226,10 @@ async def test_interrupt_resolves_the_pending_request_before_turn_completed() ->
         turn_id, request = await ask(
             session, thread_id, "permissions: fetch a page", "item/permissions/requestApproval"
         )
-        assert request["params"]["permissions"] == {"network": {"enabled": True}, "fileSystem": None}
+        assert request["params"]["permissions"] == {
+            "network": {"enabled": True},
+            "fileSystem": None,
+        }
         mark = len(session.received)
         reply = await session.call("turn/interrupt", {"threadId": thread_id, "turnId": turn_id})
         assert reply["result"] == {}
@@ -245,7 +251,9 @@ async def test_request_ids_count_up_across_threads_and_unknown_ids_are_ignored()
         first = await session.start_thread()
         second = await session.start_thread()
         await session.send({"id": 99, "result": {"decision": "accept"}})  # no such request
-        turn_a, request_a = await ask(session, first, "elicit: Your name?", "mcpServer/elicitation/request")
+        turn_a, request_a = await ask(
+            session, first, "elicit: Your name?", "mcpServer/elicitation/request"
+        )
         assert request_a["params"]["serverName"] == "codex-app-bridge"
         assert request_a["params"]["mode"] == "form"
         assert request_a["params"]["message"] == "Your name?"
@@ -257,7 +265,10 @@ async def test_request_ids_count_up_across_threads_and_unknown_ids_are_ignored()
         await session.send(
             {
                 "id": request_b["id"],
-                "result": {"contentItems": [{"type": "inputText", "text": "sunny"}], "success": True},
+                "result": {
+                    "contentItems": [{"type": "inputText", "text": "sunny"}],
+                    "success": True,
+                },
             }
         )
         done_b = await session.until(is_turn_completed(turn_b))

@@ -199,9 +199,7 @@ def _core_decisions(decisions: list[JsonValue]) -> list[JsonValue]:
             network = decision.get("network_policy_amendment")
             if isinstance(amendment, dict):
                 value = amendment.get("proposed_execpolicy_amendment")
-                converted.append(
-                    {"acceptWithExecpolicyAmendment": {"execpolicy_amendment": value}}
-                )
+                converted.append({"acceptWithExecpolicyAmendment": {"execpolicy_amendment": value}})
             elif isinstance(network, dict):
                 value = network.get("network_policy_amendment")
                 converted.append(
@@ -235,7 +233,11 @@ def _command(
     turn = state.turn
     emissions: list[Emission] = []
     network = msg.network_approval_context is not None
-    if msg.approval_id is None and not network and msg.call_id not in turn.command_execution_started:
+    if (
+        msg.approval_id is None
+        and not network
+        and msg.call_id not in turn.command_execution_started
+    ):
         started = ItemStartedNotification(
             item=item, thread_id=ctx.thread_id, turn_id=envelope.id, started_at_ms=ctx.now_ms
         )
@@ -459,7 +461,8 @@ def raise_request(
     except (ValidationError, ValueError, TypeError) as exc:
         reason = f"{envelope.msg.type}: {type(exc).__name__}: {exc}"
         return Reduction(state, skipped=reason), None
-    assert isinstance(new_state, ThreadState) and isinstance(raised, RaisedRequest)
+    assert isinstance(new_state, ThreadState)
+    assert isinstance(raised, RaisedRequest)
     watch = _watch(new_state.watch, raised.flag, +1)
     status = _status_change(state.watch, watch, ctx.thread_id)
     final = replace(new_state, watch=watch)

@@ -29,29 +29,31 @@ from collections.abc import AsyncIterator
 from dataclasses import dataclass
 
 import orjson
+from pydantic import JsonValue
 
 from codex_app_bridge.protocol.core import (
     ApplyPatchApprovalRequestEvent,
     CommandExecutionItem,
+    Duration,
     DynamicToolCallItem,
     DynamicToolCallRequestEvent,
     DynamicToolResponseOp,
-    Duration,
     ElicitationRequestEvent,
     EventMsg,
     ExecApprovalOp,
     ExecApprovalRequestEvent,
+    FileChange,
     FileChangeAdd,
     FileChangeItem,
     ItemCompletedEvent,
     ItemStartedEvent,
     Op,
+    ParsedCommandUnknown,
     PatchApprovalOp,
     RequestPermissionsEvent,
     RequestPermissionsResponseOp,
     RequestUserInputEvent,
     ResolveElicitationOp,
-    ParsedCommandUnknown,
     UserInputAnswerOp,
 )
 from codex_app_bridge.protocol.jsonrpc import now_ms
@@ -90,17 +92,15 @@ def _file_uri(cwd: str) -> str:
     return cwd if cwd.startswith("file://") else "file://" + cwd
 
 
-def _decision_name(decision: object) -> str:
+def _decision_name(decision: JsonValue) -> str:
     if isinstance(decision, str):
         return decision
     if isinstance(decision, dict) and decision:
-        return str(next(iter(decision)))
+        return next(iter(decision))
     return "denied"
 
 
-async def ask_events(
-    request: TurnRequest, ask: Ask, outcome: Outcome
-) -> AsyncIterator[EventMsg]:
+async def ask_events(request: TurnRequest, ask: Ask, outcome: Outcome) -> AsyncIterator[EventMsg]:
     """The events of asking, waiting for the answer, and reacting to it; fills ``outcome``."""
     turn_id, thread_id = request.turn_id, request.thread_id
     call_id = f"call_{turn_id.replace('-', '')}"
@@ -157,7 +157,9 @@ async def ask_events(
         outcome.text = f"I ran `{command}` ({decision}); it printed: ran: {command}"
     elif ask.trigger == "patch":
         path = ask.argument or "bridge.txt"
-        changes = {path: FileChangeAdd(content="created by codex-app-bridge\n")}
+        changes: dict[str, FileChange] = {
+            path: FileChangeAdd(content="created by codex-app-bridge\n")
+        }
         event = ApplyPatchApprovalRequestEvent(
             call_id=call_id, turn_id=turn_id, started_at_ms=now, changes=changes
         )
@@ -239,6 +241,7 @@ async def ask_events(
         outcome.text = f"The elicitation was {answer.decision}ed with {content}."
     else:
         name, _, raw = ask.argument.partition(" ")
+        arguments: JsonValue
         try:
             arguments = orjson.loads(raw) if raw.strip() else {}
         except orjson.JSONDecodeError:
@@ -274,7 +277,8 @@ async def ask_events(
             completed_at_ms=now_ms(),
         )
         texts = [
-            str(i.get("text")) for i in (items if isinstance(items, list) else [])
+            str(i.get("text"))
+            for i in (items if isinstance(items, list) else [])
             if isinstance(i, dict) and i.get("type") == "inputText"
         ]
         outcome.text = f"The tool said: {' '.join(texts)}" if texts else "The tool said nothing."

@@ -57,7 +57,6 @@ from codex_app_bridge.protocol.core import (
     UserTurnOp,
 )
 from codex_app_bridge.protocol.jsonrpc import now_ms
-from codex_app_bridge.sources._replies import ANSWER_OP_TYPES, Replies
 from codex_app_bridge.sources._base import (
     TURN_END_TYPES,
     TURN_START_TYPES,
@@ -67,6 +66,7 @@ from codex_app_bridge.sources._base import (
     failed_task_complete,
     user_message_events,
 )
+from codex_app_bridge.sources._replies import ANSWER_OP_TYPES, Replies
 
 __all__ = [
     "EVENT_HIGH_WATER",
@@ -244,9 +244,7 @@ class TurnPlayer:
             replies=Replies(turn_id),
         )
         self._turns += 1
-        playing = _Playing(
-            turn_id, request.started_at_ms, anyio.CancelScope(), [], request.replies
-        )
+        playing = _Playing(turn_id, request.started_at_ms, anyio.CancelScope(), [], request.replies)
         self._playing = playing
         failure: str | None = None
         ended = False
