@@ -326,3 +326,63 @@ async def test_a_client_that_disconnects_leaves_the_request_to_a_later_resume() 
         await b.send({"id": replayed["id"], "result": {"decision": "acceptForSession"}})
         done = await b.until(is_turn_completed(turn_id))
         assert done[-1]["params"]["turn"]["status"] == "completed"
+
+
+def captured(capture: str) -> list[Message]:
+    import json
+
+    from tests.conftest import CAPTURES_DIR
+
+    lines = (CAPTURES_DIR / capture / "transcript.jsonl").read_text(encoding="utf-8").splitlines()
+    return [json.loads(line)["msg"] for line in lines]
+
+
+def around_request(messages: list[Message], method: str) -> list[str]:
+    """Method names from the last status change before the request to the item after it."""
+    index = next(i for i, m in enumerate(messages) if m.get("method") == method and "id" in m)
+    start = max(
+        i
+        for i in range(index)
+        if messages[i].get("method") in ("thread/status/changed", "item/completed")
+    )
+    names = [m.get("method", "answer") for m in messages[start : index + 5]]
+    return names[: names.index("item/completed") + 1]
+
+
+@pytest.mark.parametrize(
+    ("capture", "prompt", "method", "answer"),
+    [
+        (
+            "shell_approval",
+            "approve: touch approved.txt",
+            "item/commandExecution/requestApproval",
+            {"decision": "accept"},
+        ),
+        (
+            "dynamic_tool",
+            'tool: lookup_weather {"city": "Paris"}',
+            "item/tool/call",
+            {"contentItems": [{"type": "inputText", "text": "Sunny"}], "success": True},
+        ),
+    ],
+)
+async def test_the_request_and_its_answer_come_in_the_real_servers_order(
+    capture: str, prompt: str, method: str, answer: Message
+) -> None:
+    real = captured(capture)
+    request = next(m for m in real if m.get("method") == method and "id" in m)
+    async with open_bridge("memory") as bridge:
+        session = await bridge.connect()
+        await session.initialize()
+        thread_id = await session.start_thread()
+        mark = len(session.received)
+        turn_id, ours = await ask(session, thread_id, prompt, method)
+        assert ours["id"] == request["id"] == 0
+        # the same fields (the built-in agent gives a reason, the captured model did not)
+        assert sorted(set(ours["params"]) - {"reason"}) == sorted(request["params"])
+        await session.send({"id": ours["id"], "result": answer})
+        await session.until(is_turn_completed(turn_id))
+        mine = session.received[mark:]
+        index = next(i for i, m in enumerate(mine) if m.get("id") == 0 and "method" in m)
+        mine.insert(index + 1, {"id": 0, "result": answer})  # where the answer went
+        assert around_request(mine, method) == around_request(real, method)
