@@ -4,10 +4,15 @@ turn end and interrupt, the status flags, and every bad answer (the 0.163.0 rule
 
 from __future__ import annotations
 
+import json
+from pathlib import Path
 from typing import Any
 
+import orjson
 import pytest
 
+from codex_app_bridge.protocol import v2
+from codex_app_bridge.sources import ScriptSource, parse_script
 from tests.e2e._harness import Message, Session, is_turn_completed, methods, open_bridge
 
 pytestmark = pytest.mark.anyio
@@ -328,12 +333,13 @@ async def test_a_client_that_disconnects_leaves_the_request_to_a_later_resume() 
         assert done[-1]["params"]["turn"]["status"] == "completed"
 
 
+REQUEST_CAPTURES = Path(__file__).resolve().parents[1] / "data" / "request_captures"
+
+
 def captured(capture: str) -> list[Message]:
-    import json
-
-    from tests.conftest import CAPTURES_DIR
-
-    lines = (CAPTURES_DIR / capture / "transcript.jsonl").read_text(encoding="utf-8").splitlines()
+    lines = (
+        (REQUEST_CAPTURES / capture / "transcript.jsonl").read_text(encoding="utf-8").splitlines()
+    )
     return [json.loads(line)["msg"] for line in lines]
 
 
@@ -386,3 +392,51 @@ async def test_the_request_and_its_answer_come_in_the_real_servers_order(
         index = next(i for i, m in enumerate(mine) if m.get("id") == 0 and "method" in m)
         mine.insert(index + 1, {"id": 0, "result": answer})  # where the answer went
         assert around_request(mine, method) == around_request(real, method)
+
+
+async def test_a_scripted_approval_is_raised_live_and_waits_for_the_answer() -> None:
+    turn = "rec-turn"
+    lines = [
+        {"id": turn, "msg": {"type": "task_started", "turn_id": turn, "started_at": 1}},
+        {
+            "id": turn,
+            "msg": {
+                "type": "exec_approval_request",
+                "call_id": "call_1",
+                "turn_id": turn,
+                "command": ["ls"],
+                "cwd": "/tmp",
+                "parsed_cmd": [{"type": "unknown", "cmd": "ls"}],
+            },
+        },
+        {
+            "id": turn,
+            "msg": {"type": "task_complete", "turn_id": turn, "last_agent_message": None},
+        },
+    ]
+    turns, _ = parse_script(b"\n".join(orjson.dumps(line) for line in lines), name="approval")
+    script = ScriptSource(turns, name="approval")
+    async with open_bridge("memory", source=script) as bridge:
+        session = await bridge.connect()
+        await session.initialize()
+        thread_id = await session.start_thread()
+        turn_id, request = await ask(
+            session, thread_id, "go", "item/commandExecution/requestApproval"
+        )
+        assert request["params"]["turnId"] == turn_id
+        assert request["params"]["availableDecisions"] == ["accept", "cancel"]
+        read = await session.result("thread/read", {"threadId": thread_id})
+        assert read["thread"]["status"]["activeFlags"] == ["waitingOnApproval"]
+        await session.send({"id": request["id"], "result": {"decision": "decline"}})
+        done = await session.until(is_turn_completed(turn_id))
+        assert "serverRequest/resolved" in methods(done)
+        assert done[-1]["params"]["turn"]["status"] == "completed"
+
+
+@pytest.mark.parametrize("capture", ["shell_approval", "dynamic_tool"])
+def test_the_captured_requests_parse_into_their_typed_models(capture: str) -> None:
+    asked = {"item/commandExecution/requestApproval", "item/tool/call"}
+    requests = [m for m in captured(capture) if m.get("method") in asked and "id" in m]
+    assert len(requests) == 1
+    parsed = v2.parse_server_request(json.dumps(requests[0]))
+    assert not isinstance(parsed, v2.UnknownServerRequest)
