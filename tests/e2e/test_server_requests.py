@@ -107,8 +107,8 @@ async def test_an_approved_command_runs_after_the_approval_started_item(kind: st
     ("answer", "status"),
     [
         ({"result": {"decision": "decline"}}, "declined"),
-        ({"result": {"decision": "bogus"}}, "declined"),
-        ({"result": "not an object"}, "declined"),
+        ({"result": {"decision": "bogus"}}, "failed"),
+        ({"result": "not an object"}, "failed"),
         ({"error": {"code": -32000, "message": "user closed the dialog"}}, "failed"),
     ],
 )
@@ -126,12 +126,13 @@ async def test_a_refused_or_bad_answer_completes_the_command_without_running_it(
         await session.send({"id": request["id"], **answer})
         await session.until(is_turn_completed(turn_id))
         rest = session.received[mark:]
+        # probed: the server's own item/completed comes before the status change
         assert methods(rest)[:3] == [
             "serverRequest/resolved",
-            "thread/status/changed",
             "item/completed",
+            "thread/status/changed",
         ]
-        item = rest[2]["params"]["item"]
+        item = rest[1]["params"]["item"]
         assert (item["type"], item["status"], item["processId"]) == (
             "commandExecution",
             status,
@@ -440,3 +441,54 @@ def test_the_captured_requests_parse_into_their_typed_models(capture: str) -> No
     assert len(requests) == 1
     parsed = v2.parse_server_request(json.dumps(requests[0]))
     assert not isinstance(parsed, v2.UnknownServerRequest)
+
+
+def probed(mode: str) -> list[Message]:
+    path = REQUEST_CAPTURES / "answers" / f"{mode}.jsonl"
+    return [json.loads(line)["msg"] for line in path.read_text(encoding="utf-8").splitlines()]
+
+
+def answer_index(messages: list[Message]) -> int:
+    """Where the client's answer to server request 0 is."""
+    return next(
+        i
+        for i, m in enumerate(messages)
+        if "method" not in m and m.get("id") == 0 and ("result" in m or "error" in m)
+    )
+
+
+def after_answer(messages: list[Message]) -> list[tuple[str, str | None]]:
+    """(method, command item status) from the answer to the approval up to the next item the
+    model makes (the agent message), as the probed real server and the bridge send them."""
+    index = answer_index(messages)
+    out: list[tuple[str, str | None]] = []
+    for message in messages[index + 1 :]:
+        method = message.get("method")
+        if method is None or method in ("thread/tokenUsage/updated", "account/rateLimits/updated"):
+            continue
+        item = message["params"].get("item") if isinstance(message.get("params"), dict) else None
+        if isinstance(item, dict) and item.get("type") == "agentMessage":
+            break
+        status = item.get("status") if isinstance(item, dict) else None
+        out.append((method, status))
+    return out
+
+
+@pytest.mark.parametrize("mode", ["decline", "error", "malformed", "notobj"])
+async def test_each_answer_has_the_probed_real_servers_effect(mode: str) -> None:
+    real = probed(mode)
+    answer = real[answer_index(real)]
+    async with open_bridge("memory") as bridge:
+        session = await bridge.connect()
+        await session.initialize()
+        thread_id = await session.start_thread()
+        mark = len(session.received)
+        turn_id, request = await ask(
+            session, thread_id, "approve: touch x.txt", "item/commandExecution/requestApproval"
+        )
+        await session.send(answer)
+        await session.until(is_turn_completed(turn_id))
+        mine = session.received[mark:]
+        index = mine.index(request)
+        mine.insert(index + 1, answer)
+        assert after_answer(mine) == after_answer(real)

@@ -16,11 +16,11 @@ the client something (``exec_approval_request``, ``apply_patch_approval_request`
   is suppressed: the approval's item is the one a client sees.
 * ``resolve_request(state, raised, request_id, answer, ctx)``: a client's answer (result or
   error object): ``serverRequest/resolved`` (not for dynamic tool calls, as the real server),
-  the status change, for a declined or cancelled command the synthetic ``item/completed``
-  (``declined``; ``failed`` for an error answer), and the Codex ``Op`` that carries the decision
-  to the source. A malformed answer counts as the most cautious decision the real server takes
-  (``decline``, empty answers, ``dynamic tool response was invalid``), an error answer as its
-  error fallback.
+  for a declined or cancelled command the synthetic ``item/completed`` (``declined``; ``failed``
+  for an error answer or a malformed one), then the status change (probed order), and the Codex
+  ``Op`` that carries the decision to the source. A malformed answer gets the real server's
+  fallback: a denied command whose item ``failed``, a denied patch, empty answers, a declined
+  elicitation, ``dynamic tool response was invalid``; an error answer the same.
 * ``abandon_request(state, raised, request_id)``: a request the turn's end (or start) cleans up:
   ``serverRequest/resolved`` only; the turn's end itself clears the counters, and no ``Op`` is
   sent (the turn is over).
@@ -510,7 +510,7 @@ def _command_decision(answer: Answer) -> tuple[JsonValue, str | None]:
                 status = "declined" if amendment.get("action") == "deny" else None
                 network: dict[str, JsonValue] = {"network_policy_amendment": amendment}
                 return {"network_policy_amendment": network}, status
-    return "denied", "declined"  # malformed: the real server reads it as decline
+    return "denied", "failed"  # malformed: 0.163.0 treats it as a failed request (probed)
 
 
 def _patch_decision(answer: Answer) -> str:
@@ -623,7 +623,6 @@ def resolve_request(
     op, completion = _op(raised, answer)
     emissions = _resolved(raised, request_id, ctx.thread_id)
     watch = _watch(state.watch, raised.flag, -1)
-    emissions += _status_change(state.watch, watch, ctx.thread_id)
     turn = state.turn
     item = raised.completion_item
     suppressed = raised.approval_id is not None
@@ -644,6 +643,8 @@ def resolve_request(
             completed_ids=turn.completed_ids | {raised.call_id},
             legacy_completed_ids=turn.legacy_completed_ids | {raised.call_id},
         )
+    # the status changes last: the real server drops its "waiting" guard after the item
+    emissions += _status_change(state.watch, watch, ctx.thread_id)
     return Reduction(replace(state, watch=watch, turn=turn), tuple(emissions)), op
 
 
