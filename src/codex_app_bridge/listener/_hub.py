@@ -318,7 +318,8 @@ class ThreadListener:
 
     @property
     def skipped_events(self) -> int:
-        """Events skipped so far: unknown, malformed, or out of scope (approval requests)."""
+        """Events skipped so far: unknown, malformed, or out of scope (a server request given
+        to ``process`` instead of ``raise_request``)."""
         return self._skipped
 
     @property

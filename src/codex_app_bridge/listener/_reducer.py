@@ -29,7 +29,10 @@ Rules (0.163.0; ``spec/event-mapping.md`` §2, ``spec/app-server-runtime.md`` §
   (``failed``). Core's own later ``item_started`` for the id is suppressed, as in Codex.
 * Approval and other server-request events (``exec_approval_request``,
   ``apply_patch_approval_request``, ``request_user_input``, ``elicitation_request``,
-  ``request_permissions``) are out of scope for the listener: skipped and counted.
+  ``request_permissions``) are not reduced here: ``_server_requests`` raises them (through
+  ``ThreadListener.raise_request``); given to ``reduce`` they are skipped and counted. Pending
+  requests show as ``ThreadWatch`` counters (``waitingOnApproval`` / ``waitingOnUserInput``),
+  which a turn's start and end clear.
 * Unknown event types and events whose conversion fails are skipped and counted; the state is
   left untouched, so one bad event never stalls the thread.
 """
