@@ -263,6 +263,7 @@ class Handlers:
             on_turn_end=record.touch,
             interrupt_grace=server.interrupt_grace,
             server_requests=server.server_requests,
+            pending_interrupts=partial(server.unhandled_requests, "turn/interrupt", thread_id),
         )
         server.store.add(record)
         server.start_runtime(record.runtime)

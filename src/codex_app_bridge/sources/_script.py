@@ -48,7 +48,12 @@ import anyio
 import orjson
 from pydantic import ValidationError
 
-from codex_app_bridge.protocol.core import EVENT_MSG_ADAPTER, ErrorEvent, EventMsg
+from codex_app_bridge.protocol.core import (
+    EVENT_MSG_ADAPTER,
+    ErrorEvent,
+    EventMsg,
+    validate_event_msg,
+)
 from codex_app_bridge.protocol.jsonrpc import now_ms
 from codex_app_bridge.sources._base import (
     TURN_END_TYPES,
@@ -213,7 +218,7 @@ def _envelope(raw: bytes, number: int, name: str) -> tuple[str, dict[str, Any], 
 
 def _validated(event: dict[str, Any], number: int, name: str) -> EventMsg:
     try:
-        return EVENT_MSG_ADAPTER.validate_python(event)
+        return validate_event_msg(event)
     except ValidationError as exc:
         first = exc.errors(include_url=False)[0]
         where = ".".join(str(part) for part in first["loc"])
@@ -428,17 +433,20 @@ class ScriptSource:
         replacements += [(_quoted(t), _quoted(request.thread_id)) for t in index.thread_ids]
         previous: float | None = None
         first = True
+        recorded = self.pacing.recorded
+        paced = recorded or bool(self.pacing.delay)
         for number, raw in _span_lines(index.path, span):
             for old, new in replacements:
                 raw = raw.replace(old, new)
             _, msg, envelope = _envelope(raw, number, self.name)
-            at = _recorded_time(envelope)
-            wait = 0.0 if first else self.pacing.wait_before(previous, at)
-            first = False
-            if wait > 0:
-                await anyio.sleep(wait)
-            if at is not None:
-                previous = at
+            if paced:
+                at = _recorded_time(envelope) if recorded else None
+                wait = 0.0 if first else self.pacing.wait_before(previous, at)
+                first = False
+                if wait > 0:
+                    await anyio.sleep(wait)
+                if at is not None:
+                    previous = at
             event = _validated(msg, number, self.name)
             yield event
             if request_key(event, request.turn_id) is not None:
