@@ -492,3 +492,31 @@ async def test_each_answer_has_the_probed_real_servers_effect(mode: str) -> None
         index = mine.index(request)
         mine.insert(index + 1, answer)
         assert after_answer(mine) == after_answer(real)
+
+
+async def test_a_connection_not_subscribed_sees_the_status_flags_but_not_the_request() -> None:
+    async with open_bridge("memory") as bridge:
+        a = await bridge.connect()
+        b = await bridge.connect()
+        await a.initialize("a")
+        await b.initialize("b")
+        thread_id = await a.start_thread()
+        turn_id, request = await ask(
+            a, thread_id, "approve: date", "item/commandExecution/requestApproval"
+        )
+        await a.send({"id": request["id"], "result": {"decision": "accept"}})
+        await a.until(is_turn_completed(turn_id))
+        seen = await b.until(
+            lambda m: (
+                m.get("method") == "thread/status/changed"
+                and m["params"]["status"] == {"type": "idle"}
+            )
+        )
+        assert [m["params"]["status"] for m in after(seen, "thread/status/changed")] == [
+            {"type": "active", "activeFlags": []},
+            {"type": "active", "activeFlags": ["waitingOnApproval"]},
+            {"type": "active", "activeFlags": []},
+            {"type": "idle"},
+        ]
+        assert [m for m in seen if "id" in m] == []
+        assert "serverRequest/resolved" not in methods(seen)

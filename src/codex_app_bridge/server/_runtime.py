@@ -220,6 +220,7 @@ class ThreadRuntime:
 
     def stop(self) -> None:
         """Ask the session to shut down (the thread is being unloaded)."""
+        self.requests.clean_up()  # an unloaded thread's requests are resolved, as Codex
         if self._session is not None and not self._session_done:
             self._session.submit(Submission(id="shutdown", op=ShutdownOp()))
         self._stopped = True
