@@ -520,3 +520,25 @@ async def test_a_connection_not_subscribed_sees_the_status_flags_but_not_the_req
         ]
         assert [m for m in seen if "id" in m] == []
         assert "serverRequest/resolved" not in methods(seen)
+
+
+async def test_a_request_that_cannot_be_sent_is_answered_for_the_source_at_once() -> None:
+    turn = "rec-turn"
+    lines = [
+        {"id": turn, "msg": {"type": "task_started", "turn_id": turn, "started_at": 1}},
+        {
+            "id": turn,
+            "msg": {"type": "request_user_input", "call_id": "c", "questions": [{"id": 1}]},
+        },
+        {"id": turn, "msg": {"type": "task_complete", "turn_id": turn}},
+    ]
+    turns, _ = parse_script(b"\n".join(orjson.dumps(line) for line in lines), name="bad")
+    async with open_bridge("memory", source=ScriptSource(turns, name="bad")) as bridge:
+        session = await bridge.connect()
+        await session.initialize()
+        thread_id = await session.start_thread()
+        _, received = await session.run_turn(thread_id, "go")
+        assert [m for m in received if "id" in m and "method" in m] == []
+        assert received[-1]["params"]["turn"]["status"] == "completed"
+        read = await session.result("thread/read", {"threadId": thread_id})
+        assert read["thread"]["status"] == {"type": "idle"}

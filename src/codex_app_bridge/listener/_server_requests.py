@@ -21,6 +21,9 @@ the client something (``exec_approval_request``, ``apply_patch_approval_request`
   ``Op`` that carries the decision to the source. A malformed answer gets the real server's
   fallback: a denied command whose item ``failed``, a denied patch, empty answers, a declined
   elicitation, ``dynamic tool response was invalid``; an error answer the same.
+* ``unraisable_answer(envelope)``: the ``Op`` a request that cannot be raised (its payload does
+  not convert) gets at once, so that the source never waits for it: the error fallback of its
+  kind (an elicitation is cancelled, as the real server does with one it cannot parse).
 * ``abandon_request(state, raised, request_id)``: a request the turn's end (or start) cleans up:
   ``serverRequest/resolved`` only; the turn's end itself clears the counters, and no ``Op`` is
   sent (the turn is over).
@@ -89,6 +92,7 @@ __all__ = [
     "abandon_request",
     "raise_request",
     "resolve_request",
+    "unraisable_answer",
 ]
 
 REQUEST_EVENT_TYPES: Final = frozenset(
@@ -653,3 +657,36 @@ def abandon_request(
 ) -> Reduction:
     """A pending request the turn's end cleans up: ``serverRequest/resolved`` only."""
     return Reduction(state, tuple(_resolved(raised, request_id, ctx.thread_id)))
+
+
+_KINDS: dict[type[Any], RequestKind] = {
+    ExecApprovalRequestEvent: RequestKind.COMMAND,
+    ApplyPatchApprovalRequestEvent: RequestKind.FILE_CHANGE,
+    RequestPermissionsEvent: RequestKind.PERMISSIONS,
+    RequestUserInputEvent: RequestKind.USER_INPUT,
+    ElicitationRequestEvent: RequestKind.ELICITATION,
+    DynamicToolCallRequestEvent: RequestKind.DYNAMIC_TOOL,
+}
+
+_UNSENT: Final = ErrorObject(code=-32603, message="codex-app-bridge: the request could not be sent")
+
+
+def unraisable_answer(envelope: EventEnvelope) -> Op | None:
+    """The answer a request that could not be raised gets at once (see the module docstring)."""
+    msg = envelope.msg
+    kind = _KINDS.get(type(msg))
+    if kind is None:
+        return None
+    call_id = getattr(msg, "call_id", "")
+    raised = RaisedRequest(
+        kind,
+        {},
+        envelope.id,
+        str(msg.id) if isinstance(msg, ElicitationRequestEvent) else str(call_id),
+        approval_id=msg.approval_id if isinstance(msg, ExecApprovalRequestEvent) else None,
+        server_name=msg.server_name if isinstance(msg, ElicitationRequestEvent) else "",
+        elicitation_id=msg.id if isinstance(msg, ElicitationRequestEvent) else None,
+    )
+    if kind is RequestKind.ELICITATION:
+        return _elicitation_op(raised, {"action": "cancel"})
+    return _op(raised, _UNSENT)[0]

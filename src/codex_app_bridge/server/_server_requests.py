@@ -16,6 +16,8 @@ event path, like everything else on the hot path:
   the source as the matching Codex ``Op`` (``ExecApprovalOp``, ``PatchApprovalOp``, ...).
 * ``replay_to(outbox)``: a connection that subscribes later (``thread/resume``) gets every
   pending request again, with the same id and bytes, after its response.
+* A request whose payload cannot be converted is not sent; the source gets the error fallback of
+  its kind at once (``unraisable_answer``), so the turn goes on.
 * ``clean_up()``: at the turn's end (and start), before ``turn/completed``: every pending
   request is withdrawn and resolved (``serverRequest/resolved``); no ``Op`` is sent.
 
@@ -33,7 +35,11 @@ from dataclasses import dataclass
 import orjson
 
 from codex_app_bridge.listener import ThreadListener
-from codex_app_bridge.listener._server_requests import REQUEST_EVENT_TYPES, RaisedRequest
+from codex_app_bridge.listener._server_requests import (
+    REQUEST_EVENT_TYPES,
+    RaisedRequest,
+    unraisable_answer,
+)
 from codex_app_bridge.protocol.core import EventEnvelope, Op, Submission
 from codex_app_bridge.protocol.jsonrpc import ErrorResponse, Response, encode_server_request
 from codex_app_bridge.rpc.outbox import Outbox
@@ -75,6 +81,10 @@ class ThreadServerRequests:
     def raise_(self, envelope: EventEnvelope) -> None:
         raised = self._listener.raise_request(envelope)
         if raised is None:
+            # it cannot be sent: answer the source at once rather than leave the turn waiting
+            op = unraisable_answer(envelope)
+            if op is not None:
+                self._submit(Submission(id=envelope.id, op=op))
             return
         request_id = self._registry.register(self._answered)
         params = orjson.dumps(raised.params_data())
