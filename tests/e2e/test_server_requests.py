@@ -542,3 +542,57 @@ async def test_a_request_that_cannot_be_sent_is_answered_for_the_source_at_once(
         assert received[-1]["params"]["turn"]["status"] == "completed"
         read = await session.result("thread/read", {"threadId": thread_id})
         assert read["thread"]["status"] == {"type": "idle"}
+
+
+KINDS_TABLE: list[tuple[str, str, Message, str]] = [
+    (
+        "approve: echo hi",
+        "item/commandExecution/requestApproval",
+        {"decision": "accept"},
+        "I ran `echo hi` (approved); it printed: ran: echo hi",
+    ),
+    (
+        "patch: a.txt",
+        "item/fileChange/requestApproval",
+        {"decision": "decline"},
+        "You declined creating a.txt.",
+    ),
+    (
+        "permissions: fetch",
+        "item/permissions/requestApproval",
+        {"permissions": {"network": {"enabled": True}}, "scope": "turn"},
+        'Permissions granted: {"permissions":{"network":{"enabled":true}},"scope":"turn"}',
+    ),
+    (
+        "ask: Colour?",
+        "item/tool/requestUserInput",
+        {"answers": {"answer": {"answers": ["red"]}}},
+        'You answered: "red".',
+    ),
+    (
+        "elicit: Name?",
+        "mcpServer/elicitation/request",
+        {"action": "decline"},
+        "The elicitation was declined with null.",
+    ),
+    (
+        "tool: sum [1, 2]",
+        "item/tool/call",
+        {"contentItems": [{"type": "inputText", "text": "3"}], "success": True},
+        "The tool said: 3",
+    ),
+]
+
+
+async def test_every_request_kind_round_trips_over_each_transport(kind: str) -> None:
+    async with open_bridge(kind) as bridge:
+        session = await bridge.connect()
+        await session.initialize()
+        thread_id = await session.start_thread()
+        for number, (prompt, method, answer, final) in enumerate(KINDS_TABLE):
+            turn_id, request = await ask(session, thread_id, prompt, method)
+            assert request["id"] == number  # one process-wide counter
+            await session.send({"id": request["id"], "result": answer})
+            done = await session.until(is_turn_completed(turn_id))
+            assert done[-1]["params"]["turn"]["status"] == "completed"
+            assert done[-1]["params"]["turn"]["items"][0]["text"] == final

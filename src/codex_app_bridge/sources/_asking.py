@@ -238,7 +238,10 @@ async def ask_events(request: TurnRequest, ask: Ask, outcome: Outcome) -> AsyncI
         answer = await request.replies.wait_for(event)
         assert isinstance(answer, ResolveElicitationOp)
         content = orjson.dumps(answer.content).decode()
-        outcome.text = f"The elicitation was {answer.decision}ed with {content}."
+        done = {"accept": "accepted", "decline": "declined", "cancel": "cancelled"}
+        outcome.text = (
+            f"The elicitation was {done.get(answer.decision, answer.decision)} with {content}."
+        )
     else:
         name, _, raw = ask.argument.partition(" ")
         arguments: JsonValue
