@@ -13,7 +13,14 @@ import pytest
 
 from codex_app_bridge.protocol import v2
 from codex_app_bridge.sources import ScriptSource, parse_script
-from tests.e2e._harness import Message, Session, is_turn_completed, methods, open_bridge
+from tests.e2e._harness import (
+    IN_PROCESS_KINDS,
+    Message,
+    Session,
+    is_turn_completed,
+    methods,
+    open_bridge,
+)
 
 pytestmark = pytest.mark.anyio
 
@@ -160,8 +167,9 @@ async def test_cancel_aborts_the_turn() -> None:
         assert done[-1]["params"]["turn"]["status"] == "interrupted"
 
 
-async def test_two_subscribers_both_get_the_request_and_the_first_answer_wins() -> None:
-    async with open_bridge("memory") as bridge:
+@pytest.mark.parametrize("kind", IN_PROCESS_KINDS)
+async def test_two_subscribers_both_get_the_request_and_the_first_answer_wins(kind: str) -> None:
+    async with open_bridge(kind) as bridge:
         a = await bridge.connect()
         b = await bridge.connect()
         await a.initialize("a")
@@ -193,8 +201,9 @@ async def test_two_subscribers_both_get_the_request_and_the_first_answer_wins() 
         assert again["thread"]["status"] == {"type": "idle"}
 
 
-async def test_a_late_subscriber_gets_the_pending_request_replayed_with_its_id() -> None:
-    async with open_bridge("memory") as bridge:
+@pytest.mark.parametrize("kind", IN_PROCESS_KINDS)
+async def test_a_late_subscriber_gets_the_pending_request_replayed_with_its_id(kind: str) -> None:
+    async with open_bridge(kind) as bridge:
         a = await bridge.connect()
         b = await bridge.connect()
         await a.initialize("a")
@@ -314,8 +323,9 @@ async def test_a_malformed_tool_result_reaches_the_source_as_a_failed_call() -> 
         ]
 
 
-async def test_a_client_that_disconnects_leaves_the_request_to_a_later_resume() -> None:
-    async with open_bridge("memory") as bridge:
+@pytest.mark.parametrize("kind", IN_PROCESS_KINDS)
+async def test_a_client_that_disconnects_leaves_the_request_to_a_later_resume(kind: str) -> None:
+    async with open_bridge(kind) as bridge:
         a = await bridge.connect()
         await a.initialize("a")
         thread_id = await a.start_thread()
