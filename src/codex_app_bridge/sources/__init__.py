@@ -32,6 +32,7 @@ from codex_app_bridge.sources._default import (
     answer_for,
     split_deltas,
 )
+from codex_app_bridge.sources._replies import Replies
 from codex_app_bridge.sources._script import (
     RECORDED,
     RecordedEvent,
@@ -68,6 +69,7 @@ __all__ = [
     "EventSource",
     "RecordedEvent",
     "RecordedTurn",
+    "Replies",
     "ScriptError",
     "ScriptIndex",
     "ScriptPacing",
