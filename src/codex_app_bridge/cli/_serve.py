@@ -1,6 +1,7 @@
 """``codex-app-bridge serve`` (alias ``app-server``): the drop-in ``codex app-server`` on stdio.
 
-    codex-app-bridge serve [--listen stdio://] [--script FILE] [--pace SECONDS|recorded[:SPEED]]
+    codex-app-bridge serve [--listen stdio://] [--script FILE | --producer "CMD ARGS..."]
+                           [--pace SECONDS|recorded[:SPEED]]
 
 * No flags: the built-in deterministic agent answers every turn (``sources.DefaultAgent``);
   ``--pace`` sets the seconds before each streamed delta (default ``0.02``).
@@ -8,6 +9,10 @@
   ``ScriptSource``); ``--pace`` is then a fixed delay before each event, or ``recorded`` /
   ``recorded:SPEED`` for the recorded timing (default: no pacing). A bad script is reported with
   its line number and the command exits 2 before reading stdin.
+* ``--producer "CMD ARGS..."``: each thread's events come from its own CMD process, which reads
+  Codex submissions on stdin and writes event envelopes on stdout (``sources.ProducerSource``).
+  CMD is split into words as a POSIX shell would (no shell runs it); a program that cannot be
+  found or executed is reported and the command exits 2 before reading stdin.
 * ``--listen``: ``stdio://`` (the default). Other URLs the real server knows (``unix://``,
   ``unix://PATH``, ``ws://IP:PORT``, ``off``) are refused as not supported yet; anything else gets
   the real server's message (``unsupported --listen URL `x`; expected …``); both exit 2.
@@ -36,6 +41,7 @@ from codex_app_bridge.server import BridgeServer
 from codex_app_bridge.sources import (
     DefaultAgent,
     EventSource,
+    ProducerSource,
     ScriptError,
     ScriptPacing,
     TurnSource,
@@ -102,6 +108,13 @@ def _add_arguments(parser: argparse.ArgumentParser) -> None:
         "turn/start, instead of the built-in agent",
     )
     parser.add_argument(
+        "--producer",
+        metavar="CMD",
+        default=None,
+        help="spawn CMD (one process per thread) and stream its events: it reads Codex "
+        "submissions {id, op} on stdin and writes event envelopes {id, msg} on stdout",
+    )
+    parser.add_argument(
         "--pace",
         metavar="PACE",
         default=None,
@@ -133,6 +146,14 @@ def register(subparsers: Any) -> None:
 
 
 def _build_source(args: argparse.Namespace) -> EventSource | TurnSource:
+    if args.producer is not None:
+        if args.script is not None:
+            raise ValueError("--producer and --script cannot be combined")
+        if args.pace is not None:
+            raise ValueError("--pace does not apply to --producer (the producer paces itself)")
+        producer = ProducerSource(args.producer)
+        producer.check()
+        return producer
     if args.script is None:
         if args.pace is None:
             return DefaultAgent(delay=DEFAULT_AGENT_PACE)

@@ -11,6 +11,8 @@ connections.
 
 * ``DefaultAgent``: the built-in deterministic agent (``codex-app-bridge serve`` with no flags).
 * ``ScriptSource`` / ``load_script``: ``--script FILE``, recorded turns replayed with live ids.
+* ``ProducerSource``: ``--producer CMD``, a process per thread speaking submissions and event
+  envelopes as JSONL on its stdin and stdout.
 """
 
 from codex_app_bridge.sources._base import (
@@ -31,6 +33,11 @@ from codex_app_bridge.sources._default import (
     DefaultAgent,
     answer_for,
     split_deltas,
+)
+from codex_app_bridge.sources._producer import (
+    ProducerError,
+    ProducerSession,
+    ProducerSource,
 )
 from codex_app_bridge.sources._script import (
     RECORDED,
@@ -66,6 +73,9 @@ __all__ = [
     "CoreSession",
     "DefaultAgent",
     "EventSource",
+    "ProducerError",
+    "ProducerSession",
+    "ProducerSource",
     "RecordedEvent",
     "RecordedTurn",
     "ScriptError",
