@@ -363,6 +363,10 @@ class RolloutSource:
             assert self._index is not None
             return self._index
 
+    def turn_count(self) -> int:
+        """How many turns the rollout recorded (indexes the file first if needed: blocking)."""
+        return len(self.ensure_index().spans)
+
     async def turn(self, request: TurnRequest) -> AsyncIterator[EventMsg]:
         index = self._index or await anyio.to_thread.run_sync(self.ensure_index)
         if request.turn_index >= len(index.spans):

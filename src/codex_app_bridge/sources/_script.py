@@ -421,6 +421,10 @@ class ScriptSource:
                 raise self._index_error
             return self._index
 
+    def turn_count(self) -> int:
+        """How many turns the script recorded (indexes the file first if needed: blocking)."""
+        return self._turn_count(self.ensure_index())
+
     def _turn_count(self, index: ScriptIndex | None) -> int:
         return len(index.spans) if index is not None else len(self.turns)
 
