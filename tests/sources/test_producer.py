@@ -360,3 +360,22 @@ def _user_turn(turn_id: str, text: str) -> Submission:
         model="m",
     )
     return Submission(id=turn_id, op=op)
+
+
+@pytest.mark.anyio
+async def test_the_readme_producer_answers_a_turn(tmp_path: Path) -> None:
+    readme = (ROOT / "README.md").read_text(encoding="utf-8")
+    start = readme.index("```python\n#!/usr/bin/env python3") + len("```python\n")
+    producer = tmp_path / "producer.py"
+    producer.write_text(readme[start : readme.index("```", start)], encoding="utf-8")
+    source = ProducerSource([sys.executable, str(producer)])
+    with anyio.fail_after(TIMEOUT):
+        async with open_bridge("memory", source=source) as bridge:
+            client = await bridge.connect()
+            thread_id = await _thread(client)
+            _, messages = await client.run_turn(thread_id, "hi")
+    deltas = [
+        m["params"]["delta"] for m in messages if m.get("method") == "item/agentMessage/delta"
+    ]
+    assert deltas == ["You said: hi"]
+    assert _turn(messages)["status"] == "completed"

@@ -12,6 +12,8 @@ connections.
 * ``ScriptSource`` / ``load_script``: ``--script FILE``, recorded turns replayed with live ids.
 * ``RolloutSource`` / ``RolloutReader``: a Codex rollout replayed turn by turn (``--script``
   takes one), and the rollout-to-events rules ``map`` applies.
+* ``InjectedSource``: a test harness pushes envelopes into a running bridge's threads and reads
+  the ``Op`` s they received (in process).
 * ``ProducerSource``: ``--producer CMD``, a process per thread speaking submissions and event
   envelopes as JSONL on its stdin and stdout.
 """
@@ -35,6 +37,7 @@ from codex_app_bridge.sources._default import (
     answer_for,
     split_deltas,
 )
+from codex_app_bridge.sources._inject import InjectedSession, InjectedSource
 from codex_app_bridge.sources._producer import (
     ProducerError,
     ProducerSession,
@@ -84,6 +87,8 @@ __all__ = [
     "CoreSession",
     "DefaultAgent",
     "EventSource",
+    "InjectedSession",
+    "InjectedSource",
     "ProducerError",
     "ProducerSession",
     "ProducerSource",
