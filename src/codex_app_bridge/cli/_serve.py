@@ -13,6 +13,9 @@
   Codex submissions on stdin and writes event envelopes on stdout (``sources.ProducerSource``).
   CMD is split into words as a POSIX shell would (no shell runs it); a program that cannot be
   found or executed is reported and the command exits 2 before reading stdin.
+* ``--allow-inject``: adds the ``bridge/inject/*`` methods (``server._inject``) with which a test
+  harness on the same connection claims a thread, pushes its event envelopes and reads the
+  ``Op`` s it received; without the flag they do not exist, as any unknown method.
 * ``--listen``: ``stdio://`` (the default). Other URLs the real server knows (``unix://``,
   ``unix://PATH``, ``ws://IP:PORT``, ``off``) are refused as not supported yet; anything else gets
   the real server's message (``unsupported --listen URL `x`; expected …``); both exit 2.
@@ -37,10 +40,11 @@ from typing import Any
 import anyio
 
 from codex_app_bridge.cli._common import EXIT_USAGE, add_codex_compat_flags
-from codex_app_bridge.server import BridgeServer
+from codex_app_bridge.server import BridgeServer, with_injection
 from codex_app_bridge.sources import (
     DefaultAgent,
     EventSource,
+    InjectableSource,
     ProducerSource,
     ScriptError,
     ScriptPacing,
@@ -115,6 +119,12 @@ def _add_arguments(parser: argparse.ArgumentParser) -> None:
         "submissions {id, op} on stdin and writes event envelopes {id, msg} on stdout",
     )
     parser.add_argument(
+        "--allow-inject",
+        action="store_true",
+        help="add the bridge/inject/* JSON-RPC methods, with which a test harness claims a "
+        "thread, pushes its event envelopes and reads the Ops it received",
+    )
+    parser.add_argument(
         "--pace",
         metavar="PACE",
         default=None,
@@ -173,12 +183,24 @@ def _build_source(args: argparse.Namespace) -> EventSource | TurnSource:
     return source
 
 
-async def run_server(source: EventSource | TurnSource, *, default_cwd: str | None = None) -> None:
+async def run_server(
+    source: EventSource | TurnSource,
+    *,
+    default_cwd: str | None = None,
+    allow_inject: bool = False,
+) -> None:
     """Serve one client on stdio until end of input or SIGTERM/SIGINT."""
+    if allow_inject:
+        source = InjectableSource(source)
     async with (
         BridgeServer(source, default_cwd=default_cwd) as server,
         anyio.create_task_group() as tg,
     ):
+        if isinstance(source, InjectableSource):
+            hub = server.hub
+            server.table = with_injection(
+                server.table, source, lambda thread_id: hub.get(thread_id) is not None
+            )
 
         async def watch_signals() -> None:
             with anyio.open_signal_receiver(signal.SIGTERM, signal.SIGINT) as signals:
@@ -199,5 +221,5 @@ def _run(args: argparse.Namespace) -> int:
     except (ScriptError, ValueError) as exc:
         print(f"codex-app-bridge serve: {exc}", file=sys.stderr)
         return EXIT_USAGE
-    anyio.run(lambda: run_server(source, default_cwd=args.cwd))
+    anyio.run(lambda: run_server(source, default_cwd=args.cwd, allow_inject=args.allow_inject))
     return 0

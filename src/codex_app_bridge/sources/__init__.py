@@ -37,7 +37,7 @@ from codex_app_bridge.sources._default import (
     answer_for,
     split_deltas,
 )
-from codex_app_bridge.sources._inject import InjectedSession, InjectedSource
+from codex_app_bridge.sources._inject import InjectableSource, InjectedSession, InjectedSource
 from codex_app_bridge.sources._producer import (
     ProducerError,
     ProducerSession,
@@ -87,6 +87,7 @@ __all__ = [
     "CoreSession",
     "DefaultAgent",
     "EventSource",
+    "InjectableSource",
     "InjectedSession",
     "InjectedSource",
     "ProducerError",

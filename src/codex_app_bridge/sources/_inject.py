@@ -50,9 +50,16 @@ from codex_app_bridge.protocol.core import (
     parse_event_envelope,
 )
 from codex_app_bridge.sources._base import SourceDefaults
-from codex_app_bridge.sources._session import EVENT_HIGH_WATER, SessionConfig
+from codex_app_bridge.sources._session import (
+    EVENT_HIGH_WATER,
+    CoreSession,
+    EventSource,
+    SessionConfig,
+    TurnSource,
+    open_session,
+)
 
-__all__ = ["InjectedSession", "InjectedSource"]
+__all__ = ["InjectableSource", "InjectedSession", "InjectedSource"]
 
 
 @dataclass(slots=True)
@@ -115,6 +122,13 @@ class InjectedSource:
             await self._wait(thread)
         thread.read += 1
         return thread.submissions[thread.read - 1]
+
+    async def wait_submissions(self, thread_id: str, since: int) -> list[Submission]:
+        """The submissions after the first ``since`` ones, once there is at least one."""
+        thread = self._thread(thread_id)
+        while len(thread.submissions) <= since:
+            await self._wait(thread)
+        return thread.submissions[since:]
 
     def end(self, thread_id: str) -> None:
         """Stop the thread's session, as a producer that died (``LookupError`` if none)."""
@@ -199,6 +213,41 @@ class InjectedSession:
         self._done.set()
         if self._room is not None:
             self._room.set()
+
+
+class InjectableSource:
+    """``fallback`` for every thread, except the ones a harness ``claim`` s: those play from
+    ``injected`` (``serve --allow-inject``: the JSON-RPC side is ``server._inject``)."""
+
+    def __init__(
+        self, fallback: EventSource | TurnSource, injected: InjectedSource | None = None
+    ) -> None:
+        self.fallback = fallback
+        self.injected = injected if injected is not None else InjectedSource()
+        self._claimed: set[str] = set()
+        self._opened: set[str] = set()
+
+    @property
+    def defaults(self) -> SourceDefaults:
+        return self.fallback.defaults
+
+    def claim(self, thread_id: str) -> None:
+        """Play the thread's turns from ``injected`` (``ValueError`` once the fallback plays it)."""
+        if thread_id in self._opened:
+            raise ValueError(
+                f"thread {thread_id} already plays its turns from the server's source; "
+                "claim a thread before its first turn/start"
+            )
+        self._claimed.add(thread_id)
+
+    def claimed(self, thread_id: str) -> bool:
+        return thread_id in self._claimed
+
+    def open_session(self, config: SessionConfig) -> CoreSession:
+        if config.thread_id in self._claimed:
+            return self.injected.open_session(config)
+        self._opened.add(config.thread_id)
+        return open_session(self.fallback, config)
 
 
 def _nothing() -> None:
