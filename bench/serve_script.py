@@ -7,7 +7,8 @@ same whatever its size, and playing it streams.
         [--turns T]
 
 For each N, a file of N lines is written (``script``: event envelopes, T turns of agent message
-deltas; ``rollout``: a Codex rollout, T turns of ``item_completed`` events), then the server is
+deltas; ``rollout``: the same deltas as rollout ``event_msg`` lines; completed items are not used
+because the thread's history keeps every one of them, whatever the source), then the server is
 spawned over a pipe and the figures printed: spawn to the ``initialize`` answer, resident memory
 (VmRSS) once initialized, the first turn's latency (its index pass included), the whole replay's
 time, and peak resident memory (VmHWM) after every turn was played.
@@ -64,21 +65,14 @@ def write_rollout(path: Path, lines: int, turns: int) -> None:
         for index in range(turns):
             turn = _turn_id(index)
             out.write(line("event_msg", {"type": "task_started", "turn_id": turn}))
-            for number in range(per_turn - 2):
-                item = {
-                    "type": "AgentMessage",
-                    "id": f"msg_{index}_{number}",
-                    "content": [{"type": "Text", "text": f"message {number}"}],
-                }
-                completed = {
-                    "type": "item_completed",
-                    "thread_id": THREAD,
-                    "turn_id": turn,
-                    "item": item,
-                    "started_at_ms": 1,
-                    "completed_at_ms": 2,
-                }
-                out.write(line("event_msg", completed))
+            delta = {
+                "type": "agent_message_content_delta",
+                "thread_id": THREAD,
+                "turn_id": turn,
+                "item_id": f"msg_{index}",
+                "delta": "word ",
+            }
+            out.write(line("event_msg", delta) * (per_turn - 2))
             out.write(line("event_msg", {"type": "task_complete", "turn_id": turn}))
 
 

@@ -20,6 +20,8 @@ BENCH = Path(__file__).resolve().parent.parent / "bench"
         ("core_throughput.py", ["--seconds", "0.05", "--subscribers", "2"], "parse_turn_item"),
         ("rpc_throughput.py", ["--requests", "200", "--notifications", "200"], "/s"),
         ("serve_turns.py", ["--turns", "2", "--words", "5"], "ms"),
+        ("serve_script.py", ["--lines", "40", "--turns", "2"], "initialize"),
+        ("serve_script.py", ["--lines", "40", "--turns", "2", "--kind", "rollout"], "peak RSS"),
     ],
 )
 def test_benchmark_script_runs_and_prints_figures(
