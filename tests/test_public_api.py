@@ -23,6 +23,7 @@ def test_all_names_are_exported_and_public() -> None:
         "transport",
         "sources",
         "server",
+        "conformance",
     }
     assert public <= set(codex_app_bridge.__all__), public - set(codex_app_bridge.__all__)
 

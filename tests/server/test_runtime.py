@@ -115,8 +115,10 @@ async def test_two_interrupts_sent_back_to_back_are_both_answered_before_turn_co
             turn_id = await client.start_turn(thread_id, "hi")
             await client.until(lambda m: m.get("method") == "turn/started")
             params = {"threadId": thread_id, "turnId": turn_id}
-            await client.send({"id": "i1", "method": "turn/interrupt", "params": params})
-            await client.send({"id": "i2", "method": "turn/interrupt", "params": params})
+            both = [{"id": i, "method": "turn/interrupt", "params": params} for i in ("i1", "i2")]
+            for message in both:
+                client._methods[message["id"]] = "turn/interrupt"  # pyright: ignore[reportPrivateUsage]
+            await client.send_raw(b"".join(orjson.dumps(m) + b"\n" for m in both))
             rest = await client.until(is_turn_completed(turn_id))
             answers = [(m.get("id"), m.get("result")) for m in rest if "id" in m]
             assert answers == [("i1", {}), ("i2", {})]

@@ -48,7 +48,7 @@ from codex_app_bridge.listener import _convert as convert
 from codex_app_bridge.listener._realtime import realtime_notification
 from codex_app_bridge.mapping import (
     build_command_execution_item,
-    item_event_to_server_notification,
+    map_event,
     thread_item_from_turn_item,
 )
 from codex_app_bridge.protocol._base import WireModel, dump_json, dump_jsonable
@@ -353,10 +353,10 @@ def _validated(model: type[WireModel], data: dict[str, Any]) -> WireModel:
 
 def _mapped(msg: EventMsg, ctx: ReduceContext, turn_id: str) -> Emission | None:
     """The stateless mapper's notification for ``msg`` as an emission (``None`` if none)."""
-    notification = item_event_to_server_notification(msg, ctx.thread_id, turn_id)
-    if notification is None:
+    mapped = map_event(msg, ctx.thread_id, turn_id)
+    if mapped is None:
         return None
-    return _emit(str(notification.method), notification.params)
+    return _emit(*mapped)
 
 
 def _item_id(emission: Emission) -> str | None:

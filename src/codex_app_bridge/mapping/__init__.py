@@ -43,15 +43,20 @@ from codex_app_bridge.mapping._errors import (
     turn_error,
 )
 from codex_app_bridge.mapping._event_mapping import (
+    EVENT_ROWS,
     ItemEventNotification,
+    MappedNotification,
     item_event_to_server_notification,
+    map_event,
 )
 from codex_app_bridge.mapping._thread_item import thread_item_from_turn_item
 
 __all__ = [
     "DELTA_ROWS",
+    "EVENT_ROWS",
     "DeltaRow",
     "ItemEventNotification",
+    "MappedNotification",
     "UnmappableItemError",
     "build_collab_agent_tool_call_item",
     "build_command_execution_approval_request_item",
@@ -77,6 +82,7 @@ __all__ = [
     "error_affects_turn_status",
     "is_rollback_failure",
     "item_event_to_server_notification",
+    "map_event",
     "thread_item_from_turn_item",
     "turn_error",
 ]

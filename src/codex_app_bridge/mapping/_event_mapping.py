@@ -27,12 +27,19 @@ not base64). A stream keeps going past such an event; the real server cannot rea
 so it sends nothing for them either. The mapper does not know whether a legacy event is dropped
 live: that is the listener's decision.
 
+Shape: one table, ``EVENT_ROWS`` (core event class -> row function), each row giving the
+notification's method and params model; :func:`map_event` looks the row up (the listener's live
+path uses it as it is), :func:`item_event_to_server_notification` wraps the pair in its
+``ServerNotification`` variant. The streaming deltas have a second, byte-level row each in
+``_delta_wire`` (the hot path), tested byte-equal to these.
+
 Boundary: pure; no I/O, no state, no clock.
 """
 
 from __future__ import annotations
 
-from typing import TypeAlias
+from collections.abc import Callable
+from typing import Any, Final, TypeAlias
 
 from codex_app_bridge.mapping._builders import (
     build_collab_agent_tool_call_item,
@@ -49,8 +56,10 @@ from codex_app_bridge.mapping._builders import (
 )
 from codex_app_bridge.mapping._thread_item import thread_item_from_turn_item
 from codex_app_bridge.protocol import core
+from codex_app_bridge.protocol._base import WireModel
 from codex_app_bridge.protocol.v2 import (
     AgentMessageDeltaNotification,
+    CollabAgentTool,
     CommandExecutionOutputDeltaNotification,
     FileChangePatchUpdatedNotification,
     ItemAgentMessageDeltaServerNotification,
@@ -73,7 +82,13 @@ from codex_app_bridge.protocol.v2 import (
     ThreadItem,
 )
 
-__all__ = ["ItemEventNotification", "item_event_to_server_notification"]
+__all__ = [
+    "EVENT_ROWS",
+    "ItemEventNotification",
+    "MappedNotification",
+    "item_event_to_server_notification",
+    "map_event",
+]
 
 ItemEventNotification: TypeAlias = (
     ItemStartedServerNotification
@@ -89,6 +104,38 @@ ItemEventNotification: TypeAlias = (
 )
 """Every notification the stateless mapper can produce."""
 
+MappedNotification: TypeAlias = tuple[str, WireModel]
+"""A notification as ``(method, params model)``."""
+
+_Row: TypeAlias = Callable[[Any, str, str], MappedNotification | None]
+
+_WRAPPERS: Final[dict[str, Callable[..., ItemEventNotification]]] = {
+    "item/started": ItemStartedServerNotification,
+    "item/completed": ItemCompletedServerNotification,
+    "item/agentMessage/delta": ItemAgentMessageDeltaServerNotification,
+    "item/plan/delta": ItemPlanDeltaServerNotification,
+    "item/reasoning/summaryTextDelta": ItemReasoningSummaryTextDeltaServerNotification,
+    "item/reasoning/textDelta": ItemReasoningTextDeltaServerNotification,
+    "item/reasoning/summaryPartAdded": ItemReasoningSummaryPartAddedServerNotification,
+    "item/commandExecution/outputDelta": ItemCommandExecutionOutputDeltaServerNotification,
+    "item/commandExecution/terminalInteraction": (
+        ItemCommandExecutionTerminalInteractionServerNotification
+    ),
+    "item/fileChange/patchUpdated": ItemFileChangePatchUpdatedServerNotification,
+}
+
+
+def map_event(msg: core.EventMsg, thread_id: str, turn_id: str) -> MappedNotification | None:
+    """``(method, params)`` of the notification ``msg`` becomes, or ``None`` (see the module
+    doc); never raises for a validated ``EventMsg``."""
+    row = EVENT_ROWS.get(type(msg))
+    if row is None:
+        return None  # no item projection: handled by the listener itself, or an unknown event
+    try:
+        return row(msg, thread_id, turn_id)
+    except ValueError:  # an unmappable item value, a validation error, a chunk that is not base64
+        return None
+
 
 def item_event_to_server_notification(
     msg: core.EventMsg, thread_id: str, turn_id: str
@@ -98,34 +145,33 @@ def item_event_to_server_notification(
     ``turn_id`` is the event envelope's id. ``None`` when the event has no item projection or
     cannot be shown (see the module doc); this never raises for a validated ``EventMsg``.
     """
-    try:
-        return _map(msg, thread_id, turn_id)
-    except ValueError:  # an unmappable item value, a validation error, a chunk that is not base64
+    mapped = map_event(msg, thread_id, turn_id)
+    if mapped is None:
         return None
+    method, params = mapped
+    return _WRAPPERS[method](params=params)
 
 
 def _started(
     item: ThreadItem | None, thread_id: str, turn_id: str, started_at_ms: int
-) -> ItemStartedServerNotification | None:
+) -> MappedNotification | None:
     if item is None:
         return None
-    return ItemStartedServerNotification(
-        params=ItemStartedNotification(
-            item=item, thread_id=thread_id, turn_id=turn_id, started_at_ms=started_at_ms
-        )
+    params = ItemStartedNotification(
+        item=item, thread_id=thread_id, turn_id=turn_id, started_at_ms=started_at_ms
     )
+    return "item/started", params
 
 
 def _completed(
     item: ThreadItem | None, thread_id: str, turn_id: str, completed_at_ms: int
-) -> ItemCompletedServerNotification | None:
+) -> MappedNotification | None:
     if item is None:
         return None
-    return ItemCompletedServerNotification(
-        params=ItemCompletedNotification(
-            item=item, thread_id=thread_id, turn_id=turn_id, completed_at_ms=completed_at_ms
-        )
+    params = ItemCompletedNotification(
+        item=item, thread_id=thread_id, turn_id=turn_id, completed_at_ms=completed_at_ms
     )
+    return "item/completed", params
 
 
 def _producer_time(msg: core.EventMsg, field: str) -> int:
@@ -134,203 +180,322 @@ def _producer_time(msg: core.EventMsg, field: str) -> int:
     return value if isinstance(value, int) and not isinstance(value, bool) else 0
 
 
-def _map(msg: core.EventMsg, thread_id: str, turn_id: str) -> ItemEventNotification | None:
-    match msg:
-        # the streaming deltas first: they are most of a live stream
-        case core.AgentMessageContentDeltaEvent():
-            return ItemAgentMessageDeltaServerNotification(
-                params=AgentMessageDeltaNotification(
-                    thread_id=thread_id, turn_id=turn_id, item_id=msg.item_id, delta=msg.delta
-                )
-            )
-        case core.ExecCommandOutputDeltaEvent():
-            return ItemCommandExecutionOutputDeltaServerNotification(
-                params=CommandExecutionOutputDeltaNotification(
-                    thread_id=thread_id,
-                    turn_id=turn_id,
-                    item_id=msg.call_id,
-                    delta=msg.chunk_text(),
-                )
-            )
-        case core.ReasoningContentDeltaEvent():
-            return ItemReasoningSummaryTextDeltaServerNotification(
-                params=ReasoningSummaryTextDeltaNotification(
-                    thread_id=thread_id,
-                    turn_id=turn_id,
-                    item_id=msg.item_id,
-                    delta=msg.delta,
-                    summary_index=msg.summary_index,
-                )
-            )
-        case core.ReasoningRawContentDeltaEvent():
-            return ItemReasoningTextDeltaServerNotification(
-                params=ReasoningTextDeltaNotification(
-                    thread_id=thread_id,
-                    turn_id=turn_id,
-                    item_id=msg.item_id,
-                    delta=msg.delta,
-                    content_index=msg.content_index,
-                )
-            )
-        case core.PlanDeltaEvent():
-            return ItemPlanDeltaServerNotification(
-                params=PlanDeltaNotification(
-                    thread_id=thread_id, turn_id=turn_id, item_id=msg.item_id, delta=msg.delta
-                )
-            )
-        case core.AgentReasoningSectionBreakEvent():
-            return ItemReasoningSummaryPartAddedServerNotification(
-                params=ReasoningSummaryPartAddedNotification(
-                    thread_id=thread_id,
-                    turn_id=turn_id,
-                    item_id=msg.item_id,
-                    summary_index=msg.summary_index,
-                )
-            )
-        case core.TerminalInteractionEvent():
-            return ItemCommandExecutionTerminalInteractionServerNotification(
-                params=TerminalInteractionNotification(
-                    thread_id=thread_id,
-                    turn_id=turn_id,
-                    item_id=msg.call_id,
-                    process_id=msg.process_id,
-                    stdin=msg.stdin,
-                )
-            )
-        case core.PatchApplyUpdatedEvent():
-            return ItemFileChangePatchUpdatedServerNotification(
-                params=FileChangePatchUpdatedNotification(
-                    thread_id=thread_id,
-                    turn_id=turn_id,
-                    item_id=msg.call_id,
-                    changes=convert_patch_changes(msg.changes),
-                )
-            )
-        # first-class items (live)
-        case core.ItemStartedEvent():
-            item = thread_item_from_turn_item(msg.item)
-            return _started(item, thread_id, turn_id, msg.started_at_ms)
-        case core.ItemCompletedEvent():
-            item = thread_item_from_turn_item(msg.item)
-            return _completed(item, thread_id, turn_id, msg.completed_at_ms)
-        # legacy begin/end item events
-        case core.ExecCommandBeginEvent():
-            item = build_command_execution_begin_item(msg)
-            return _started(item, thread_id, turn_id, msg.started_at_ms)
-        case core.ExecCommandEndEvent():
-            item = build_command_execution_end_item(msg)
-            return _completed(item, thread_id, turn_id, msg.completed_at_ms)
-        case core.McpToolCallBeginEvent():
-            item = build_mcp_tool_call_begin_item(msg)
-            return _started(item, thread_id, turn_id, _producer_time(msg, "started_at_ms"))
-        case core.McpToolCallEndEvent():
-            item = build_mcp_tool_call_end_item(msg)
-            return _completed(item, thread_id, turn_id, _producer_time(msg, "completed_at_ms"))
-        case core.PatchApplyBeginEvent():
-            item = build_file_change_begin_item(msg)
-            return _started(item, thread_id, turn_id, _producer_time(msg, "started_at_ms"))
-        case core.PatchApplyEndEvent():
-            item = build_file_change_end_item(msg)
-            return _completed(item, thread_id, turn_id, _producer_time(msg, "completed_at_ms"))
-        case core.DynamicToolCallResponseEvent():
-            item = build_dynamic_tool_call_response_item(msg)
-            return _completed(item, thread_id, msg.turn_id, msg.completed_at_ms)
-        case core.SubAgentActivityEvent():
-            item = build_sub_agent_activity_event_item(msg)
-            return _completed(item, thread_id, turn_id, msg.occurred_at_ms)
-        case _:
-            return _map_collab(msg, thread_id, turn_id)
+# --- the streaming deltas (most of a live stream) ---------------------------------------------
 
 
-def _map_collab(msg: core.EventMsg, thread_id: str, turn_id: str) -> ItemEventNotification | None:
-    """The ten collab agent events: begin -> an in-progress item, end -> the finished item."""
-    match msg:
-        case core.CollabAgentSpawnBeginEvent():
-            item = build_collab_agent_tool_call_item(
-                call_id=msg.call_id,
-                tool="spawnAgent",
-                status="inProgress",
-                sender_thread_id=msg.sender_thread_id,
-                prompt=msg.prompt,
-                model=msg.model,
-                reasoning_effort=msg.reasoning_effort,
-            )
-            return _started(item, thread_id, turn_id, msg.started_at_ms)
-        case core.CollabAgentSpawnEndEvent():
-            spawned = msg.new_thread_id
-            # a spawn without a new thread failed, whatever status it reports
-            status = collab_end_status(msg.status) if spawned is not None else "failed"
-            item = build_collab_agent_tool_call_item(
-                call_id=msg.call_id,
-                tool="spawnAgent",
-                status=status,
-                sender_thread_id=msg.sender_thread_id,
-                receiver_thread_ids=[] if spawned is None else [spawned],
-                prompt=msg.prompt,
-                model=msg.model,
-                reasoning_effort=msg.reasoning_effort,
-                agent_statuses={} if spawned is None else {spawned: msg.status},
-            )
-            return _completed(item, thread_id, turn_id, msg.completed_at_ms)
-        case core.CollabAgentInteractionBeginEvent():
-            item = build_collab_agent_tool_call_item(
-                call_id=msg.call_id,
-                tool="sendInput",
-                status="inProgress",
-                sender_thread_id=msg.sender_thread_id,
-                receiver_thread_ids=[msg.receiver_thread_id],
-                prompt=msg.prompt,
-            )
-            return _started(item, thread_id, turn_id, msg.started_at_ms)
-        case core.CollabAgentInteractionEndEvent():
-            item = build_collab_agent_tool_call_item(
-                call_id=msg.call_id,
-                tool="sendInput",
-                status=collab_end_status(msg.status),
-                sender_thread_id=msg.sender_thread_id,
-                receiver_thread_ids=[msg.receiver_thread_id],
-                prompt=msg.prompt,
-                agent_statuses={msg.receiver_thread_id: msg.status},
-            )
-            return _completed(item, thread_id, turn_id, msg.completed_at_ms)
-        case core.CollabWaitingBeginEvent():
-            item = build_collab_agent_tool_call_item(
-                call_id=msg.call_id,
-                tool="wait",
-                status="inProgress",
-                sender_thread_id=msg.sender_thread_id,
-                receiver_thread_ids=msg.receiver_thread_ids,
-            )
-            return _started(item, thread_id, turn_id, msg.started_at_ms)
-        case core.CollabWaitingEndEvent():
-            item = build_collab_agent_tool_call_item(
-                call_id=msg.call_id,
-                tool="wait",
-                status=collab_end_status(*msg.statuses.values()),
-                sender_thread_id=msg.sender_thread_id,
-                receiver_thread_ids=sorted(msg.statuses),
-                agent_statuses=msg.statuses,
-            )
-            return _completed(item, thread_id, turn_id, msg.completed_at_ms)
-        case core.CollabCloseBeginEvent() | core.CollabResumeBeginEvent():
-            item = build_collab_agent_tool_call_item(
-                call_id=msg.call_id,
-                tool="closeAgent" if isinstance(msg, core.CollabCloseBeginEvent) else "resumeAgent",
-                status="inProgress",
-                sender_thread_id=msg.sender_thread_id,
-                receiver_thread_ids=[msg.receiver_thread_id],
-            )
-            return _started(item, thread_id, turn_id, msg.started_at_ms)
-        case core.CollabCloseEndEvent() | core.CollabResumeEndEvent():
-            item = build_collab_agent_tool_call_item(
-                call_id=msg.call_id,
-                tool="closeAgent" if isinstance(msg, core.CollabCloseEndEvent) else "resumeAgent",
-                status=collab_end_status(msg.status),
-                sender_thread_id=msg.sender_thread_id,
-                receiver_thread_ids=[msg.receiver_thread_id],
-                agent_statuses={msg.receiver_thread_id: msg.status},
-            )
-            return _completed(item, thread_id, turn_id, msg.completed_at_ms)
-        case _:
-            # no item projection: handled by the listener itself, or an unknown event
-            return None
+def _agent_message_delta(
+    msg: core.AgentMessageContentDeltaEvent, thread_id: str, turn_id: str
+) -> MappedNotification:
+    params = AgentMessageDeltaNotification(
+        thread_id=thread_id, turn_id=turn_id, item_id=msg.item_id, delta=msg.delta
+    )
+    return "item/agentMessage/delta", params
+
+
+def _command_output_delta(
+    msg: core.ExecCommandOutputDeltaEvent, thread_id: str, turn_id: str
+) -> MappedNotification:
+    params = CommandExecutionOutputDeltaNotification(
+        thread_id=thread_id, turn_id=turn_id, item_id=msg.call_id, delta=msg.chunk_text()
+    )
+    return "item/commandExecution/outputDelta", params
+
+
+def _reasoning_summary_delta(
+    msg: core.ReasoningContentDeltaEvent, thread_id: str, turn_id: str
+) -> MappedNotification:
+    params = ReasoningSummaryTextDeltaNotification(
+        thread_id=thread_id,
+        turn_id=turn_id,
+        item_id=msg.item_id,
+        delta=msg.delta,
+        summary_index=msg.summary_index,
+    )
+    return "item/reasoning/summaryTextDelta", params
+
+
+def _reasoning_text_delta(
+    msg: core.ReasoningRawContentDeltaEvent, thread_id: str, turn_id: str
+) -> MappedNotification:
+    params = ReasoningTextDeltaNotification(
+        thread_id=thread_id,
+        turn_id=turn_id,
+        item_id=msg.item_id,
+        delta=msg.delta,
+        content_index=msg.content_index,
+    )
+    return "item/reasoning/textDelta", params
+
+
+def _plan_delta(msg: core.PlanDeltaEvent, thread_id: str, turn_id: str) -> MappedNotification:
+    params = PlanDeltaNotification(
+        thread_id=thread_id, turn_id=turn_id, item_id=msg.item_id, delta=msg.delta
+    )
+    return "item/plan/delta", params
+
+
+def _summary_part_added(
+    msg: core.AgentReasoningSectionBreakEvent, thread_id: str, turn_id: str
+) -> MappedNotification:
+    params = ReasoningSummaryPartAddedNotification(
+        thread_id=thread_id, turn_id=turn_id, item_id=msg.item_id, summary_index=msg.summary_index
+    )
+    return "item/reasoning/summaryPartAdded", params
+
+
+def _terminal_interaction(
+    msg: core.TerminalInteractionEvent, thread_id: str, turn_id: str
+) -> MappedNotification:
+    params = TerminalInteractionNotification(
+        thread_id=thread_id,
+        turn_id=turn_id,
+        item_id=msg.call_id,
+        process_id=msg.process_id,
+        stdin=msg.stdin,
+    )
+    return "item/commandExecution/terminalInteraction", params
+
+
+def _patch_updated(
+    msg: core.PatchApplyUpdatedEvent, thread_id: str, turn_id: str
+) -> MappedNotification:
+    params = FileChangePatchUpdatedNotification(
+        thread_id=thread_id,
+        turn_id=turn_id,
+        item_id=msg.call_id,
+        changes=convert_patch_changes(msg.changes),
+    )
+    return "item/fileChange/patchUpdated", params
+
+
+# --- first-class items (live) and the legacy begin/end item events ----------------------------
+
+
+def _item_started(
+    msg: core.ItemStartedEvent, thread_id: str, turn_id: str
+) -> MappedNotification | None:
+    return _started(thread_item_from_turn_item(msg.item), thread_id, turn_id, msg.started_at_ms)
+
+
+def _item_completed(
+    msg: core.ItemCompletedEvent, thread_id: str, turn_id: str
+) -> MappedNotification | None:
+    item = thread_item_from_turn_item(msg.item)
+    return _completed(item, thread_id, turn_id, msg.completed_at_ms)
+
+
+def _exec_begin(
+    msg: core.ExecCommandBeginEvent, thread_id: str, turn_id: str
+) -> MappedNotification | None:
+    item = build_command_execution_begin_item(msg)
+    return _started(item, thread_id, turn_id, msg.started_at_ms)
+
+
+def _exec_end(
+    msg: core.ExecCommandEndEvent, thread_id: str, turn_id: str
+) -> MappedNotification | None:
+    item = build_command_execution_end_item(msg)
+    return _completed(item, thread_id, turn_id, msg.completed_at_ms)
+
+
+def _mcp_begin(
+    msg: core.McpToolCallBeginEvent, thread_id: str, turn_id: str
+) -> MappedNotification | None:
+    item = build_mcp_tool_call_begin_item(msg)
+    return _started(item, thread_id, turn_id, _producer_time(msg, "started_at_ms"))
+
+
+def _mcp_end(
+    msg: core.McpToolCallEndEvent, thread_id: str, turn_id: str
+) -> MappedNotification | None:
+    item = build_mcp_tool_call_end_item(msg)
+    return _completed(item, thread_id, turn_id, _producer_time(msg, "completed_at_ms"))
+
+
+def _patch_begin(
+    msg: core.PatchApplyBeginEvent, thread_id: str, turn_id: str
+) -> MappedNotification | None:
+    item = build_file_change_begin_item(msg)
+    return _started(item, thread_id, turn_id, _producer_time(msg, "started_at_ms"))
+
+
+def _patch_end(
+    msg: core.PatchApplyEndEvent, thread_id: str, turn_id: str
+) -> MappedNotification | None:
+    item = build_file_change_end_item(msg)
+    return _completed(item, thread_id, turn_id, _producer_time(msg, "completed_at_ms"))
+
+
+def _dynamic_tool_response(
+    msg: core.DynamicToolCallResponseEvent, thread_id: str, turn_id: str
+) -> MappedNotification | None:
+    item = build_dynamic_tool_call_response_item(msg)
+    # its turn is the payload's, not the envelope's
+    return _completed(item, thread_id, msg.turn_id, msg.completed_at_ms)
+
+
+def _sub_agent_activity(
+    msg: core.SubAgentActivityEvent, thread_id: str, turn_id: str
+) -> MappedNotification | None:
+    item = build_sub_agent_activity_event_item(msg)
+    return _completed(item, thread_id, turn_id, msg.occurred_at_ms)
+
+
+# --- the ten collab agent events: begin -> an in-progress item, end -> the finished item -------
+
+
+def _spawn_begin(
+    msg: core.CollabAgentSpawnBeginEvent, thread_id: str, turn_id: str
+) -> MappedNotification | None:
+    item = build_collab_agent_tool_call_item(
+        call_id=msg.call_id,
+        tool="spawnAgent",
+        status="inProgress",
+        sender_thread_id=msg.sender_thread_id,
+        prompt=msg.prompt,
+        model=msg.model,
+        reasoning_effort=msg.reasoning_effort,
+    )
+    return _started(item, thread_id, turn_id, msg.started_at_ms)
+
+
+def _spawn_end(
+    msg: core.CollabAgentSpawnEndEvent, thread_id: str, turn_id: str
+) -> MappedNotification | None:
+    spawned = msg.new_thread_id
+    # a spawn without a new thread failed, whatever status it reports
+    status = collab_end_status(msg.status) if spawned is not None else "failed"
+    item = build_collab_agent_tool_call_item(
+        call_id=msg.call_id,
+        tool="spawnAgent",
+        status=status,
+        sender_thread_id=msg.sender_thread_id,
+        receiver_thread_ids=[] if spawned is None else [spawned],
+        prompt=msg.prompt,
+        model=msg.model,
+        reasoning_effort=msg.reasoning_effort,
+        agent_statuses={} if spawned is None else {spawned: msg.status},
+    )
+    return _completed(item, thread_id, turn_id, msg.completed_at_ms)
+
+
+def _interaction_begin(
+    msg: core.CollabAgentInteractionBeginEvent, thread_id: str, turn_id: str
+) -> MappedNotification | None:
+    item = build_collab_agent_tool_call_item(
+        call_id=msg.call_id,
+        tool="sendInput",
+        status="inProgress",
+        sender_thread_id=msg.sender_thread_id,
+        receiver_thread_ids=[msg.receiver_thread_id],
+        prompt=msg.prompt,
+    )
+    return _started(item, thread_id, turn_id, msg.started_at_ms)
+
+
+def _interaction_end(
+    msg: core.CollabAgentInteractionEndEvent, thread_id: str, turn_id: str
+) -> MappedNotification | None:
+    item = build_collab_agent_tool_call_item(
+        call_id=msg.call_id,
+        tool="sendInput",
+        status=collab_end_status(msg.status),
+        sender_thread_id=msg.sender_thread_id,
+        receiver_thread_ids=[msg.receiver_thread_id],
+        prompt=msg.prompt,
+        agent_statuses={msg.receiver_thread_id: msg.status},
+    )
+    return _completed(item, thread_id, turn_id, msg.completed_at_ms)
+
+
+def _waiting_begin(
+    msg: core.CollabWaitingBeginEvent, thread_id: str, turn_id: str
+) -> MappedNotification | None:
+    item = build_collab_agent_tool_call_item(
+        call_id=msg.call_id,
+        tool="wait",
+        status="inProgress",
+        sender_thread_id=msg.sender_thread_id,
+        receiver_thread_ids=msg.receiver_thread_ids,
+    )
+    return _started(item, thread_id, turn_id, msg.started_at_ms)
+
+
+def _waiting_end(
+    msg: core.CollabWaitingEndEvent, thread_id: str, turn_id: str
+) -> MappedNotification | None:
+    item = build_collab_agent_tool_call_item(
+        call_id=msg.call_id,
+        tool="wait",
+        status=collab_end_status(*msg.statuses.values()),
+        sender_thread_id=msg.sender_thread_id,
+        receiver_thread_ids=sorted(msg.statuses),
+        agent_statuses=msg.statuses,
+    )
+    return _completed(item, thread_id, turn_id, msg.completed_at_ms)
+
+
+def _receiver_begin(tool: CollabAgentTool) -> _Row:
+    def row(
+        msg: core.CollabCloseBeginEvent | core.CollabResumeBeginEvent, thread_id: str, turn_id: str
+    ) -> MappedNotification | None:
+        item = build_collab_agent_tool_call_item(
+            call_id=msg.call_id,
+            tool=tool,
+            status="inProgress",
+            sender_thread_id=msg.sender_thread_id,
+            receiver_thread_ids=[msg.receiver_thread_id],
+        )
+        return _started(item, thread_id, turn_id, msg.started_at_ms)
+
+    return row
+
+
+def _receiver_end(tool: CollabAgentTool) -> _Row:
+    def row(
+        msg: core.CollabCloseEndEvent | core.CollabResumeEndEvent, thread_id: str, turn_id: str
+    ) -> MappedNotification | None:
+        item = build_collab_agent_tool_call_item(
+            call_id=msg.call_id,
+            tool=tool,
+            status=collab_end_status(msg.status),
+            sender_thread_id=msg.sender_thread_id,
+            receiver_thread_ids=[msg.receiver_thread_id],
+            agent_statuses={msg.receiver_thread_id: msg.status},
+        )
+        return _completed(item, thread_id, turn_id, msg.completed_at_ms)
+
+    return row
+
+
+EVENT_ROWS: Final[dict[type[Any], _Row]] = {
+    core.AgentMessageContentDeltaEvent: _agent_message_delta,
+    core.ExecCommandOutputDeltaEvent: _command_output_delta,
+    core.ReasoningContentDeltaEvent: _reasoning_summary_delta,
+    core.ReasoningRawContentDeltaEvent: _reasoning_text_delta,
+    core.PlanDeltaEvent: _plan_delta,
+    core.AgentReasoningSectionBreakEvent: _summary_part_added,
+    core.TerminalInteractionEvent: _terminal_interaction,
+    core.PatchApplyUpdatedEvent: _patch_updated,
+    core.ItemStartedEvent: _item_started,
+    core.ItemCompletedEvent: _item_completed,
+    core.ExecCommandBeginEvent: _exec_begin,
+    core.ExecCommandEndEvent: _exec_end,
+    core.McpToolCallBeginEvent: _mcp_begin,
+    core.McpToolCallEndEvent: _mcp_end,
+    core.PatchApplyBeginEvent: _patch_begin,
+    core.PatchApplyEndEvent: _patch_end,
+    core.DynamicToolCallResponseEvent: _dynamic_tool_response,
+    core.SubAgentActivityEvent: _sub_agent_activity,
+    core.CollabAgentSpawnBeginEvent: _spawn_begin,
+    core.CollabAgentSpawnEndEvent: _spawn_end,
+    core.CollabAgentInteractionBeginEvent: _interaction_begin,
+    core.CollabAgentInteractionEndEvent: _interaction_end,
+    core.CollabWaitingBeginEvent: _waiting_begin,
+    core.CollabWaitingEndEvent: _waiting_end,
+    core.CollabCloseBeginEvent: _receiver_begin("closeAgent"),
+    core.CollabResumeBeginEvent: _receiver_begin("resumeAgent"),
+    core.CollabCloseEndEvent: _receiver_end("closeAgent"),
+    core.CollabResumeEndEvent: _receiver_end("resumeAgent"),
+}
+"""Core event class -> its row (see the module docstring)."""

@@ -23,7 +23,7 @@ from typing import Any, cast, get_args
 
 from pydantic import BaseModel, Discriminator, Tag
 
-__all__ = ["UNKNOWN_TAG", "tag_of", "tagged_discriminator", "variant_tags"]
+__all__ = ["UNKNOWN_TAG", "tag_of", "tagged_discriminator", "variant_models", "variant_tags"]
 
 #: Union tag used for the lossless ``Unknown*`` member of every union.
 UNKNOWN_TAG = "<unknown>"
@@ -59,6 +59,21 @@ def variant_tags(variants: Any) -> dict[str, str]:
         for literal in get_args(annotation):
             mapping[str(literal)] = tag.tag
     return mapping
+
+
+def variant_models(variants: Any) -> dict[str, type[BaseModel]]:
+    """``wire tag -> member model`` for each known member of a union (the ``Unknown*`` member
+    excluded): validating with the member's own model is what the union does for that tag,
+    without the discriminator's round trip."""
+    models: dict[str, type[BaseModel]] = {}
+    for member in get_args(variants):
+        model, tag = get_args(member)
+        if tag.tag == UNKNOWN_TAG:
+            continue
+        cls = cast("type[BaseModel]", model)
+        for literal in get_args(cls.model_fields[_FIELD].annotation):
+            models[str(literal)] = cls
+    return models
 
 
 def tagged_discriminator(

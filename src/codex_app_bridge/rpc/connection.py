@@ -55,7 +55,7 @@ from __future__ import annotations
 
 import itertools
 import logging
-from collections import deque
+from collections import Counter, deque
 from collections.abc import Awaitable, Callable, Iterable
 from dataclasses import dataclass, field
 from enum import Enum
@@ -286,6 +286,9 @@ class Connection:
         self._idle = anyio.Event()
         self._tickets: set[ScopeTicket] = set()
         self._own_requests: set[int] = set()
+        self._unhandled: dict[int, str] = {}
+        """id(request) -> its ``method/threadId`` key, from receipt until its handler returned."""
+        self._unhandled_keys: Counter[str] = Counter()
 
     # ---------------------------------------------------------------------------- outbox surface
 
@@ -424,6 +427,25 @@ class Connection:
         finally:
             self._own_requests.discard(pending.id)
 
+    def unhandled(self, method: str, thread_id: str) -> int:
+        """Requests for ``method`` on ``thread_id`` received but whose handler has not returned
+        yet (queued, waiting for their thread's turn, or running)."""
+        return self._unhandled_keys[_request_key(method, thread_id)]
+
+    def _track(self, request: Request) -> None:
+        params = request.params
+        thread_id = params.get("threadId") if isinstance(params, dict) else None
+        key = _request_key(request.method, thread_id if isinstance(thread_id, str) else "")
+        self._unhandled[id(request)] = key
+        self._unhandled_keys[key] += 1
+
+    def _untrack(self, request: Request) -> None:
+        key = self._unhandled.pop(id(request), None)
+        if key is not None:
+            self._unhandled_keys[key] -= 1
+            if not self._unhandled_keys[key]:
+                del self._unhandled_keys[key]
+
     # ---------------------------------------------------------------------------- lifecycle
 
     def close(self) -> None:
@@ -464,6 +486,8 @@ class Connection:
                     tg.cancel_scope.cancel()
         finally:
             self._task_group = None
+            self._unhandled.clear()
+            self._unhandled_keys.clear()
             self._closed = True
             self._backlog.clear()
             self._backlog_bytes = 0
@@ -508,6 +532,7 @@ class Connection:
         if isinstance(message, Request):
             try:
                 ingress.send_nowait(message)
+                self._track(message)
             except anyio.WouldBlock:
                 logger.warning(
                     "ingress queue full on connection %s; answering request %r overloaded",
@@ -536,6 +561,7 @@ class Connection:
     async def _accept(self, request: Request, tg: anyio.abc.TaskGroup) -> None:
         spec = self._table.get(request.method)
         if spec is None:
+            self._untrack(request)
             await self._send_error(request.id, self._table.unknown_method_error(request.method))
             return
         try:
@@ -545,6 +571,7 @@ class Connection:
                 await self._gate(ctx)
             key = spec.scope_key(params, self._connection_id)
         except Exception as exc:
+            self._untrack(request)
             await self._send_error(request.id, exc)
             return
         if spec.inline:
@@ -563,6 +590,7 @@ class Connection:
                 await ticket.wait_turn()
             await self._execute(ctx)
         finally:
+            self._untrack(ctx.request)
             if ticket is not None:
                 ticket.release()
                 self._tickets.discard(ticket)
@@ -572,7 +600,10 @@ class Connection:
                 self._idle.set()
 
     async def _execute(self, ctx: RequestContext) -> None:
-        outcome = await self._dispatcher.invoke(ctx)
+        try:
+            outcome = await self._dispatcher.invoke(ctx)
+        finally:
+            self._untrack(ctx.request)
         deferred = ctx._deferred  # pyright: ignore[reportPrivateUsage]
         if isinstance(outcome, Failed):
             if deferred is not None:
@@ -610,6 +641,10 @@ class Connection:
         elif self.congested and self.policy is OutboundPolicy.BACKPRESSURE:
             await self.wait_writable()
         return True
+
+
+def _request_key(method: str, thread_id: str) -> str:
+    return f"{method}\0{thread_id}"
 
 
 if TYPE_CHECKING:

@@ -262,6 +262,7 @@ class Handlers:
             history=history,
             on_turn_end=record.touch,
             interrupt_grace=server.interrupt_grace,
+            pending_interrupts=partial(server.unhandled_requests, "turn/interrupt", thread_id),
         )
         server.store.add(record)
         server.start_runtime(record.runtime)

@@ -21,10 +21,10 @@ What the runtime guarantees whatever the source does:
   ``{}`` right before the turn's terminal notifications (``thread/status/changed``,
   ``turn/completed``), by the runtime itself (``DeferredReply``), so two interrupts sent back to
   back are both answered before ``turn/completed``. The ``interrupt`` op goes to the source once;
-  The terminal event of an interrupted turn is held until ``INTERRUPT_SETTLE`` seconds after the
-  latest interrupt request, so that requests a client sent back to back (already on their way
-  through the connection) find the turn still running, as they do in the real server, where the
-  abort takes core a while. A source that has not ended the turn ``INTERRUPT_GRACE`` seconds later gets a ``turn_aborted``
+  The terminal event of an interrupted turn is held while more ``turn/interrupt`` requests for
+  the thread have been received by a connection and not handled yet (``pending_interrupts``,
+  at most ``INTERRUPT_SETTLE`` seconds), so that requests a client sent back to back find the
+  turn still running, as they do in the real server, where the abort takes core a while. A source that has not ended the turn ``INTERRUPT_GRACE`` seconds later gets a ``turn_aborted``
   synthesized for it and is dropped (its task cancelled, what it still had is discarded): it no
   longer answers, so the next turn opens a new session.
 * **A session that ends** (its producer died) while a turn runs: the turn fails with an ``error``
@@ -104,8 +104,9 @@ HISTORY_EVENT_TYPES: Final = frozenset(
 )
 """Event types kept in a thread's history log (what the paginated history builder reads)."""
 
-INTERRUPT_SETTLE: Final = 0.02
-"""Seconds an interrupted turn's end waits after the latest ``turn/interrupt`` (see above)."""
+INTERRUPT_SETTLE: Final = 1.0
+"""Longest an interrupted turn's end waits for interrupt requests still in flight (see above)."""
+_SETTLE_POLL: Final = 0.005
 
 _ABANDONED_KEPT: Final = 16
 
@@ -146,6 +147,7 @@ class ThreadRuntime:
         history: list[EventEnvelope] | None = None,
         on_turn_end: Callable[[], None] | None = None,
         interrupt_grace: float = INTERRUPT_GRACE,
+        pending_interrupts: Callable[[], int] | None = None,
     ) -> None:
         self.thread_id = thread_id
         self.listener = listener
@@ -156,6 +158,7 @@ class ThreadRuntime:
         self._session_done = False
         self._on_turn_end = on_turn_end
         self._grace = interrupt_grace
+        self._pending_interrupts = pending_interrupts or (lambda: 0)
         self._turn: _Turn | None = None
         self._abandoned: deque[str] = deque(maxlen=_ABANDONED_KEPT)
         self._held: list[EventEnvelope] = []
@@ -199,7 +202,6 @@ class ThreadRuntime:
             reply.resolve({})
             return
         turn.interrupt_replies.append(reply)
-        turn.settle_at = anyio.current_time() + INTERRUPT_SETTLE
         if turn.interrupt_deadline is None:
             turn.interrupt_deadline = anyio.current_time() + self._grace
             self._submit(Submission(id=turn.turn_id, op=InterruptOp()))
@@ -296,16 +298,23 @@ class ThreadRuntime:
         turn = self._turn
         if turn is None or turn.interrupt_deadline is None:
             return math.inf
-        if self._held and turn.settle_at is not None:
-            return min(turn.settle_at, turn.interrupt_deadline)
+        if self._held:
+            return anyio.current_time() + _SETTLE_POLL
         return turn.interrupt_deadline
+
+    def _settling(self, turn: _Turn) -> bool:
+        """An interrupted turn's end waits: interrupt requests are still in flight."""
+        if turn.interrupt_deadline is None or not self._pending_interrupts():
+            return False
+        now = anyio.current_time()
+        if turn.settle_at is None:
+            turn.settle_at = now + INTERRUPT_SETTLE
+        return now < turn.settle_at
 
     def _release_held(self) -> list[EventEnvelope]:
         turn = self._turn
-        if turn is not None and turn.settle_at is not None:
-            if anyio.current_time() < turn.settle_at:
-                return []
-            turn.settle_at = None
+        if turn is not None and self._settling(turn):
+            return []
         session = self._session
         events = self._held + (session.take_events() if session is not None else [])
         self._held = []
@@ -316,10 +325,10 @@ class ThreadRuntime:
             turn = self._turn
             if (
                 turn is not None
-                and turn.settle_at is not None
+                and turn.interrupt_deadline is not None
                 and envelope.id == turn.turn_id
                 and envelope.msg.type in TURN_END_TYPES
-                and anyio.current_time() < turn.settle_at
+                and self._settling(turn)
             ):
                 self._held = events[index:]
                 return

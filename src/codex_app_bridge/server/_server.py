@@ -137,6 +137,11 @@ class BridgeServer:
             self.hub.remove_connection(connection.connection_id)
             logger.info("connection %s closed", connection.connection_id)
 
+    def unhandled_requests(self, method: str, thread_id: str) -> int:
+        """Requests for ``method`` on ``thread_id`` received by any connection and not handled
+        yet (the thread runtime holds an interrupted turn's end for them)."""
+        return sum(c.unhandled(method, thread_id) for c in self._connections.values())
+
     # ------------------------------------------------------------------ threads
 
     def start_runtime(self, runtime: ThreadRuntime) -> None:

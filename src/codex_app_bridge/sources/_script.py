@@ -44,7 +44,12 @@ import anyio
 import orjson
 from pydantic import ValidationError
 
-from codex_app_bridge.protocol.core import EVENT_MSG_ADAPTER, ErrorEvent, EventMsg
+from codex_app_bridge.protocol.core import (
+    EVENT_MSG_ADAPTER,
+    ErrorEvent,
+    EventMsg,
+    validate_event_msg,
+)
 from codex_app_bridge.protocol.jsonrpc import now_ms
 from codex_app_bridge.sources._base import (
     TURN_END_TYPES,
@@ -212,7 +217,7 @@ def _envelope(raw: bytes, number: int, name: str) -> tuple[str, dict[str, Any], 
 
 def _validated(event: dict[str, Any], number: int, name: str) -> EventMsg:
     try:
-        return EVENT_MSG_ADAPTER.validate_python(event)
+        return validate_event_msg(event)
     except ValidationError as exc:
         first = exc.errors(include_url=False)[0]
         where = ".".join(str(part) for part in first["loc"])
@@ -445,17 +450,20 @@ class ScriptSource:
         replacements += [(quoted(t), quoted(request.thread_id)) for t in index.thread_ids]
         previous: float | None = None
         first = True
+        recorded = self.pacing.recorded
+        paced = recorded or bool(self.pacing.delay)
         for number, raw in span_lines(index.path, span):
             for old, new in replacements:
                 raw = raw.replace(old, new)
             _, msg, envelope = _envelope(raw, number, self.name)
-            at = recorded_time(envelope)
-            wait = 0.0 if first else self.pacing.wait_before(previous, at)
-            first = False
-            if wait > 0:
-                await anyio.sleep(wait)
-            if at is not None:
-                previous = at
+            if paced:
+                at = recorded_time(envelope) if recorded else None
+                wait = 0.0 if first else self.pacing.wait_before(previous, at)
+                first = False
+                if wait > 0:
+                    await anyio.sleep(wait)
+                if at is not None:
+                    previous = at
             yield _validated(msg, number, self.name)
 
     async def _play_parsed(

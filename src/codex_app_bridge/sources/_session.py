@@ -219,7 +219,7 @@ class TurnPlayer:
             for event in user_message_events(
                 self._config.thread_id, playing.turn_id, item, now_ms()
             ):
-                self._emit(EventEnvelope(id=playing.turn_id, msg=event))
+                self._emit(EventEnvelope.trusted(playing.turn_id, event))
 
     async def _play(self, turn_id: str, op: UserTurnOp | UserInputOp) -> None:
         model = op.model if isinstance(op, UserTurnOp) else self._config.model
@@ -245,7 +245,7 @@ class TurnPlayer:
                         async for event in events:
                             if event.type not in TURN_START_TYPES:
                                 self._emit_steers(playing)
-                            self._emit(EventEnvelope(id=turn_id, msg=event))
+                            self._emit(EventEnvelope.trusted(turn_id, event))
                             if event.type in TURN_END_TYPES:
                                 ended = True
                                 break

@@ -130,6 +130,7 @@ from codex_app_bridge.protocol.core._event_msg import (
     agent_status_message,
     dump_event_msg,
     parse_event_msg,
+    validate_event_msg,
 )
 from codex_app_bridge.protocol.core._op import (
     OP_ADAPTER,
@@ -579,4 +580,5 @@ __all__ = [
     "parse_event_envelope",
     "parse_event_msg",
     "parse_rollout_line",
+    "validate_event_msg",
 ]

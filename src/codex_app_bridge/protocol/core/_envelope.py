@@ -26,6 +26,20 @@ class EventEnvelope(CoreModel):
     id: str
     msg: EventMsg
 
+    @classmethod
+    def trusted(cls, id: str, msg: EventMsg) -> EventEnvelope:
+        """An envelope around an event that is already a validated model (no re-validation:
+        the hot path of every source)."""
+        envelope = cls.__new__(cls)
+        object.__setattr__(envelope, "__dict__", {"id": id, "msg": msg})
+        object.__setattr__(envelope, "__pydantic_fields_set__", _FIELDS)
+        object.__setattr__(envelope, "__pydantic_extra__", {})
+        object.__setattr__(envelope, "__pydantic_private__", None)
+        return envelope
+
+
+_FIELDS = frozenset({"id", "msg"})
+
 
 EVENT_ENVELOPE_ADAPTER: TypeAdapter[EventEnvelope] = TypeAdapter(EventEnvelope)
 

@@ -35,12 +35,17 @@ from __future__ import annotations
 import base64
 import binascii
 from collections.abc import Mapping
-from typing import Annotated, Literal, TypeAlias
+from typing import Annotated, Any, Literal, TypeAlias
 
-from pydantic import Field, JsonValue, Tag, TypeAdapter
+from pydantic import BaseModel, Field, JsonValue, Tag, TypeAdapter
 
 from codex_app_bridge.protocol._base import CoreModel, is_none, omit_none, union_adapter
-from codex_app_bridge.protocol._tagged import UNKNOWN_TAG, tagged_discriminator, variant_tags
+from codex_app_bridge.protocol._tagged import (
+    UNKNOWN_TAG,
+    tagged_discriminator,
+    variant_models,
+    variant_tags,
+)
 from codex_app_bridge.protocol.core._response_item import (
     MessagePhase,
     ResponseItem,
@@ -173,6 +178,7 @@ __all__ = [
     "agent_status_message",
     "dump_event_msg",
     "parse_event_msg",
+    "validate_event_msg",
 ]
 
 
@@ -1424,6 +1430,21 @@ EventMsg = Annotated[_EventMsgVariants, tagged_discriminator(_EventMsgVariants, 
 
 
 EVENT_MSG_ADAPTER: TypeAdapter[EventMsg] = union_adapter(EventMsg, title="EventMsg")
+
+_EVENT_MODELS: dict[str, type[BaseModel]] = {}
+
+
+def validate_event_msg(data: dict[str, Any]) -> EventMsg:
+    """Validate one decoded ``EventMsg`` object, as ``EVENT_MSG_ADAPTER.validate_python`` does,
+    but straight with the model its tag names (the hot path of scripts and producers); an
+    unknown tag goes through the union (``UnknownEventMsg``)."""
+    if not _EVENT_MODELS:
+        _EVENT_MODELS.update(variant_models(_EventMsgVariants))
+    model = _EVENT_MODELS.get(data.get("type"))  # type: ignore[arg-type]
+    if model is None:
+        return EVENT_MSG_ADAPTER.validate_python(data)
+    event: EventMsg = model.model_validate(data)  # pyright: ignore[reportAssignmentType]
+    return event
 
 
 def parse_event_msg(data: bytes | str) -> EventMsg:

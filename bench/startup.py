@@ -1,0 +1,101 @@
+#!/usr/bin/env python3
+"""Start-up: time from spawn to the ``initialize`` answer, bridge versus the real server, in one
+run (variants interleaved, median of several spawns each).
+
+Bridge variants: no script / a ``--script`` of N deltas (default 200,000), each warm (the normal
+bytecode caches, populated by one discarded spawn) and cold (``PYTHONPYCACHEPREFIX`` set to a new
+empty directory for every spawn, so that nothing at all, the standard library included, comes from
+a bytecode cache: the worst case). The real binary has no script and no bytecode; its first spawn
+is reported separately.
+
+    .venv/bin/python bench/startup.py [--runs 5] [--deltas 200000] [--servers bridge,real]
+                                       [--no-script]
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import tempfile
+import time
+from collections.abc import Callable
+from pathlib import Path
+
+from _common import (
+    StdioClient,
+    bridge_argv,
+    bridge_env,
+    median,
+    parse_servers,
+    ratio,
+    write_delta_script,
+)
+from _real import real_servers
+
+
+def time_to_initialize(client: StdioClient) -> float:
+    with client:
+        client.initialize()
+        return time.perf_counter() - client.spawned_at
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--runs", type=int, default=5)
+    parser.add_argument("--deltas", type=int, default=200_000)
+    parser.add_argument("--servers", default="bridge,real", help="bridge, real or both")
+    parser.add_argument("--no-script", action="store_true", help="skip the --script variants")
+    args = parser.parse_args()
+    servers = parse_servers(parser, args.servers, ("bridge", "real"))
+
+    with tempfile.TemporaryDirectory(prefix="bench-startup-") as tmp, contextlib.ExitStack() as st:
+        script = Path(tmp) / "deltas.jsonl"
+        cold_dirs = iter(range(1 << 30))
+
+        def bridge(with_script: bool, cold: bool) -> Callable[[], StdioClient]:
+            def spawn() -> StdioClient:
+                extra = {"PYTHONPYCACHEPREFIX": f"{tmp}/pyc-{next(cold_dirs)}"} if cold else None
+                argv = bridge_argv("serve", *(["--script", str(script)] if with_script else []))
+                return StdioClient(argv, bridge_env(extra))
+
+            return spawn
+
+        variants: dict[str, Callable[[], StdioClient]] = {}
+        if "bridge" in servers:
+            variants["bridge, warm"] = bridge(False, False)
+            variants["bridge, cold"] = bridge(False, True)
+            if not args.no_script:
+                write_delta_script(script, args.deltas)
+                size_mb = script.stat().st_size / 1e6
+                large = f"bridge --script ({args.deltas:,} deltas, {size_mb:.0f} MB)"
+                variants[f"{large}, warm"] = bridge(True, False)
+                variants[f"{large}, cold"] = bridge(True, True)
+            time_to_initialize(bridge(False, False)())  # populate the warm bytecode caches
+        first_real: float | None = None
+        if "real" in servers:
+            real = st.enter_context(real_servers())
+            variants["real 0.163.0"] = lambda: real.spawn()[0]
+            first_real = time_to_initialize(real.spawn()[0])
+
+        times: dict[str, list[float]] = {name: [] for name in variants}
+        for _ in range(args.runs):
+            for name, spawn in variants.items():
+                times[name].append(time_to_initialize(spawn()))
+
+    print(f"spawn -> initialize answer, median of {args.runs} (min-max), in ms:")
+    width = max(len(name) for name in times)
+    for name, values in times.items():
+        print(
+            f"  {name:<{width}} {median(values) * 1000:7.0f} "
+            f"({min(values) * 1000:.0f}-{max(values) * 1000:.0f})"
+        )
+    if first_real is not None:
+        print(f"  {'real 0.163.0, first spawn of the run':<{width}} {first_real * 1000:7.0f}")
+        real_median = median(times["real 0.163.0"])
+        for name, values in times.items():
+            if name.startswith("bridge"):
+                print(f"  {name:<{width}} / real: {ratio(median(values), real_median)}")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,150 @@
+"""``python -m codex_app_bridge.conformance``: run the suite and print the match table.
+
+Columns: units compared and equal in total, then per part: the notification stream (with the
+responses and server requests), the final ``thread/read`` answers, and ``history`` (the turns
+``codex-app-bridge history`` rebuilds from the real rollout against the real ``thread/read``).
+
+``--clients`` adds the client matrix (:mod:`._matrix`): per client library, the outcome fields
+and wire messages compared and equal; they count in the total.
+
+Exit status: 0 when the total match percentage is at least ``--threshold`` (default 0), 1 below
+it, 2 on bad arguments. ``--details`` lists every difference under the table; ``--json FILE``
+writes the whole result; ``--scratch DIR`` keeps each scenario's artefacts (both sessions, the
+derived script, the stderr logs) there.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from collections.abc import Sequence
+from dataclasses import replace
+from pathlib import Path
+
+from codex_app_bridge.conformance._compare import Comparison
+from codex_app_bridge.conformance._drive import PENDING_SCENARIOS
+from codex_app_bridge.conformance._matrix import PENDING as PENDING_CLIENTS
+from codex_app_bridge.conformance._matrix import ClientResult, run_matrix
+from codex_app_bridge.conformance._suite import ScenarioResult, run_suite_sync
+
+__all__ = ["format_table", "main"]
+
+
+def format_table(
+    results: Sequence[ScenarioResult], clients: Sequence[ClientResult] | None = None
+) -> str:
+    header = (
+        f"{'scenario':<16} {'compared':>8} {'equal':>6} {'match':>7}"
+        "   stream    thread/read  history"
+    )
+    lines = [header, "-" * len(header)]
+    total = Comparison()
+    for r in results:
+        t = r.total
+        total.add(t)
+        s, d, h = r.stream, r.reads, r.history
+        lines.append(
+            f"{r.name:<16} {t.compared:>8} {t.equal:>6} {t.percent:>6.1f}%"
+            f"   {s.equal:>3}/{s.compared:<4}  {d.equal:>3}/{d.compared:<4}"
+            f"   {h.equal:>3}/{h.compared:<4}"
+        )
+    for name, why in PENDING_SCENARIOS.items():
+        lines.append(f"{name:<16} {'-':>8} {'-':>6} {'-':>7}   pending: {why}")
+    if clients is not None:
+        sub = f"{'client':<16} {'compared':>8} {'equal':>6} {'match':>7}   outcome   wire"
+        lines += ["-" * len(header), sub, "-" * len(header)]
+        for c in clients:
+            t = c.total
+            total.add(t)
+            o, w = c.outcome, c.wire
+            lines.append(
+                f"{c.client:<16} {t.compared:>8} {t.equal:>6} {t.percent:>6.1f}%"
+                f"   {o.equal:>3}/{o.compared:<4} {w.equal:>3}/{w.compared:<4}"
+            )
+        for name, why in PENDING_CLIENTS.items():
+            lines.append(f"{name:<16} pending: {why}")
+    lines.append("-" * len(header))
+    lines.append(f"{'TOTAL':<16} {total.compared:>8} {total.equal:>6} {total.percent:>6.1f}%")
+    return "\n".join(lines)
+
+
+def format_details(results: Sequence[ScenarioResult], clients: Sequence[ClientResult] = ()) -> str:
+    out: list[str] = []
+    for r in results:
+        diffs = [*r.stream.differences, *r.reads.differences]
+        diffs += [replace(d, label="history: " + d.label) for d in r.history.differences]
+        if not diffs and not r.notes:
+            continue
+        out.append(f"\n## {r.name}: {r.description}")
+        out.extend(f"  note: {n}" for n in r.notes)
+        for d in diffs:
+            out.append(f"  {d.kind}: {d.label}")
+            out.extend(f"      {line}" for line in d.details[:12])
+    for c in clients:
+        out.append(f"\n## client {c.client}")
+        out.extend(f"  outcome: {line}" for line in c.outcome_diffs)
+        for d in c.wire.differences:
+            out.append(f"  {d.kind}: {d.label}")
+            out.extend(f"      {line}" for line in d.details[:12])
+    return "\n".join(out)
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(
+        prog="python -m codex_app_bridge.conformance",
+        description="Compare the bridge with the real codex app-server, scenario by scenario.",
+    )
+    parser.add_argument(
+        "--threshold",
+        type=float,
+        default=0.0,
+        metavar="PCT",
+        help="exit 1 when the total match percentage is below PCT",
+    )
+    parser.add_argument(
+        "--scenario",
+        action="append",
+        dest="scenarios",
+        metavar="NAME",
+        help="run only this scenario (repeatable)",
+    )
+    parser.add_argument("--details", action="store_true", help="list every difference")
+    parser.add_argument(
+        "--clients",
+        action="store_true",
+        help="also run the client matrix (openai-codex, codex-app-server-client)",
+    )
+    parser.add_argument("--json", type=Path, metavar="FILE", help="write the results as JSON")
+    parser.add_argument("--scratch", type=Path, metavar="DIR", help="keep artefacts here")
+    args = parser.parse_args(argv)
+    try:
+        results = run_suite_sync(args.scenarios, args.scratch, keep=args.scratch is not None)
+        clients = run_matrix(args.scratch) if args.clients else None
+    except ValueError as exc:
+        parser.error(str(exc))
+    except ImportError as exc:  # codex_cli_bin: the real binary comes with the `test` extra
+        parser.exit(
+            2,
+            f"{parser.prog}: needs the real codex binary ({exc}); "
+            "install the package with its `test` extra\n",
+        )
+    print(format_table(results, clients))
+    if args.details:
+        print(format_details(results, clients or ()))
+    if args.json is not None:
+        args.json.write_text(json.dumps([r.to_json() for r in results], indent=1) + "\n")
+    total = Comparison()
+    for item in [*results, *(clients or ())]:
+        total.add(item.total)
+    if total.percent < args.threshold:
+        print(
+            f"total match {total.percent:.1f}% is below the threshold {args.threshold}%",
+            file=sys.stderr,
+        )
+        return 1
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -1,0 +1,858 @@
+"""A scripted mock of the OpenAI Responses API (SSE), to drive the real ``codex`` offline.
+
+Role: the model side of a conformance or benchmark run. The real ``codex app-server`` (or
+``codex exec``) is pointed at it through the CODEX_HOME ``config.toml`` that
+:func:`codex_app_bridge.conformance.real_codex.write_codex_config` writes. Boundary: it knows the
+Responses wire format and nothing of the bridge; stdlib HTTP only, bound to 127.0.0.1.
+
+Stable API (other branches reuse it, e.g. the throughput benchmark)::
+
+    from codex_app_bridge.conformance.mock_responses import MockResponses
+
+    with MockResponses() as mock:          # a server thread on 127.0.0.1, a free port
+        mock.base_url                      # "http://127.0.0.1:PORT/v1": the provider base_url
+        mock.url                           # "http://127.0.0.1:PORT": the root (/_mock/* lives here)
+        mock.set_scenario("throughput", n=20000)   # select a scenario, reset counters and log
+        ...                                # run codex against mock.base_url
+        mock.requests()                    # every request since the last set_scenario
+
+From the shell: ``python -m codex_app_bridge.conformance.mock_responses --port 0`` prints
+``URL http://127.0.0.1:PORT`` (and ``PORT n``) on stdout and serves until interrupted.
+
+HTTP endpoints (same as ``tools/realpeer/mock_provider.py``):
+
+- ``POST /v1/responses``: the next reply of the active scenario (SSE stream or HTTP error);
+- ``GET /v1/models``: an empty model list;
+- ``POST /_mock/scenario`` ``{"name": str, "params": {...}}``: select a scenario, reset counters;
+- ``GET /_mock/requests``: JSON list of every request since then (headers without
+  ``authorization``, parsed JSON body);
+- ``GET /_mock/health``: ``{"ok": true}``.
+
+Scenarios (:data:`SCENARIOS`; ``n`` is the 0-based index of the ``/v1/responses`` request since the
+scenario was selected): ``plain`` (params ``text``, ``chunk``), ``reasoning``, ``shell`` (``cmd``),
+``apply_patch``, ``web_search``, ``error_retry`` (``failures``: HTTP 500s first), ``error_fatal``
+(always 500), ``stream_retry`` (``failures``: streams cut before ``response.completed``),
+``stream_failed`` (``response.failed``), ``interrupt`` (``delay_s`` between events), ``multi_turn``,
+``plan`` (``update_plan``), ``throughput`` (``n`` deltas, default 20000, written in large writes),
+``dynamic_tool`` (``tool``), ``client_flow`` (numbered answers; a prompt that says "interrupt"
+gets the slow stream). Tool-call scenarios look at the ``tools`` Codex offered to choose the
+call shape (``exec_command`` / ``shell_command`` / ``shell``; custom or function ``apply_patch``).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import threading
+import time
+from collections.abc import Callable, Iterable, Mapping
+from dataclasses import dataclass, field
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from types import TracebackType
+from typing import Any, Final, cast
+
+__all__ = [
+    "SCENARIOS",
+    "SSE",
+    "HTTPError",
+    "MockResponses",
+    "MockState",
+    "Reply",
+    "Scenario",
+    "sse_bytes",
+]
+
+JsonObject = dict[str, Any]
+
+USAGE: Final[JsonObject] = {
+    "input_tokens": 100,
+    "input_tokens_details": {"cached_tokens": 0},
+    "output_tokens": 20,
+    "output_tokens_details": {"reasoning_tokens": 0},
+    "total_tokens": 120,
+}
+
+# one HTTP write carries at most this many bytes of SSE: big enough that a 20k-delta stream is a
+# handful of writes, small enough not to hold the whole stream twice in memory
+_WRITE_CHUNK: Final = 1 << 20
+
+
+# --- SSE event builders (the public Responses streaming event shapes) -------------------------
+
+
+def ev_created(rid: str) -> JsonObject:
+    return {
+        "type": "response.created",
+        "response": {"id": rid, "object": "response", "status": "in_progress"},
+    }
+
+
+def ev_completed(rid: str, usage: JsonObject | None = None) -> JsonObject:
+    return {
+        "type": "response.completed",
+        "response": {
+            "id": rid,
+            "object": "response",
+            "status": "completed",
+            "usage": usage or USAGE,
+        },
+    }
+
+
+def ev_failed(rid: str, code: str, message: str) -> JsonObject:
+    return {
+        "type": "response.failed",
+        "response": {"id": rid, "status": "failed", "error": {"code": code, "message": message}},
+    }
+
+
+def message_events(
+    item_id: str, chunks: list[str], output_index: int = 0, phase: str | None = None
+) -> list[JsonObject]:
+    """An assistant message streamed as one ``output_text`` delta per chunk."""
+    text = "".join(chunks)
+    added: JsonObject = {
+        "type": "message",
+        "role": "assistant",
+        "id": item_id,
+        "status": "in_progress",
+        "content": [],
+    }
+    done: JsonObject = {
+        "type": "message",
+        "role": "assistant",
+        "id": item_id,
+        "status": "completed",
+        "content": [{"type": "output_text", "text": text, "annotations": []}],
+    }
+    if phase:
+        added["phase"] = phase
+        done["phase"] = phase
+    where = {"item_id": item_id, "output_index": output_index, "content_index": 0}
+    evs: list[JsonObject] = [
+        {"type": "response.output_item.added", "output_index": output_index, "item": added},
+        {
+            "type": "response.content_part.added",
+            **where,
+            "part": {"type": "output_text", "text": "", "annotations": []},
+        },
+    ]
+    evs.extend({"type": "response.output_text.delta", **where, "delta": c} for c in chunks)
+    evs.append({"type": "response.output_text.done", **where, "text": text})
+    evs.append(
+        {
+            "type": "response.content_part.done",
+            **where,
+            "part": {"type": "output_text", "text": text, "annotations": []},
+        }
+    )
+    evs.append({"type": "response.output_item.done", "output_index": output_index, "item": done})
+    return evs
+
+
+def reasoning_events(
+    item_id: str,
+    summary_parts: list[list[str]],
+    output_index: int = 0,
+    raw_chunks: list[str] | None = None,
+) -> list[JsonObject]:
+    """A reasoning item; each summary part is a list of delta chunks."""
+    evs: list[JsonObject] = [
+        {
+            "type": "response.output_item.added",
+            "output_index": output_index,
+            "item": {"type": "reasoning", "id": item_id, "summary": []},
+        }
+    ]
+    summary: list[JsonObject] = []
+    for si, chunks in enumerate(summary_parts):
+        where = {"item_id": item_id, "output_index": output_index, "summary_index": si}
+        evs.append(
+            {
+                "type": "response.reasoning_summary_part.added",
+                **where,
+                "part": {"type": "summary_text", "text": ""},
+            }
+        )
+        evs.extend(
+            {"type": "response.reasoning_summary_text.delta", **where, "delta": c} for c in chunks
+        )
+        text = "".join(chunks)
+        evs.append({"type": "response.reasoning_summary_text.done", **where, "text": text})
+        evs.append(
+            {
+                "type": "response.reasoning_summary_part.done",
+                **where,
+                "part": {"type": "summary_text", "text": text},
+            }
+        )
+        summary.append({"type": "summary_text", "text": text})
+    item: JsonObject = {
+        "type": "reasoning",
+        "id": item_id,
+        "summary": summary,
+        "encrypted_content": "bW9jay1lbmNyeXB0ZWQ=",
+    }
+    if raw_chunks:
+        evs.extend(
+            {
+                "type": "response.reasoning_text.delta",
+                "item_id": item_id,
+                "output_index": output_index,
+                "content_index": 0,
+                "delta": c,
+            }
+            for c in raw_chunks
+        )
+        item["content"] = [{"type": "reasoning_text", "text": "".join(raw_chunks)}]
+    evs.append({"type": "response.output_item.done", "output_index": output_index, "item": item})
+    return evs
+
+
+def function_call_events(
+    item_id: str, call_id: str, name: str, arguments: str | JsonObject, output_index: int = 0
+) -> list[JsonObject]:
+    args = arguments if isinstance(arguments, str) else json.dumps(arguments)
+    base: JsonObject = {"type": "function_call", "id": item_id, "call_id": call_id, "name": name}
+    where = {"item_id": item_id, "output_index": output_index}
+    return [
+        {
+            "type": "response.output_item.added",
+            "output_index": output_index,
+            "item": {**base, "arguments": "", "status": "in_progress"},
+        },
+        {"type": "response.function_call_arguments.delta", **where, "delta": args},
+        {"type": "response.function_call_arguments.done", **where, "arguments": args},
+        {
+            "type": "response.output_item.done",
+            "output_index": output_index,
+            "item": {**base, "arguments": args, "status": "completed"},
+        },
+    ]
+
+
+def custom_tool_call_events(
+    item_id: str, call_id: str, name: str, tool_input: str, output_index: int = 0
+) -> list[JsonObject]:
+    base: JsonObject = {"type": "custom_tool_call", "id": item_id, "call_id": call_id, "name": name}
+    where = {"item_id": item_id, "output_index": output_index}
+    return [
+        {
+            "type": "response.output_item.added",
+            "output_index": output_index,
+            "item": {**base, "input": "", "status": "in_progress"},
+        },
+        {"type": "response.custom_tool_call_input.delta", **where, "delta": tool_input},
+        {"type": "response.custom_tool_call_input.done", **where, "input": tool_input},
+        {
+            "type": "response.output_item.done",
+            "output_index": output_index,
+            "item": {**base, "input": tool_input, "status": "completed"},
+        },
+    ]
+
+
+def web_search_events(item_id: str, query: str, output_index: int = 0) -> list[JsonObject]:
+    action = {"type": "search", "query": query}
+    where = {"item_id": item_id, "output_index": output_index}
+    return [
+        {
+            "type": "response.output_item.added",
+            "output_index": output_index,
+            "item": {
+                "type": "web_search_call",
+                "id": item_id,
+                "status": "in_progress",
+                "action": action,
+            },
+        },
+        {"type": "response.web_search_call.in_progress", **where},
+        {"type": "response.web_search_call.searching", **where},
+        {"type": "response.web_search_call.completed", **where},
+        {
+            "type": "response.output_item.done",
+            "output_index": output_index,
+            "item": {
+                "type": "web_search_call",
+                "id": item_id,
+                "status": "completed",
+                "action": action,
+            },
+        },
+    ]
+
+
+def sse_bytes(events: Iterable[JsonObject]) -> bytes:
+    """Events framed as SSE (``event:`` + compact JSON ``data:``)."""
+    return b"".join(
+        b"event: %s\ndata: %s\n\n"
+        % (ev["type"].encode(), json.dumps(ev, separators=(",", ":")).encode())
+        for ev in events
+    )
+
+
+# --- replies -----------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True, slots=True)
+class SSE:
+    """A 200 ``text/event-stream`` reply.
+
+    ``delay_s`` > 0 writes one event at a time with that pause (a slow stream to interrupt);
+    ``close_early_after`` cuts the stream after that many events, without ``response.completed``.
+    ``body`` replaces ``events`` with pre-framed SSE bytes (the throughput scenario builds them
+    directly, which is much cheaper than one dict per delta).
+    """
+
+    events: list[JsonObject] = field(default_factory=list[JsonObject])
+    delay_s: float = 0.0
+    close_early_after: int | None = None
+    body: bytes | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class HTTPError:
+    """A non-200 JSON reply."""
+
+    status: int
+    body: JsonObject
+    headers: Mapping[str, str] = field(default_factory=dict[str, str])
+
+
+Reply = SSE | HTTPError
+Scenario = Callable[[int, JsonObject, JsonObject], Reply]
+"""(request index n, parsed request body, scenario params) -> reply."""
+
+
+# --- helpers that look at the request Codex sent ---------------------------------------------
+
+
+def _objects(value: object) -> list[JsonObject]:
+    """The JSON objects of a JSON array (anything else: none)."""
+    if not isinstance(value, list):
+        return []
+    return [cast(JsonObject, v) for v in cast(list[object], value) if isinstance(v, dict)]
+
+
+def tool_kinds(body: JsonObject) -> dict[str, str | None]:
+    """Tool name -> tool type (``function``, ``custom``, ...) of the tools Codex offered."""
+    kinds: dict[str, str | None] = {}
+    for tool in _objects(body.get("tools")):
+        fn = tool.get("function")
+        fn_name = cast(JsonObject, fn).get("name") if isinstance(fn, dict) else None
+        name = tool.get("name") or fn_name or tool.get("type")
+        kinds[str(name)] = tool.get("type")
+    return kinds
+
+
+def last_user_text(body: JsonObject) -> str:
+    for item in reversed(_objects(body.get("input"))):
+        if item.get("type") == "message" and item.get("role") == "user":
+            for part in _objects(item.get("content")):
+                if part.get("type") == "input_text":
+                    return str(part.get("text", ""))
+    return ""
+
+
+def chunks_of(text: str, size: int) -> list[str]:
+    return [text[i : i + size] for i in range(0, len(text), size)]
+
+
+LOREM: Final = (
+    "Hello from the mock model. This reply is streamed as many small output_text deltas "
+    "so that the client sees a realistic token-by-token stream. "
+)
+
+PATCH: Final = """*** Begin Patch
+*** Add File: hello.txt
++hello from apply_patch
++second line
+*** End Patch"""
+
+
+def _message_reply(rid: str, item_id: str, text: str, chunk: int = 5) -> SSE:
+    return SSE(
+        [ev_created(rid), *message_events(item_id, chunks_of(text, chunk)), ev_completed(rid)]
+    )
+
+
+def _shell_call(
+    body: JsonObject, cmd: str, call_id: str, output_index: int = 0
+) -> list[JsonObject]:
+    kinds = tool_kinds(body)
+    item_id = "fc_" + call_id
+    if "exec_command" in kinds:
+        args: JsonObject = {"cmd": cmd, "yield_time_ms": 10000}
+        return function_call_events(item_id, call_id, "exec_command", args, output_index)
+    if "shell_command" in kinds:
+        return function_call_events(
+            item_id, call_id, "shell_command", {"command": cmd}, output_index
+        )
+    return function_call_events(
+        item_id, call_id, "shell", {"command": ["bash", "-lc", cmd]}, output_index
+    )
+
+
+# --- scenarios ---------------------------------------------------------------------------------
+
+
+def sc_plain(n: int, body: JsonObject, p: JsonObject) -> Reply:
+    rid = f"resp_plain_{n}"
+    text = str(p.get("text", LOREM * 2))
+    return _message_reply(rid, f"msg_plain_{n}", text, int(p.get("chunk", 4)))
+
+
+def sc_reasoning(n: int, body: JsonObject, p: JsonObject) -> Reply:
+    rid = f"resp_reason_{n}"
+    parts = [
+        chunks_of("**Planning the answer**\n\nI should greet the user and explain briefly.", 6),
+        chunks_of("**Double-checking**\n\nThe greeting is short and correct.", 6),
+    ]
+    answer = chunks_of("Hi! I thought about it and here is my answer.", 5)
+    return SSE(
+        [
+            ev_created(rid),
+            *reasoning_events(f"rs_{n}", parts, 0),
+            *message_events(f"msg_reason_{n}", answer, 1),
+            ev_completed(rid),
+        ]
+    )
+
+
+def sc_shell(n: int, body: JsonObject, p: JsonObject) -> Reply:
+    rid = f"resp_shell_{n}"
+    if n == 0:
+        pre = chunks_of("I'll run a command.", 5)
+        return SSE(
+            [
+                ev_created(rid),
+                *message_events(f"msg_pre_{n}", pre, 0, phase="commentary"),
+                *_shell_call(body, str(p.get("cmd", "echo hello")), "call_shell_1", 1),
+                ev_completed(rid),
+            ]
+        )
+    return _message_reply(rid, f"msg_shell_{n}", "The command printed hello.")
+
+
+def sc_apply_patch(n: int, body: JsonObject, p: JsonObject) -> Reply:
+    rid = f"resp_patch_{n}"
+    if n > 0:
+        return _message_reply(rid, f"msg_patch_{n}", "Created hello.txt.")
+    kind = tool_kinds(body).get("apply_patch", "")
+    if kind == "custom":
+        call = custom_tool_call_events("ctc_1", "call_patch_1", "apply_patch", PATCH)
+    elif kind != "":
+        call = function_call_events("fc_patch_1", "call_patch_1", "apply_patch", {"input": PATCH})
+    else:  # no apply_patch tool: the shell tool runs it through a heredoc
+        call = _shell_call(body, f"apply_patch <<'EOF'\n{PATCH}\nEOF", "call_patch_1")
+    return SSE([ev_created(rid), *call, ev_completed(rid)])
+
+
+def sc_web_search(n: int, body: JsonObject, p: JsonObject) -> Reply:
+    rid = f"resp_ws_{n}"
+    answer = chunks_of("According to my search, the protocol is JSON-RPC.", 6)
+    return SSE(
+        [
+            ev_created(rid),
+            *web_search_events("ws_1", "codex app-server protocol"),
+            *message_events(f"msg_ws_{n}", answer, 1),
+            ev_completed(rid),
+        ]
+    )
+
+
+def sc_error_retry(n: int, body: JsonObject, p: JsonObject) -> Reply:
+    if n < int(p.get("failures", 1)):
+        err = {
+            "message": "mock internal server error",
+            "type": "server_error",
+            "code": "server_error",
+        }
+        return HTTPError(500, {"error": err})
+    return sc_plain(n, body, {"text": "Recovered after a 500."})
+
+
+def sc_stream_retry(n: int, body: JsonObject, p: JsonObject) -> Reply:
+    full = sc_plain(n, body, {"text": "This answer arrives on the second attempt."})
+    if n < int(p.get("failures", 1)) and isinstance(full, SSE):
+        return SSE(full.events, close_early_after=6)
+    return full
+
+
+def sc_error_fatal(n: int, body: JsonObject, p: JsonObject) -> Reply:
+    err = {"message": "mock internal server error (persistent)", "type": "server_error"}
+    return HTTPError(500, {"error": err})
+
+
+def sc_stream_failed(n: int, body: JsonObject, p: JsonObject) -> Reply:
+    rid = f"resp_failed_{n}"
+    partial = message_events(f"msg_f_{n}", chunks_of("partial", 3))[:3]
+    return SSE(
+        [
+            ev_created(rid),
+            *partial,
+            ev_failed(rid, "invalid_prompt", "mock: the prompt was rejected"),
+        ]
+    )
+
+
+def sc_interrupt(n: int, body: JsonObject, p: JsonObject) -> Reply:
+    rid = f"resp_long_{n}"
+    chunks = chunks_of("word " * 2000, 5)
+    return SSE(
+        [ev_created(rid), *message_events(f"msg_long_{n}", chunks), ev_completed(rid)],
+        delay_s=float(p.get("delay_s", 0.02)),
+    )
+
+
+def sc_multi_turn(n: int, body: JsonObject, p: JsonObject) -> Reply:
+    text = f"Answer number {n + 1} to: {last_user_text(body)[:40]}"
+    return sc_plain(n, body, {"text": text})
+
+
+def sc_client_flow(n: int, body: JsonObject, p: JsonObject) -> Reply:
+    """A client's whole flow on one thread: a prompt mentioning "interrupt" gets the slow
+    stream of ``interrupt``, every other one a numbered answer as in ``multi_turn``."""
+    if "interrupt" in last_user_text(body).lower():
+        return sc_interrupt(n, body, p)
+    return sc_multi_turn(n, body, p)
+
+
+def sc_plan(n: int, body: JsonObject, p: JsonObject) -> Reply:
+    rid = f"resp_plan_{n}"
+    if n > 0:
+        return _message_reply(rid, f"msg_plan_{n}", "Plan recorded.")
+    plan: JsonObject = {
+        "explanation": "Three steps",
+        "plan": [
+            {"step": "Read the code", "status": "completed"},
+            {"step": "Write the fix", "status": "in_progress"},
+            {"step": "Run the tests", "status": "pending"},
+        ],
+    }
+    call = function_call_events("fc_plan", "call_plan_1", "update_plan", plan)
+    return SSE([ev_created(rid), *call, ev_completed(rid)])
+
+
+def throughput_chunk(i: int) -> str:
+    """The text of delta ``i`` of the throughput scenario (its total is predictable)."""
+    return f"t{i % 10} "
+
+
+def sc_throughput(n: int, body: JsonObject, p: JsonObject) -> Reply:
+    rid = f"resp_tp_{n}"
+    item_id = f"msg_tp_{n}"
+    count = int(p.get("n", 20000))
+    # same bytes message_events + sse_bytes would give, built from templates: one dict and one
+    # json.dumps per delta would dominate the mock's time at 100k deltas
+    chunks = [throughput_chunk(i) for i in range(10)]
+    framed = [
+        sse_bytes(
+            [
+                {
+                    "type": "response.output_text.delta",
+                    "item_id": item_id,
+                    "output_index": 0,
+                    "content_index": 0,
+                    "delta": c,
+                }
+            ]
+        )
+        for c in chunks
+    ]
+    text = "".join(chunks[i % 10] for i in range(count))
+    opening = message_events(item_id, [])[:2]  # output_item.added, content_part.added
+    closing = message_events(item_id, [text])[3:]  # output_text.done .. output_item.done
+    body_bytes = b"".join(
+        [
+            sse_bytes([ev_created(rid), *opening]),
+            b"".join(framed[i % 10] for i in range(count)),
+            sse_bytes([*closing, ev_completed(rid)]),
+        ]
+    )
+    return SSE(body=body_bytes)
+
+
+def sc_dynamic_tool(n: int, body: JsonObject, p: JsonObject) -> Reply:
+    rid = f"resp_dyn_{n}"
+    if n > 0:
+        return _message_reply(rid, f"msg_dyn_{n}", "The tool said it is sunny.")
+    tool = str(p.get("tool", "lookup_weather"))
+    call = function_call_events("fc_dyn", "call_dyn_1", tool, {"city": "Paris"})
+    return SSE([ev_created(rid), *call, ev_completed(rid)])
+
+
+SCENARIOS: Final[Mapping[str, Scenario]] = {
+    "plain": sc_plain,
+    "reasoning": sc_reasoning,
+    "shell": sc_shell,
+    "apply_patch": sc_apply_patch,
+    "web_search": sc_web_search,
+    "error_retry": sc_error_retry,
+    "error_fatal": sc_error_fatal,
+    "stream_retry": sc_stream_retry,
+    "stream_failed": sc_stream_failed,
+    "interrupt": sc_interrupt,
+    "multi_turn": sc_multi_turn,
+    "plan": sc_plan,
+    "throughput": sc_throughput,
+    "dynamic_tool": sc_dynamic_tool,
+    "client_flow": sc_client_flow,
+}
+
+
+# --- server ------------------------------------------------------------------------------------
+
+
+class MockState:
+    """The active scenario and the request log; shared by the handler threads under a lock."""
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._name = "plain"
+        self._params: JsonObject = {}
+        self._n = 0
+        self._requests: list[JsonObject] = []
+
+    def set_scenario(self, name: str, params: Mapping[str, Any] | None = None) -> None:
+        if name not in SCENARIOS:
+            raise KeyError(f"unknown mock scenario {name!r}; known: {', '.join(SCENARIOS)}")
+        with self._lock:
+            self._name = name
+            self._params = dict(params or {})
+            self._n = 0
+            self._requests = []
+
+    def log(self, record: JsonObject) -> None:
+        with self._lock:
+            self._requests.append(record)
+
+    def requests(self) -> list[JsonObject]:
+        with self._lock:
+            return list(self._requests)
+
+    def next_reply(self, body: JsonObject) -> tuple[int, Reply]:
+        with self._lock:
+            n = self._n
+            self._n += 1
+            fn = SCENARIOS[self._name]
+            params = dict(self._params)
+        return n, fn(n, body, params)
+
+
+class _Server(ThreadingHTTPServer):
+    daemon_threads = True
+
+    def __init__(self, address: tuple[str, int], state: MockState) -> None:
+        super().__init__(address, _Handler)
+        self.state = state
+
+
+class _Handler(BaseHTTPRequestHandler):
+    protocol_version = "HTTP/1.1"
+
+    @property
+    def _state(self) -> MockState:
+        return cast(_Server, self.server).state
+
+    def log_message(self, format: str, *args: Any) -> None:
+        pass
+
+    def _send_json(
+        self, status: int, obj: object, extra_headers: Mapping[str, str] | None = None
+    ) -> None:
+        data = json.dumps(obj).encode()
+        self.send_response(status)
+        self.send_header("content-type", "application/json")
+        self.send_header("content-length", str(len(data)))
+        for k, v in (extra_headers or {}).items():
+            self.send_header(k, v)
+        self.end_headers()
+        self.wfile.write(data)
+
+    def _log(self, raw: bytes, parsed: object, note: str | None = None) -> None:
+        headers = {k.lower(): v for k, v in self.headers.items() if k.lower() != "authorization"}
+        record: JsonObject = {
+            "t": time.time(),
+            "method": self.command,
+            "path": self.path,
+            "headers": headers,
+            "body": parsed if parsed is not None else raw.decode("utf-8", "replace")[:2000],
+        }
+        if note:
+            record["note"] = note
+        self._state.log(record)
+
+    def do_GET(self) -> None:
+        path = self.path.split("?")[0]
+        if path == "/_mock/health":
+            return self._send_json(200, {"ok": True})
+        if path == "/_mock/requests":
+            return self._send_json(200, self._state.requests())
+        self._log(b"", None)
+        if path.endswith("/models"):
+            return self._send_json(200, {"object": "list", "data": [], "models": []})
+        return self._send_json(404, {"error": {"message": "not found: " + path}})
+
+    def do_POST(self) -> None:
+        path = self.path.split("?")[0]
+        length = int(self.headers.get("content-length") or 0)
+        raw = self.rfile.read(length) if length else b""
+        if path == "/_mock/scenario":
+            cfg = json.loads(raw or b"{}")
+            try:
+                self._state.set_scenario(str(cfg["name"]), cfg.get("params") or {})
+            except KeyError as e:
+                return self._send_json(400, {"error": {"message": str(e)}})
+            return self._send_json(200, {"ok": True})
+        parsed: object = None
+        note = None
+        encoding = self.headers.get("content-encoding")
+        if encoding:
+            note = f"compressed body ({encoding}), not decoded"
+        elif raw:
+            try:
+                parsed = json.loads(raw)
+            except ValueError:
+                parsed = None
+        self._log(raw, parsed, note)
+        if not path.endswith("/responses"):
+            return self._send_json(404, {"error": {"message": "not found: " + path}})
+        body = cast(JsonObject, parsed) if isinstance(parsed, dict) else {}
+        n, reply = self._state.next_reply(body)
+        if isinstance(reply, HTTPError):
+            return self._send_json(reply.status, reply.body, reply.headers)
+        self._stream(n, reply)
+        return None
+
+    def _stream(self, n: int, reply: SSE) -> None:
+        self.send_response(200)
+        self.send_header("content-type", "text/event-stream")
+        self.send_header("cache-control", "no-cache")
+        self.send_header("x-request-id", f"mock-req-{n}")
+        self.send_header("connection", "close")
+        self.end_headers()
+        self.close_connection = True
+        try:
+            if reply.delay_s > 0 and reply.body is None:
+                for ev in reply.events:
+                    self.wfile.write(sse_bytes([ev]))
+                    self.wfile.flush()
+                    time.sleep(reply.delay_s)
+                return
+            if reply.body is not None:
+                data = reply.body
+            elif reply.close_early_after is not None:
+                data = sse_bytes(reply.events[: reply.close_early_after])
+            else:
+                data = sse_bytes(reply.events)
+            view = memoryview(data)
+            for start in range(0, len(view), _WRITE_CHUNK):
+                self.wfile.write(view[start : start + _WRITE_CHUNK])
+            self.wfile.flush()
+        except (BrokenPipeError, ConnectionResetError):
+            pass  # the client went away (an interrupted turn)
+
+
+class MockResponses:
+    """The mock on a background thread; a context manager giving its URLs.
+
+    ``MockResponses(port=0)``: 0 picks a free port. ``start()``/``close()`` for use without
+    ``with``.
+    """
+
+    def __init__(self, port: int = 0, host: str = "127.0.0.1") -> None:
+        self.state = MockState()
+        self._server = _Server((host, port), self.state)
+        self._thread: threading.Thread | None = None
+
+    @property
+    def port(self) -> int:
+        return int(self._server.server_address[1])
+
+    @property
+    def url(self) -> str:
+        """The root URL (``/_mock/*`` endpoints)."""
+        return f"http://127.0.0.1:{self.port}"
+
+    @property
+    def base_url(self) -> str:
+        """The provider ``base_url`` for Codex's config (ends in ``/v1``)."""
+        return self.url + "/v1"
+
+    def set_scenario(self, name: str, **params: Any) -> None:
+        """Select a scenario with its params; resets the request counter and the log."""
+        self.state.set_scenario(name, params)
+
+    def requests(self) -> list[JsonObject]:
+        """Every request received since the last :meth:`set_scenario` (oldest first)."""
+        return self.state.requests()
+
+    def model_requests(self) -> list[JsonObject]:
+        """Only the ``POST .../responses`` requests."""
+        return [
+            r
+            for r in self.requests()
+            if r["method"] == "POST" and str(r["path"]).split("?")[0].endswith("/responses")
+        ]
+
+    def serve_forever(self) -> None:
+        """Serve on the calling thread until interrupted (the command-line entry)."""
+        self._server.serve_forever(poll_interval=0.2)
+
+    def start(self) -> MockResponses:
+        if self._thread is None:
+            self._thread = threading.Thread(
+                target=self._server.serve_forever,
+                kwargs={"poll_interval": 0.05},
+                name=f"mock-responses:{self.port}",
+                daemon=True,
+            )
+            self._thread.start()
+        return self
+
+    def close(self) -> None:
+        if self._thread is not None:
+            self._server.shutdown()
+            self._thread.join(timeout=5)
+            self._thread = None
+        self._server.server_close()
+
+    def __enter__(self) -> MockResponses:
+        return self.start()
+
+    def __exit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        self.close()
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(
+        prog="python -m codex_app_bridge.conformance.mock_responses",
+        description="Serve the scripted Responses API mock on 127.0.0.1.",
+    )
+    ap.add_argument("--port", type=int, default=0, help="0 (default) picks a free port")
+    ap.add_argument("--port-file", help="also write the chosen port to this file")
+    ap.add_argument("--scenario", default="plain", help="initial scenario (default: plain)")
+    args = ap.parse_args(argv)
+    mock = MockResponses(port=args.port)
+    mock.set_scenario(args.scenario)
+    if args.port_file:
+        with open(args.port_file, "w") as f:
+            f.write(str(mock.port))
+    print(f"URL {mock.url}\nPORT {mock.port}", flush=True)
+    try:
+        mock.serve_forever()
+    except KeyboardInterrupt:
+        pass
+    finally:
+        mock.close()
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
