@@ -379,3 +379,25 @@ async def test_the_readme_producer_answers_a_turn(tmp_path: Path) -> None:
     ]
     assert deltas == ["You said: hi"]
     assert _turn(messages)["status"] == "completed"
+
+
+@pytest.mark.parametrize(
+    ("extra", "reason"),
+    [
+        (["--script", "x.jsonl"], "--producer and --script cannot be combined"),
+        (["--pace", "0.1"], "--pace does not apply to --producer"),
+    ],
+)
+def test_serve_refuses_producer_flags_that_do_not_go_together(
+    extra: list[str], reason: str
+) -> None:
+    proc = subprocess.run(
+        [*bridge_command(), "serve", "--producer", sys.executable, *extra],
+        env=bridge_env(),
+        input=b"",
+        capture_output=True,
+        timeout=60,
+        check=False,
+    )
+    assert proc.returncode == 2
+    assert proc.stderr.decode().startswith(f"codex-app-bridge serve: {reason}")
