@@ -70,3 +70,15 @@ def test_a_reader_that_stops_early_ends_the_command_quietly(
     assert proc.returncode == EXIT_STDOUT_CLOSED
     assert b"Traceback" not in stderr
     assert b"Broken pipe" not in stderr
+
+
+def test_help_lists_serve_and_hides_the_app_server_alias(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    with pytest.raises(SystemExit):
+        main(["--help"])
+    out = capsys.readouterr().out
+    commands = [line.split()[0] for line in out.splitlines() if line.startswith("    ")]
+    assert commands[0] == "serve"
+    assert "app-server" not in commands
+    assert "SUPPRESS" not in out

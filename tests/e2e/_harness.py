@@ -1,4 +1,5 @@
-"""One client harness over two transports: the in-memory twin and a real ``serve`` subprocess.
+"""One client harness over four transports: the in-memory twin, a real ``serve`` subprocess on
+stdio, and the unix socket and websocket listeners.
 
 ``open_bridge(kind, ...)`` yields a ``Bridge``; ``bridge.connect()`` gives a ``Session`` (a JSON-RPC
 client that keeps every message it receives). Every message the server writes is checked as it
@@ -9,15 +10,22 @@ answered method's ``*Response.json``, errors against ``JSONRPCError.json``; none
 
 The stdio kind spawns ``python -m codex_app_bridge serve`` from this checkout; on exit it closes
 stdin and requires exit code 0 within the timeout. The memory kind runs a ``BridgeServer`` in the
-test's event loop (several connections possible).
+test's event loop (several connections possible). The unix and websocket kinds run a
+``BridgeServer`` in the test's event loop behind the real listener (``transport.listen``: a unix
+socket in a private temporary directory, or ``ws://127.0.0.1:<free port>``) and connect with the
+``websockets`` client, one text frame per message, so every byte crosses a real socket (the CLI
+wiring of those listeners has its own subprocess tests in ``tests/transport``).
 """
 
 from __future__ import annotations
 
+import shutil
 import subprocess
+import tempfile
 from collections.abc import AsyncIterator, Awaitable, Callable
-from contextlib import AsyncExitStack, asynccontextmanager
+from contextlib import AbstractAsyncContextManager, AsyncExitStack, asynccontextmanager
 from dataclasses import dataclass, field
+from functools import partial
 from pathlib import Path
 from typing import Any
 
@@ -25,15 +33,19 @@ import anyio
 import anyio.abc
 import orjson
 from anyio.streams.memory import MemoryObjectReceiveStream, MemoryObjectSendStream
+from websockets.asyncio.client import ClientConnection, connect, unix_connect
+from websockets.exceptions import ConnectionClosed
 
 from codex_app_bridge.server import BridgeServer
 from codex_app_bridge.sources import DefaultAgent, EventSource, load_script
 from codex_app_bridge.transport import LineSplitter, TransportKind, create_memory_transport_pair
+from codex_app_bridge.transport.listen import TcpEndpoint, serve_tcp, serve_unix
 from tests.conftest import bridge_command, bridge_env
 from tests.e2e._schemas import check_server_message
 
 TIMEOUT = 20.0
-KINDS = ("memory", "stdio")
+KINDS = ("memory", "stdio", "unix", "websocket")
+IN_PROCESS_KINDS = ("memory", "unix", "websocket")
 
 Message = dict[str, Any]
 
@@ -83,6 +95,12 @@ class Session:
 
     async def next_message(self) -> Message:
         return await self._next()
+
+    async def next_raw(self) -> bytes:
+        """The next line as received, unchecked and not kept (for floods of simple answers)."""
+        assert not self._pending, "raw reads come after the checked ones"
+        with anyio.fail_after(TIMEOUT):
+            return await self._receive.receive()
 
     async def until(self, predicate: Callable[[Message], bool]) -> list[Message]:
         """Messages up to and including the first one matching ``predicate``."""
@@ -172,6 +190,8 @@ class Bridge:
     connect: Callable[[], Any]
     server: BridgeServer | None = None
     stderr: bytearray = field(default_factory=bytearray)
+    open_websocket: Callable[[], AbstractAsyncContextManager[ClientConnection]] | None = None
+    """Socket kinds: a bare ``websockets`` client connection (for clients that misbehave)."""
 
 
 async def _pump_lines(
@@ -189,8 +209,8 @@ async def _pump_lines(
 
 
 @asynccontextmanager
-async def _memory_bridge(source: EventSource) -> AsyncIterator[Bridge]:
-    async with BridgeServer(source) as server, anyio.create_task_group() as tg:
+async def _memory_bridge(source: EventSource, **server_options: Any) -> AsyncIterator[Bridge]:
+    async with BridgeServer(source, **server_options) as server, anyio.create_task_group() as tg:
 
         @asynccontextmanager
         async def connect_pair() -> AsyncIterator[Session]:
@@ -228,6 +248,65 @@ async def _memory_bridge(source: EventSource) -> AsyncIterator[Bridge]:
                 yield Bridge("memory", connect, server)
         finally:
             tg.cancel_scope.cancel()
+
+
+async def _pump_frames(ws: ClientConnection, sink: MemoryObjectSendStream[bytes]) -> None:
+    async with sink:
+        try:
+            while True:
+                message = await ws.recv(decode=False)
+                await sink.send(message)
+        except (ConnectionClosed, anyio.ClosedResourceError, anyio.BrokenResourceError):
+            pass
+
+
+def _ws_session(ws: ClientConnection, tg: anyio.abc.TaskGroup, stack: AsyncExitStack) -> Session:
+    lines_send, lines_recv = anyio.create_memory_object_stream[bytes](1 << 16)
+    stack.callback(lines_recv.close)
+    tg.start_soon(_pump_frames, ws, lines_send)
+
+    async def send(data: bytes) -> None:
+        # One message per text frame (raw bytes as they are: a bad line stays bad).
+        for line in data.split(b"\n"):
+            if line.strip():
+                await ws.send(line, text=True)
+
+    return Session(send, lines_recv, _close=ws.close)
+
+
+@asynccontextmanager
+async def _socket_bridge(
+    kind: str, source: EventSource, **server_options: Any
+) -> AsyncIterator[Bridge]:
+    directory = tempfile.mkdtemp(prefix="cab-")
+    try:
+        async with (
+            BridgeServer(source, **server_options) as server,
+            anyio.create_task_group() as tg,
+        ):
+            open_ws: Callable[[], AbstractAsyncContextManager[ClientConnection]]
+            if kind == "unix":
+                path = str(Path(directory) / "bridge.sock")
+                await tg.start(serve_unix, path, server.serve_connection)
+                open_ws = partial(unix_connect, path, uri="ws://localhost/", max_size=None)
+            else:
+                endpoint: TcpEndpoint = await tg.start(
+                    partial(serve_tcp, "127.0.0.1", 0, server.serve_connection)
+                )
+                open_ws = partial(connect, endpoint.url, max_size=None)
+            try:
+                async with AsyncExitStack() as stack:
+
+                    async def connect_ws() -> Session:
+                        with anyio.fail_after(TIMEOUT):
+                            ws = await stack.enter_async_context(open_ws())
+                        return _ws_session(ws, tg, stack)
+
+                    yield Bridge(kind, connect_ws, server, open_websocket=open_ws)
+            finally:
+                tg.cancel_scope.cancel()
+    finally:
+        shutil.rmtree(directory, ignore_errors=True)
 
 
 @asynccontextmanager
@@ -280,15 +359,28 @@ async def open_bridge(
     pace: float = 0.0,
     script: Path | None = None,
     source: EventSource | None = None,
+    outbound_budget: int | None = None,
+    idle_unload: float | None = None,
 ) -> AsyncIterator[Bridge]:
-    """A running bridge of ``kind`` (see the module docstring); ``source`` is memory-only."""
-    if kind == "memory":
+    """A running bridge of ``kind`` (see the module docstring); ``source``, ``outbound_budget``
+    and ``idle_unload`` (``BridgeServer``'s) are for the in-process kinds only (not stdio)."""
+    options: dict[str, Any] = {}
+    if outbound_budget is not None:
+        options["outbound_budget"] = outbound_budget
+    if idle_unload is not None:
+        options["idle_unload"] = idle_unload
+    if kind in IN_PROCESS_KINDS:
         if source is None:
             source = DefaultAgent(delay=pace) if script is None else load_script(script)
-        async with _memory_bridge(source) as bridge:
-            yield bridge
+        if kind == "memory":
+            async with _memory_bridge(source, **options) as bridge:
+                yield bridge
+        else:
+            async with _socket_bridge(kind, source, **options) as bridge:
+                yield bridge
     else:
-        assert source is None, "a custom source needs the memory kind"
+        assert source is None, "a custom source needs an in-process kind"
+        assert not options, "server options need an in-process kind"
         args = ["--pace", str(pace)] if script is None else ["--script", str(script)]
         async with _stdio_bridge(args) as bridge:
             yield bridge

@@ -1,4 +1,5 @@
-"""The e2e suite runs every test over each transport kind: the in-memory twin and stdio."""
+"""The e2e suite runs every test over each transport kind: the in-memory twin, stdio, the unix
+socket and the websocket listener."""
 
 from __future__ import annotations
 

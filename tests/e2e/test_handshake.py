@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import os
 
+import orjson
 import pytest
 
 from codex_app_bridge.protocol.v2.methods import ALL_CLIENT_REQUEST_METHODS
@@ -140,6 +141,18 @@ async def test_malformed_lines_batches_and_bad_ids_get_no_reply(kind: str) -> No
         await client.send({"id": 1.5, "method": "thread/list", "params": {}})
         await client.send({"id": None, "method": "thread/list", "params": {}})
         await client.send({"id": 999, "result": {}})
+        # Not UTF-8 (a Latin-1 byte), and nested 128 levels deep (serde_json's limit): dropped
+        # like invalid JSON, never an internal error.
+        await client.send_raw(b'{"id":4,"method":"thread/list","params":{"searchTerm":"caf\xe9"}}')
+        deep = b"[" * 126 + b"]" * 126
+        await client.send_raw(b'{"id":5,"method":"thread/list","params":{"x":%s}}' % deep)
+        await client.send_raw(
+            b'{"id":6,"method":"thread/list","params":{"x":%s}}' % (b"[" * 300 + b"]" * 300)
+        )
+        # One level less is fine (unknown params members are ignored).
+        shallow = b"[" * 125 + b"]" * 125
+        fine = await client.call("thread/loaded/list", {"x": orjson.loads(shallow)})
+        assert fine["result"]["data"] == []
         reply = await client.call("thread/loaded/list", {}, request_id=7)
         # Nothing arrived between: the next message is the answer to id 7.
         assert client.received[-1] == reply
@@ -162,6 +175,14 @@ async def test_a_jsonrpc_member_is_accepted_and_never_written(kind: str) -> None
 
 
 INVALID_PARAMS: list[tuple[str, object, str]] = [
+    # Positional params follow the Rust struct's field order (the generated models are sorted).
+    (
+        "initialize",
+        [1, 2],
+        "Invalid request: invalid type: integer `1`, expected struct ClientInfo",
+    ),
+    ("thread/read", [True], "Invalid request: invalid type: boolean `true`, expected a string"),
+    ("turn/start", [True], "Invalid request: invalid type: boolean `true`, expected a string"),
     ("thread/read", None, "Invalid request: missing field `params`"),
     ("thread/read", {}, "Invalid request: missing field `threadId`"),
     (

@@ -20,7 +20,8 @@ DELTAS = 300
 
 async def test_a_slow_socket_client_is_cut_off_while_a_reading_client_gets_every_message() -> None:
     async with (
-        serving(policy=OutboundPolicy.DISCONNECT_SLOW, capacity=16) as slow,
+        # a socket kind with room for 16 messages and about 1 KB behind them
+        serving(policy=OutboundPolicy.DISCONNECT_SLOW, capacity=16, outbound_budget=1000) as slow,
         serving(policy=OutboundPolicy.BACKPRESSURE, capacity=16) as fast,
     ):
         hub = ListenerHub()

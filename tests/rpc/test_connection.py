@@ -510,7 +510,12 @@ async def test_client_error_answer_fails_the_server_request() -> None:
 async def test_slow_consumer_on_a_socket_kind_is_disconnected_without_affecting_another() -> None:
     capacity = 8
     total = 100
-    options: dict[str, Any] = {"policy": OutboundPolicy.DISCONNECT_SLOW, "capacity": capacity}
+    budget = 1000  # bytes behind the queue: about a dozen of these notifications
+    options: dict[str, Any] = {
+        "policy": OutboundPolicy.DISCONNECT_SLOW,
+        "capacity": capacity,
+        "outbound_budget": budget,
+    }
     async with serving(**options) as slow, serving(**options) as fast:
         received: list[dict[str, Any]] = []
         acks_send, acks = anyio.create_memory_object_stream[None](total)
@@ -523,7 +528,8 @@ async def test_slow_consumer_on_a_socket_kind_is_disconnected_without_affecting_
         async with anyio.create_task_group() as tg, acks_send, acks:
             tg.start_soon(read_fast)
             # The producer goes at the fast client's pace; sends to the slow one never wait:
-            # once its queue is full it is cut off.
+            # once its queue is full and the budget behind it used up, it is cut off (what
+            # waited behind the queue is dropped with it).
             for index in range(total):
                 note = OutboundNotification.encode("item/agentMessage/delta", {"i": index})
                 await slow.connection.send_notification(note)
@@ -531,6 +537,7 @@ async def test_slow_consumer_on_a_socket_kind_is_disconnected_without_affecting_
                 with anyio.fail_after(TIMEOUT):
                     await acks.receive()
         assert slow.connection.closed
+        assert not slow.connection.congested  # a socket kind never holds producers up
         assert not fast.connection.closed
         with anyio.fail_after(TIMEOUT):
             await slow.finished.wait()

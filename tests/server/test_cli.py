@@ -1,5 +1,5 @@
 """``codex-app-bridge serve`` / ``app-server`` and ``demo`` as processes and commands: the flags
-clients pass, refused listen URLs and scripts, signals, end of input, stderr-only logging."""
+clients pass, refused listen URLs, auth flags and scripts, signals, end of input, stderr-only logging."""
 
 from __future__ import annotations
 
@@ -70,19 +70,24 @@ def test_it_runs_as_a_codex_binary_with_every_flag_clients_pass() -> None:
         ),
         ("stdio", "unsupported --listen URL `stdio`"),
         ("ws://bad", "invalid websocket --listen URL `ws://bad`; expected `ws://IP:PORT`"),
-        (
-            "ws://127.0.0.1:4500",
-            "--listen `ws://127.0.0.1:4500` is not supported by codex-app-bridge yet",
-        ),
-        ("unix://", "--listen `unix://` is not supported by codex-app-bridge yet"),
-        ("off", "--listen `off` is not supported by codex-app-bridge yet"),
+        ("ws://localhost:4500", "invalid websocket --listen URL `ws://localhost:4500`"),
+        ("ws://127.0.0.1", "invalid websocket --listen URL `ws://127.0.0.1`"),
+        ("ws://[127.0.0.1]:1", "invalid websocket --listen URL `ws://[127.0.0.1]:1`"),
     ],
 )
-def test_listen_urls_other_than_stdio_are_refused(url: str, message: str) -> None:
+def test_bad_listen_urls_are_refused_with_the_real_message(url: str, message: str) -> None:
     proc = run(["serve", "--listen", url])
     assert proc.returncode == 2
     assert message in proc.stderr.decode()
     assert proc.stdout == b""
+
+
+def test_listen_off_has_no_transport_and_exits_1() -> None:
+    proc = run(["serve", "--listen", "off"])
+    assert proc.returncode == 1
+    assert "no transport configured; use --listen or enable remote control" in (
+        proc.stderr.decode()
+    )
 
 
 def test_bad_scripts_and_paces_stop_before_serving(tmp_path: object) -> None:

@@ -90,3 +90,29 @@ def test_outbound_items_are_encoded_with_orjson_or_passed_through(
     item: object, encoded: bytes
 ) -> None:
     assert encode_item(item) == encoded  # pyright: ignore[reportArgumentType]
+
+
+def test_json_nested_128_levels_deep_is_refused_like_serde_json_with_the_column() -> None:
+    prefix = b'{"id":1126,"method":"thread/list","params":{"x":'
+    ok = decode_line(prefix + b"[" * 125 + b"]" * 125 + b"}}")
+    assert isinstance(ok, dict)
+    for depth in (126, 127, 300, 5000):
+        refused = decode_line(prefix + b"[" * depth + b"]" * depth + b"}}")
+        assert isinstance(refused, DecodeError)
+        # The real server: "recursion limit exceeded at line 1 column 174" (the bracket that
+        # opens level 128).
+        assert refused.reason.startswith("recursion limit exceeded at line 1 column 174")
+    assert isinstance(decode_line(b"[" * 127 + b"]" * 127), list)
+    top = decode_line(b"[" * 128 + b"]" * 128)
+    assert isinstance(top, DecodeError)
+    assert top.reason.startswith("recursion limit exceeded at line 1 column 128")
+    # Brackets inside strings do not count; objects count like arrays.
+    assert decode_line(b'{"a":"' + b"[" * 500 + b'"}') == {"a": "[" * 500}
+    objects = decode_line(b'{"a":' * 128 + b"1" + b"}" * 128)
+    assert isinstance(objects, DecodeError)
+
+
+def test_a_line_that_is_not_utf8_names_the_byte_and_its_position() -> None:
+    refused = decode_line(b'{"id":1,\n"name":"caf\xe9"}')
+    assert isinstance(refused, DecodeError)
+    assert refused.reason.startswith("invalid UTF-8 (byte 0xe9) at line 2 column 12")

@@ -1,14 +1,17 @@
-"""``codex-app-bridge serve`` (alias ``app-server``): the drop-in ``codex app-server`` on stdio.
+"""``codex-app-bridge serve`` (alias ``app-server``): the drop-in ``codex app-server``.
 
-    codex-app-bridge serve [--listen stdio://] [--script FILE | --producer "CMD ARGS..."]
-                           [--pace SECONDS|recorded[:SPEED]]
+    codex-app-bridge serve [--listen URL] [--script FILE | --producer "CMD ARGS..."]
+                           [--pace SECONDS|recorded[:SPEED]] [--allow-inject]
+                           [--ws-auth capability-token --ws-token-file PATH]
+                           [--allow-unauthenticated]
 
 * No flags: the built-in deterministic agent answers every turn (``sources.DefaultAgent``);
   ``--pace`` sets the seconds before each streamed delta (default ``0.02``).
 * ``--script FILE``: each ``turn/start`` plays the next recorded turn of FILE (``sources``
   ``ScriptSource``); ``--pace`` is then a fixed delay before each event, or ``recorded`` /
   ``recorded:SPEED`` for the recorded timing (default: no pacing). A bad script is reported with
-  its line number and the command exits 2 before reading stdin.
+  its line number and the command exits 2 before reading stdin. FILE may also be a Codex rollout
+  (``sources.RolloutSource``).
 * ``--producer "CMD ARGS..."``: each thread's events come from its own CMD process, which reads
   Codex submissions on stdin and writes event envelopes on stdout (``sources.ProducerSource``).
   CMD is split into words as a POSIX shell would (no shell runs it); a program that cannot be
@@ -16,16 +19,35 @@
 * ``--allow-inject``: adds the ``bridge/inject/*`` methods (``server._inject``) with which a test
   harness on the same connection claims a thread, pushes its event envelopes and reads the
   ``Op`` s it received; without the flag they do not exist, as any unknown method.
-* ``--listen``: ``stdio://`` (the default). Other URLs the real server knows (``unix://``,
-  ``unix://PATH``, ``ws://IP:PORT``, ``off``) are refused as not supported yet; anything else gets
-  the real server's message (``unsupported --listen URL `x`; expected …``); both exit 2.
+* ``--listen`` (as the real server): ``stdio://`` (the default, also ``--stdio``): one client on
+  stdin/stdout, JSON Lines. ``unix://PATH`` (``unix://`` alone:
+  ``$CODEX_HOME/app-server-control/app-server-control.sock``) and ``ws://IP:PORT``: any number of
+  clients, WebSocket framing on both (``transport.listen``), running until SIGTERM/SIGINT;
+  port ``0`` picks a free port (the banner on stderr tells which). ``off`` exits 1 with the real
+  server's "no transport configured" (the bridge has no remote control). A bad URL gets the real
+  server's message and exit 2.
+* ``--ws-auth capability-token --ws-token-file PATH`` (or ``--ws-token-sha256 HEX``): websocket
+  clients must send ``Authorization: Bearer <token>`` in the upgrade request (``transport.auth``).
+  A ``ws://`` address that is not loopback is refused without it (exit 2) unless
+  ``--allow-unauthenticated`` is given (then a warning on stderr); the real server only warns.
+  ``signed-bearer-token`` is not supported (exit 2). The unix socket is never authenticated (its
+  file is 0600), as in the real server.
+* ``--outbound-budget BYTES`` (``K``/``M``/``G`` suffixes): encoded output held per connection
+  behind its 128-message queue for a client that is not reading (``rpc.connection``): on stdio
+  reading and streaming pause beyond it (default 4 MiB: a client may write thousands of requests
+  before it reads an answer); on sockets the client is disconnected beyond it (default 8 MiB, plus
+  the kernel's buffers), so a stalled client never slows the others.
+* ``--idle-unload SECONDS``: a thread nobody is subscribed to (connection closed, or
+  ``thread/unsubscribe``) is unloaded after this long idle, with ``thread/status/changed``
+  ``notLoaded`` and ``thread/closed`` to every client (default 1800, the real server's; 0: never).
 * Accepted and ignored anywhere, so this command can be handed to any client as its codex
   executable: ``app-server``, ``-c/--config k=v``, ``--enable X``, ``--disable X``,
   ``--profile P`` (e.g. ``codex-app-bridge -c a=b app-server --enable x --listen stdio://``).
 
-Lifecycle: exits 0 on end of input (a turn still streaming is cancelled, as the real server does);
-SIGTERM and SIGINT stop it cleanly with exit code 0; logs go to stderr only (``LOG_LEVEL``,
-``LOG_FORMAT=json``); stdout carries nothing but protocol lines.
+Lifecycle: on stdio, exits 0 on end of input (a turn still streaming is cancelled, as the real
+server does); on every transport SIGTERM and SIGINT stop it cleanly with exit code 0 (a unix
+socket file is removed); logs go to stderr only (``LOG_LEVEL``, ``LOG_FORMAT=json``); stdout carries
+nothing but protocol lines.
 """
 
 from __future__ import annotations
@@ -33,14 +55,19 @@ from __future__ import annotations
 import argparse
 import ipaddress
 import logging
+import os
 import signal
 import sys
-from typing import Any
+from dataclasses import dataclass
+from functools import partial
+from typing import Any, Literal
 
 import anyio
 
 from codex_app_bridge.cli._common import EXIT_USAGE, add_codex_compat_flags
 from codex_app_bridge.server import BridgeServer, with_injection
+from codex_app_bridge.server._handshake import codex_home
+from codex_app_bridge.server._idle import DEFAULT_IDLE_UNLOAD_SECONDS
 from codex_app_bridge.sources import (
     DefaultAgent,
     EventSource,
@@ -52,57 +79,123 @@ from codex_app_bridge.sources import (
     load_script,
 )
 from codex_app_bridge.transport import TransportKind, stdio_transport
+from codex_app_bridge.transport.auth import AuthConfigError, CapabilityToken
+from codex_app_bridge.transport.listen import ListenError, TcpEndpoint, serve_tcp, serve_unix
 
-__all__ = ["DEFAULT_AGENT_PACE", "parse_listen_url", "register", "run_server"]
+__all__ = [
+    "DEFAULT_AGENT_PACE",
+    "ListenTarget",
+    "default_unix_socket_path",
+    "parse_listen_url",
+    "register",
+    "run_server",
+]
 
 logger = logging.getLogger(__name__)
 
 DEFAULT_AGENT_PACE = 0.02
+EXIT_START_FAILED = 1
+"""The transport could not start (socket in use, token file unreadable, ``--listen off``)."""
 _STDIO = "stdio://"
 
 
-def _valid_socket_address(text: str) -> bool:
+@dataclass(frozen=True, slots=True)
+class ListenTarget:
+    """A parsed ``--listen`` URL."""
+
+    scheme: Literal["stdio", "unix", "ws", "off"]
+    path: str | None = None
+    """unix: the socket path (``None``: the default under ``$CODEX_HOME``)."""
+    host: str = ""
+    port: int = 0
+
+    @property
+    def url(self) -> str:
+        if self.scheme == "ws":
+            host = f"[{self.host}]" if ":" in self.host else self.host
+            return f"ws://{host}:{self.port}"
+        if self.scheme == "unix":
+            return f"unix://{self.path or ''}"
+        return _STDIO if self.scheme == "stdio" else "off"
+
+    @property
+    def is_loopback(self) -> bool:
+        return self.scheme != "ws" or ipaddress.ip_address(self.host).is_loopback
+
+
+STDIO = ListenTarget("stdio")
+
+
+def default_unix_socket_path() -> str:
+    """Where ``unix://`` listens: ``$CODEX_HOME/app-server-control/app-server-control.sock``."""
+    return os.path.join(codex_home(), "app-server-control", "app-server-control.sock")
+
+
+def _socket_address(text: str) -> tuple[str, int] | None:
     host, sep, port = text.rpartition(":")
     if not sep or not port.isdigit() or int(port) > 65535:
-        return False
-    if host.startswith("[") and host.endswith("]"):
+        return None
+    bracketed = host.startswith("[") and host.endswith("]")
+    if bracketed:
         host = host[1:-1]
-        try:
-            return ipaddress.ip_address(host).version == 6
-        except ValueError:
-            return False
     try:
-        return ipaddress.ip_address(host).version == 4
+        version = ipaddress.ip_address(host).version
     except ValueError:
-        return False
+        return None
+    if version != (6 if bracketed else 4):
+        return None
+    return host, int(port)
 
 
-def parse_listen_url(text: str) -> str:
-    """``--listen`` as the real server checks it; only ``stdio://`` is served here."""
+def parse_listen_url(text: str) -> ListenTarget:
+    """``--listen`` as the real server checks it."""
     if text == _STDIO:
-        return text
+        return STDIO
+    if text == "off":
+        return ListenTarget("off")
     if text.startswith("ws://"):
-        if not _valid_socket_address(text.removeprefix("ws://")):
+        address = _socket_address(text.removeprefix("ws://"))
+        if address is None:
             raise argparse.ArgumentTypeError(
                 f"invalid websocket --listen URL `{text}`; expected `ws://IP:PORT`"
             )
-    elif not (text == "off" or text.startswith("unix://")):
-        raise argparse.ArgumentTypeError(
-            f"unsupported --listen URL `{text}`; expected `stdio://`, `unix://`, `unix://PATH`, "
-            "`ws://IP:PORT`, or `off`"
-        )
+        return ListenTarget("ws", host=address[0], port=address[1])
+    if text.startswith("unix://"):
+        return ListenTarget("unix", path=text.removeprefix("unix://") or None)
     raise argparse.ArgumentTypeError(
-        f"--listen `{text}` is not supported by codex-app-bridge yet; use `stdio://`"
+        f"unsupported --listen URL `{text}`; expected `stdio://`, `unix://`, `unix://PATH`, "
+        "`ws://IP:PORT`, or `off`"
     )
+
+
+def parse_byte_size(text: str) -> int:
+    """``--outbound-budget``: a positive byte count, optionally with a K, M or G suffix (1024s)."""
+    units = {"": 1, "K": 1 << 10, "M": 1 << 20, "G": 1 << 30}
+    body = text.strip().upper().removesuffix("B").removesuffix("I")
+    unit = body[-1:] if body[-1:] in units else ""
+    number = body[: len(body) - len(unit)]
+    if not number.isdigit() or int(number) == 0:
+        raise argparse.ArgumentTypeError(
+            f"invalid byte count `{text}`: expected a positive integer with an optional K, M "
+            "or G suffix"
+        )
+    return int(number) * units[unit]
 
 
 def _add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--listen",
         type=parse_listen_url,
-        default=_STDIO,
+        default=STDIO,
         metavar="URL",
-        help="transport to serve (only stdio://, the default, for now)",
+        help="transport endpoint: stdio:// (default), unix://, unix://PATH, ws://IP:PORT, off",
+    )
+    parser.add_argument(
+        "--stdio",
+        action="store_const",
+        const=STDIO,
+        dest="listen",
+        help="use stdio as the transport (same as --listen stdio://)",
     )
     parser.add_argument(
         "--script",
@@ -139,20 +232,73 @@ def _add_arguments(parser: argparse.ArgumentParser) -> None:
         help="working directory reported for threads started without a cwd (default: the "
         "current directory)",
     )
+    parser.add_argument(
+        "--outbound-budget",
+        type=parse_byte_size,
+        default=None,
+        metavar="BYTES",
+        help="bytes of output held per connection for a client that is not reading (suffix "
+        "K, M or G; default 4M on stdio, where reading and streaming pause beyond it, 8M on "
+        "sockets, where the client is disconnected beyond it)",
+    )
+    parser.add_argument(
+        "--idle-unload",
+        type=float,
+        default=DEFAULT_IDLE_UNLOAD_SECONDS,
+        metavar="SECONDS",
+        help="unload a thread nobody is subscribed to after this long idle (default "
+        f"{DEFAULT_IDLE_UNLOAD_SECONDS:g}, as the real server; 0: never)",
+    )
+    auth = parser.add_argument_group("websocket authentication")
+    auth.add_argument(
+        "--ws-auth",
+        choices=("capability-token", "signed-bearer-token"),
+        default=None,
+        metavar="MODE",
+        help="authentication of ws:// clients: capability-token (signed-bearer-token is not "
+        "supported yet)",
+    )
+    auth.add_argument(
+        "--ws-token-file",
+        metavar="PATH",
+        default=None,
+        help="file holding the capability token (surrounding whitespace ignored)",
+    )
+    auth.add_argument(
+        "--ws-token-sha256",
+        metavar="HEX",
+        default=None,
+        help="hex SHA-256 digest of the capability token, instead of --ws-token-file",
+    )
+    for flag in (
+        "--ws-shared-secret-file",
+        "--ws-issuer",
+        "--ws-audience",
+        "--ws-max-clock-skew-seconds",
+    ):
+        auth.add_argument(flag, default=None, help=argparse.SUPPRESS)
+    auth.add_argument(
+        "--allow-unauthenticated",
+        action="store_true",
+        help="serve a non-loopback ws:// address without --ws-auth (anyone who can reach it "
+        "can drive the server)",
+    )
     add_codex_compat_flags(parser)
     parser.set_defaults(handler=_run)
 
 
 def register(subparsers: Any) -> None:
-    for name in ("serve", "app-server"):
-        parser = subparsers.add_parser(
-            name,
-            help="serve the codex app-server protocol on stdio"
-            if name == "serve"
-            else argparse.SUPPRESS,
-            description=__doc__.split("\n\n", 1)[0] if __doc__ else None,
+    description = __doc__.split("\n\n", 1)[0] if __doc__ else None
+    _add_arguments(
+        subparsers.add_parser(
+            "serve",
+            help="serve the codex app-server protocol (stdio, unix socket, websocket)",
+            description=description,
         )
-        _add_arguments(parser)
+    )
+    # The hidden alias: a sub-parser added without ``help`` is not listed in ``--help``
+    # (``help=SUPPRESS`` would print a literal ``==SUPPRESS==`` there).
+    _add_arguments(subparsers.add_parser("app-server", description=description))
 
 
 def _build_source(args: argparse.Namespace) -> EventSource | TurnSource:
@@ -183,17 +329,132 @@ def _build_source(args: argparse.Namespace) -> EventSource | TurnSource:
     return source
 
 
+class StartError(Exception):
+    """The server cannot start as asked; ``code`` is the exit status."""
+
+    def __init__(self, message: str, code: int) -> None:
+        super().__init__(message)
+        self.code = code
+
+
+@dataclass(frozen=True, slots=True)
+class ServeSettings:
+    """What ``serve`` listens on and how it authenticates websocket clients."""
+
+    listen: ListenTarget = STDIO
+    token: CapabilityToken | None = None
+    outbound_budget: int | None = None
+    """Bytes held per connection for a slow reader (``None``: the rpc layer's default)."""
+    idle_unload: float = DEFAULT_IDLE_UNLOAD_SECONDS
+    """Seconds before a thread nobody is subscribed to is unloaded (0: never)."""
+    allow_inject: bool = False
+    """Add the ``bridge/inject/*`` methods (the source is wrapped in ``InjectableSource``)."""
+
+
+def _auth_settings(args: argparse.Namespace) -> CapabilityToken | None:
+    jwt_flags = (
+        args.ws_shared_secret_file,
+        args.ws_issuer,
+        args.ws_audience,
+        args.ws_max_clock_skew_seconds,
+    )
+    if args.ws_auth is None:
+        if args.ws_token_file or args.ws_token_sha256 or any(v is not None for v in jwt_flags):
+            raise StartError(
+                "websocket auth flags require `--ws-auth capability-token` or "
+                "`--ws-auth signed-bearer-token`",
+                EXIT_USAGE,
+            )
+        return None
+    if args.ws_auth == "signed-bearer-token":
+        raise StartError(
+            "`--ws-auth signed-bearer-token` is not supported by codex-app-bridge yet; use "
+            "`--ws-auth capability-token`",
+            EXIT_USAGE,
+        )
+    if any(v is not None for v in jwt_flags):
+        raise StartError(
+            "`--ws-shared-secret-file`, `--ws-issuer`, `--ws-audience`, and "
+            "`--ws-max-clock-skew-seconds` require `--ws-auth signed-bearer-token`",
+            EXIT_USAGE,
+        )
+    try:
+        if args.ws_token_file is not None:
+            return CapabilityToken.from_file(args.ws_token_file)
+        if args.ws_token_sha256 is not None:
+            return CapabilityToken.from_sha256_hex(args.ws_token_sha256)
+    except AuthConfigError as exc:
+        raise StartError(str(exc), EXIT_START_FAILED) from None
+    raise StartError(
+        "`--ws-token-file` or `--ws-token-sha256` is required when `--ws-auth capability-token` "
+        "is set",
+        EXIT_USAGE,
+    )
+
+
+def serve_settings(args: argparse.Namespace) -> ServeSettings:
+    """Check the transport flags together (raises ``StartError``); warns on stderr."""
+    listen: ListenTarget = args.listen
+    if listen.scheme == "off":
+        raise StartError(
+            "no transport configured; use --listen or enable remote control (codex-app-bridge "
+            "has no remote control)",
+            EXIT_START_FAILED,
+        )
+    token = _auth_settings(args)
+    if listen.scheme == "ws" and not listen.is_loopback and token is None:
+        url = listen.url
+        if not args.allow_unauthenticated:
+            raise StartError(
+                f"refusing to serve {url} without authentication: it is not a loopback "
+                "address, so anyone who can reach it could drive this server; add `--ws-auth "
+                "capability-token --ws-token-file PATH`, or `--allow-unauthenticated` to accept "
+                "the risk",
+                EXIT_USAGE,
+            )
+        print(
+            f"codex-app-bridge serve: WARNING: serving {url} without authentication "
+            "(--allow-unauthenticated): anyone who can reach it can drive this server",
+            file=sys.stderr,
+        )
+    if not 0 <= args.idle_unload < float("inf"):
+        raise StartError(f"invalid --idle-unload {args.idle_unload}: seconds >= 0", EXIT_USAGE)
+    return ServeSettings(
+        listen, token, args.outbound_budget, args.idle_unload, allow_inject=args.allow_inject
+    )
+
+
+def _banner(endpoint: TcpEndpoint, loopback: bool) -> str:
+    base = f"http://{endpoint.url.removeprefix('ws://')}"
+    lines = [
+        "codex-app-bridge serve (WebSockets)",
+        f"  listening on: {endpoint.url}",
+        f"  readyz: {base}/readyz",
+        f"  healthz: {base}/healthz",
+    ]
+    if loopback:
+        lines.append("  note: binds localhost only (use SSH port-forwarding for remote access)")
+    return "\n".join(lines)
+
+
 async def run_server(
     source: EventSource | TurnSource,
     *,
     default_cwd: str | None = None,
-    allow_inject: bool = False,
+    settings: ServeSettings | None = None,
 ) -> None:
-    """Serve one client on stdio until end of input or SIGTERM/SIGINT."""
-    if allow_inject:
+    """Serve until end of input (stdio) or SIGTERM/SIGINT (every transport)."""
+    settings = settings if settings is not None else ServeSettings()
+    listen = settings.listen
+    if settings.allow_inject:
         source = InjectableSource(source)
     async with (
-        BridgeServer(source, default_cwd=default_cwd) as server,
+        BridgeServer(
+            source,
+            default_cwd=default_cwd,
+            outbound_budget=settings.outbound_budget,
+            idle_unload=settings.idle_unload,
+        ) as server,
         anyio.create_task_group() as tg,
     ):
         if isinstance(source, InjectableSource):
@@ -210,9 +471,36 @@ async def run_server(
                     return
 
         tg.start_soon(watch_signals)
+        if listen.scheme == "unix":
+            path = listen.path or default_unix_socket_path()
+            await tg.start(serve_unix, path, server.serve_connection)
+            print(
+                f"codex-app-bridge serve (unix socket)\n  listening on: unix://{path}",
+                file=sys.stderr,
+            )
+            return
+        if listen.scheme == "ws":
+            endpoint: TcpEndpoint = await tg.start(
+                partial(serve_tcp, listen.host, listen.port, server.serve_connection),
+                settings.token,
+            )
+            print(_banner(endpoint, listen.is_loopback), file=sys.stderr)
+            return
         async with stdio_transport() as streams:
             await server.serve_connection(streams, TransportKind.STDIO)
         tg.cancel_scope.cancel()
+
+
+def _start_failure(exc: BaseException) -> ListenError | None:
+    if isinstance(exc, ListenError):
+        return exc
+    if isinstance(exc, BaseExceptionGroup):
+        group: BaseExceptionGroup[BaseException] = exc  # pyright: ignore[reportUnknownVariableType]
+        for inner in group.exceptions:
+            found = _start_failure(inner)
+            if found is not None:
+                return found
+    return None
 
 
 def _run(args: argparse.Namespace) -> int:
@@ -221,5 +509,17 @@ def _run(args: argparse.Namespace) -> int:
     except (ScriptError, ValueError) as exc:
         print(f"codex-app-bridge serve: {exc}", file=sys.stderr)
         return EXIT_USAGE
-    anyio.run(lambda: run_server(source, default_cwd=args.cwd, allow_inject=args.allow_inject))
+    try:
+        settings = serve_settings(args)
+    except StartError as exc:
+        print(f"codex-app-bridge serve: {exc}", file=sys.stderr)
+        return exc.code
+    try:
+        anyio.run(lambda: run_server(source, default_cwd=args.cwd, settings=settings))
+    except (Exception, BaseExceptionGroup) as exc:  # pyright: ignore[reportUnknownVariableType]
+        failure = _start_failure(exc)  # pyright: ignore[reportUnknownArgumentType]
+        if failure is None:
+            raise
+        print(f"codex-app-bridge serve: {failure.strerror or failure}", file=sys.stderr)
+        return EXIT_START_FAILED
     return 0

@@ -28,12 +28,23 @@ is queued, the callbacks the handler registered with ``ctx.after_response`` run 
 Outbound: everything goes through the transport's write stream (the per-connection queue), and
 never with a per-message await: ``offer`` puts bytes in the stream at once, or, when the stream is
 full, behind it in the connection's *backlog*, which one task moves into the stream as the writer
-makes room (in order; a message never overtakes another). Policy ``BACKPRESSURE`` (stdio, memory)
-keeps everything and reports the connection ``congested`` while the backlog holds more than
-``high_water`` bytes: producers (the thread runtimes, the request path) ``await wait_writable()``
-only then. ``DISCONNECT_SLOW`` (unix socket, websocket) has no backlog: if the queue is full the
-connection is closed ("slow consumer"), so other connections are not held up. Notifications honour
+makes room (in order; a message never overtakes another). The backlog's byte budget is
+``outbound_budget``. Policy ``BACKPRESSURE`` (stdio, memory; budget ``OUTBOUND_HIGH_WATER``) keeps
+everything and reports the connection ``congested`` while the backlog holds more than the budget:
+producers (the thread runtimes, the request path) ``await wait_writable()`` only then, and the
+request path waiting is what stops reading, so a client that writes thousands of requests before
+reading any answer gets them all as long as they fit the budget. ``DISCONNECT_SLOW`` (unix socket,
+websocket; budget ``SOCKET_OUTBOUND_BUDGET``) is never congested: a burst that a reading client
+takes a moment to drain waits in the backlog, but once the backlog passes the budget the
+connection is closed ("slow consumer"), so a client that stopped reading never holds up the
+others. Notifications honour
 the connection's opt-out list; responses, errors and server requests never do.
+
+With ``coalesce`` (line-framed transports: stdio and its in-memory twin), the messages offered
+during one pass of the event loop are joined with ``\n`` into one outbound item when the loop
+next runs callbacks: one queue operation and one write per batch instead of one per message
+(the framing is unchanged, JSON text never holds a raw newline). Order is kept: every message,
+response or notification, goes through the same list.
 
 A handler may answer later (``ctx.defer()``): its return value is then ignored and the
 ``DeferredReply`` writes the one response when it is resolved, from wherever in the stream its
@@ -53,6 +64,7 @@ Shutdown rules:
 
 from __future__ import annotations
 
+import asyncio
 import itertools
 import logging
 from collections import Counter, deque
@@ -97,6 +109,7 @@ __all__ = [
     "INGRESS_QUEUE_CAPACITY",
     "MAX_IN_FLIGHT",
     "OUTBOUND_HIGH_WATER",
+    "SOCKET_OUTBOUND_BUDGET",
     "Connection",
     "DeferredReply",
     "Gate",
@@ -115,6 +128,9 @@ MAX_IN_FLIGHT: Final = 1024
 
 OUTBOUND_HIGH_WATER: Final = 4 << 20
 """Backlog bytes past which a ``BACKPRESSURE`` connection is ``congested`` (producers wait)."""
+
+SOCKET_OUTBOUND_BUDGET: Final = 8 << 20
+"""Backlog bytes past which a ``DISCONNECT_SLOW`` connection is disconnected as a slow consumer."""
 
 _connection_ids = itertools.count()
 
@@ -246,6 +262,7 @@ class Connection:
         table: MethodTable,
         *,
         policy: OutboundPolicy = OutboundPolicy.BACKPRESSURE,
+        coalesce: bool = False,
         gate: Gate | None = None,
         scopes: SerialScopes | None = None,
         server_requests: ServerRequests | None = None,
@@ -254,6 +271,7 @@ class Connection:
         max_in_flight: int = MAX_IN_FLIGHT,
         drain_timeout: float = 10.0,
         state: Any = None,
+        outbound_budget: int | None = None,
     ) -> None:
         self._inbound: MemoryObjectReceiveStream[Any] = streams[0]
         self._outbound: MemoryObjectSendStream[Any] = streams[1]
@@ -271,7 +289,16 @@ class Connection:
         """Free slot for the server layer's per-connection state (initialized, capabilities)."""
 
         self._opt_out: frozenset[str] = frozenset()
-        self._high_water = OUTBOUND_HIGH_WATER
+        if outbound_budget is None:
+            outbound_budget = (
+                OUTBOUND_HIGH_WATER
+                if policy is OutboundPolicy.BACKPRESSURE
+                else SOCKET_OUTBOUND_BUDGET
+            )
+        self._high_water = outbound_budget
+        self._coalesce = coalesce
+        self._coalesced: list[bytes] = []
+        self._flush_scheduled = False
         self._backlog: deque[bytes] = deque()
         self._backlog_bytes = 0
         self._flushing = False
@@ -320,8 +347,9 @@ class Connection:
 
     @property
     def congested(self) -> bool:
-        """More than the high-water mark is waiting behind the outbound queue."""
-        return self._backlog_bytes > self._high_water
+        """More than the budget is waiting behind the outbound queue (``BACKPRESSURE`` only: a
+        slow socket client is disconnected instead, it never slows the producers down)."""
+        return self.policy is OutboundPolicy.BACKPRESSURE and self._backlog_bytes > self._high_water
 
     @property
     def backlog_bytes(self) -> int:
@@ -331,22 +359,37 @@ class Connection:
         """Queue one encoded message without waiting; False if the connection is gone.
 
         In the outbound stream at once when it has room, else in the backlog behind it (see the
-        module docstring); a ``DISCONNECT_SLOW`` connection whose queue is full is closed.
+        module docstring); a ``DISCONNECT_SLOW`` connection whose backlog passes its budget is
+        closed.
         """
         if self._closed:
             logger.debug("dropping message for disconnected connection %s", self._connection_id)
             return False
+        if self._coalesce:
+            self._coalesced.append(data)
+            if not self._flush_scheduled:
+                self._flush_scheduled = True
+                asyncio.get_running_loop().call_soon(self.flush)
+            return True
+        return self._put(data)
+
+    def flush(self) -> None:
+        """Hand the messages coalesced so far to the outbound stream, as one item."""
+        self._flush_scheduled = False
+        pending = self._coalesced
+        if not pending or self._closed:
+            pending.clear()
+            return
+        data = pending[0] if len(pending) == 1 else b"\n".join(pending)
+        pending.clear()
+        self._put(data)
+
+    def _put(self, data: bytes) -> bool:
         if not self._backlog:
             try:
                 self._outbound.send_nowait(data)
             except anyio.WouldBlock:
-                if self.policy is OutboundPolicy.DISCONNECT_SLOW:
-                    logger.warning(
-                        "disconnecting slow connection after outbound queue filled: connection %s",
-                        self._connection_id,
-                    )
-                    self.close()
-                    return False
+                pass
             except (anyio.BrokenResourceError, anyio.ClosedResourceError):
                 logger.info("connection %s: peer gone", self._connection_id)
                 self.close()
@@ -355,6 +398,15 @@ class Connection:
                 return True
         self._backlog.append(data)
         self._backlog_bytes += len(data)
+        if self.policy is OutboundPolicy.DISCONNECT_SLOW and self._backlog_bytes > self._high_water:
+            logger.warning(
+                "disconnecting slow connection after outbound queue filled: connection %s "
+                "(%d bytes waiting)",
+                self._connection_id,
+                self._backlog_bytes,
+            )
+            self.close()
+            return False
         if not self._flushing and self._task_group is not None:
             self._flushing = True
             self._task_group.start_soon(self._flush_backlog)
@@ -455,6 +507,7 @@ class Connection:
             self._cancel_own_requests()
         self._backlog.clear()
         self._backlog_bytes = 0
+        self._coalesced.clear()
         self._wake_writers()
         self._cancel_scope.cancel()
         self._outbound.close()
@@ -477,12 +530,14 @@ class Connection:
                     tg.start_soon(self._read_loop, ingress_send)
                     await self._process_loop(ingress_recv, tg)
                     with anyio.move_on_after(self._drain_timeout):
+                        self.flush()
                         while self._active or self._backlog:
                             if self._active:
                                 self._idle = anyio.Event()
                                 await self._idle.wait()
                             else:
                                 await self._drain_backlog()
+                            self.flush()
                     tg.cancel_scope.cancel()
         finally:
             self._task_group = None
@@ -634,6 +689,8 @@ class Connection:
     async def _emit(self, data: bytes) -> bool:
         if not self.offer(data):
             return False
+        if self._task_group is None:
+            self.flush()  # not running (yet): no later pass of the loop is promised to us
         if self._backlog and not self._flushing and self._task_group is None:
             # not running (yet): nobody else moves the backlog, so this caller does
             self._flushing = True

@@ -21,7 +21,7 @@ This module knows nothing of threads or turns: a scope key is just a hashable va
 
 from __future__ import annotations
 
-from collections.abc import Awaitable, Callable, Hashable, Iterable, Iterator
+from collections.abc import Awaitable, Callable, Hashable, Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Generic, Protocol, TypeAlias, TypeVar
 
@@ -74,7 +74,11 @@ class ModelParams(Generic[M]):
 
     ``struct_name`` and ``field_count`` are the Rust struct's name and number of fields, used by
     the messages for non-object params (``… expected struct ThreadListParams with 16 elements``);
-    they default to the model's class name and field count.
+    they default to the model's class name and field count. ``field_order`` gives the Rust
+    struct's first fields (wire names) where they differ from the model's (generated models are
+    alphabetical; the other fields follow in model order): positional params are read in that
+    order (``initialize [1,2]`` names
+    ``ClientInfo``, the struct's first field, as the real server).
     """
 
     def __init__(
@@ -83,10 +87,14 @@ class ModelParams(Generic[M]):
         *,
         struct_name: str | None = None,
         field_count: int | None = None,
+        field_order: Sequence[str] | None = None,
     ) -> None:
         self.model = model
         self.struct_name = struct_name or model.__name__
         self.field_count = len(model.model_fields) if field_count is None else field_count
+        wire_names = [info.alias or name for name, info in model.model_fields.items()]
+        first = tuple(field_order or ())
+        self.field_order: tuple[str, ...] = first + tuple(n for n in wire_names if n not in first)
 
     def decode(self, raw: RawParamsValue) -> M:
         if raw is ABSENT or raw is None:
@@ -110,8 +118,7 @@ class ModelParams(Generic[M]):
     def _decode_positional(self, items: list[JsonValue]) -> M:
         # Serde reads a struct from a sequence field by field; errors in present elements come
         # first, then a short sequence is "invalid length".
-        wire_names = [info.alias or name for name, info in self.model.model_fields.items()]
-        given = dict(zip(wire_names, items, strict=False))
+        given = dict(zip(self.field_order, items, strict=False))
         try:
             value = self.model.model_validate_json(orjson.dumps(given), strict=True)
         except ValidationError as exc:

@@ -206,6 +206,13 @@ class Handlers:
             raise missing(thread_id)
         return record
 
+    def _loaded_record(self, raw_id: str) -> ThreadRecord:
+        """A loaded thread (``turn/*``): an unloaded one is not found, as the real server."""
+        record = self._record(raw_id, thread_not_found)
+        if not record.loaded:
+            raise thread_not_found(record.id)
+        return record
+
     async def _broadcast_started(self, record: ThreadRecord) -> None:
         notification = ThreadStartedNotification(thread=record.thread())
         await self.server.hub.broadcast("thread/started", dump_json(notification))
@@ -244,6 +251,13 @@ class Handlers:
             forked_from_id=forked_from_id,
             thread_source=thread_source,
         )
+        self._start_runtime(record, history)
+        server.store.add(record)
+        return record
+
+    def _start_runtime(self, record: ThreadRecord, history: list[EventEnvelope] | None) -> None:
+        server = self.server
+        thread_id = record.id
 
         def session() -> Any:
             # opened by the first turn: the turns before it are the history's (a fork's)
@@ -257,16 +271,21 @@ class Handlers:
 
         record.runtime = ThreadRuntime(
             thread_id,
-            listener,
+            record.listener,
             session,
             history=history,
             on_turn_end=record.touch,
             interrupt_grace=server.interrupt_grace,
             pending_interrupts=partial(server.unhandled_requests, "turn/interrupt", thread_id),
         )
-        server.store.add(record)
         server.start_runtime(record.runtime)
-        return record
+
+    def _reload(self, record: ThreadRecord) -> None:
+        """Load an unloaded thread again: a new listener and runtime over its history."""
+        history = record.history
+        record.listener = self.server.hub.create_thread(record.id)
+        record.loaded = True
+        self._start_runtime(record, history)
 
     # ------------------------------------------------------------------ initialize
 
@@ -324,6 +343,8 @@ class Handlers:
         elif not record.materialized:
             raise no_rollout(record.id)
         record.settings = _Overrides.of_thread(params).apply(record.settings)
+        if not record.loaded:
+            self._reload(record)
         record.listener.subscribe(ctx.connection, raw_events=record.raw_events)
         turns = (
             None
@@ -439,7 +460,7 @@ class Handlers:
         return record.runtime
 
     async def turn_start(self, ctx: RequestContext, params: TurnStartParams) -> TurnStartResponse:
-        record = self._record(params.thread_id, thread_not_found)
+        record = self._loaded_record(params.thread_id)
         runtime = self._runtime(record)
         inputs = core_inputs(params.input)
         running = runtime.active_turn_id
@@ -505,7 +526,7 @@ class Handlers:
     async def turn_interrupt(
         self, ctx: RequestContext, params: TurnInterruptParams
     ) -> TurnInterruptResponse:
-        record = self._record(params.thread_id, thread_not_found)
+        record = self._loaded_record(params.thread_id)
         runtime = self._runtime(record)
         running = runtime.active_turn_id
         if running is None:
@@ -517,7 +538,7 @@ class Handlers:
         return TurnInterruptResponse()
 
     async def turn_steer(self, ctx: RequestContext, params: TurnSteerParams) -> TurnSteerResponse:
-        record = self._record(params.thread_id, thread_not_found)
+        record = self._loaded_record(params.thread_id)
         runtime = self._runtime(record)
         running = runtime.active_turn_id
         if running is None:

@@ -17,7 +17,8 @@ Use it as an async context manager, then hand it each connection's stream pair::
         await server.serve_connection(streams, TransportKind.STDIO)
 
 ``serve_connection`` returns when the connection ends (EOF, peer gone, ``close``); the connection
-is then dropped from every thread and broadcast. Leaving the context cancels running turns (on
+is then dropped from every thread and broadcast. A thread left without subscribers stays loaded
+until ``idle_unload`` seconds pass (``server._idle``). Leaving the context cancels running turns (on
 stdio, end of input therefore ends the process without a ``turn/completed``, as the real server).
 """
 
@@ -43,6 +44,7 @@ from codex_app_bridge.rpc import (
 )
 from codex_app_bridge.server._handlers import Handlers
 from codex_app_bridge.server._handshake import ConnectionState, check_request
+from codex_app_bridge.server._idle import DEFAULT_IDLE_UNLOAD_SECONDS, IdleUnloader
 from codex_app_bridge.server._runtime import INTERRUPT_GRACE, ThreadRuntime
 from codex_app_bridge.server._table import build_method_table
 from codex_app_bridge.server._threads import ThreadStore
@@ -63,10 +65,14 @@ class BridgeServer:
         *,
         default_cwd: str | None = None,
         drain_timeout: float = 10.0,
+        outbound_budget: int | None = None,
+        idle_unload: float | None = DEFAULT_IDLE_UNLOAD_SECONDS,
         interrupt_grace: float = INTERRUPT_GRACE,
     ) -> None:
         self.source: EventSource | TurnSource = source if source is not None else DefaultAgent()
         self.default_cwd = os.path.abspath(default_cwd or os.getcwd())
+        self.outbound_budget = outbound_budget
+        """Per-connection backlog budget in bytes (``None``: the rpc layer's default per policy)."""
         self.hub = ListenerHub()
         self.store = ThreadStore()
         self.handlers = Handlers(self)
@@ -78,6 +84,9 @@ class BridgeServer:
         self.server_name = socket.gethostname() or "localhost"
         self.installation_id = str(uuid.uuid4())
         self._drain_timeout = drain_timeout
+        self.idle_unloader = IdleUnloader(self, idle_unload) if idle_unload else None
+        """Unloads threads nobody is subscribed to after ``idle_unload`` seconds (``server._idle``;
+        ``None`` or ``0``: never)."""
         self.interrupt_grace = interrupt_grace
         """Seconds a source has to end an interrupted turn (``ThreadRuntime``)."""
         self._task_group: anyio.abc.TaskGroup | None = None
@@ -88,6 +97,8 @@ class BridgeServer:
     async def __aenter__(self) -> Self:
         self._task_group = anyio.create_task_group()
         await self._task_group.__aenter__()
+        if self.idle_unloader is not None:
+            self._task_group.start_soon(self.idle_unloader.run, name="idle unload")
         return self
 
     async def __aexit__(
@@ -116,11 +127,13 @@ class BridgeServer:
             streams,
             self.table,
             policy=outbound_policy_for(kind),
+            coalesce=kind in (TransportKind.STDIO, TransportKind.MEMORY),
             gate=check_request,
             scopes=self.scopes,
             server_requests=self.server_requests,
             drain_timeout=self._drain_timeout,
             state=ConnectionState(),
+            outbound_budget=self.outbound_budget,
         )
 
     async def serve_connection(

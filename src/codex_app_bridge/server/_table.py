@@ -54,6 +54,18 @@ _FIELD_COUNTS: Final[dict[str, int]] = {
     "TurnSteerParams": 6,
 }
 
+# The Rust struct's first field where the generated model (alphabetical) starts differently: array
+# params are read in that order (``initialize [1,2]`` -> ``… expected struct ClientInfo``; the
+# others start with a string field; probed from the binary with ``[true,true]``).
+_FIELD_ORDERS: Final[dict[str, tuple[str, ...]]] = {
+    "InitializeParams": ("clientInfo", "capabilities"),
+    "ThreadReadParams": ("threadId",),
+    "ThreadResumeParams": ("threadId",),
+    "ThreadForkParams": ("threadId",),
+    "TurnStartParams": ("threadId",),
+    "ThreadStartParams": ("model",),
+}
+
 SUPPORTED_METHODS: Final[dict[str, type[BaseModel]]] = {
     "initialize": InitializeParams,
     "thread/start": ThreadStartParams,
@@ -94,7 +106,11 @@ def build_method_table(handlers: Handlers) -> MethodTable:
         if model is None:
             specs.append(MethodSpec(method, RawParams(), experimental=method in experimental))
             continue
-        params = ModelParams(model, field_count=_FIELD_COUNTS.get(model.__name__))
+        params = ModelParams(
+            model,
+            field_count=_FIELD_COUNTS.get(model.__name__),
+            field_order=_FIELD_ORDERS.get(model.__name__),
+        )
         has_thread = "thread_id" in model.model_fields
         specs.append(
             MethodSpec(

@@ -26,6 +26,7 @@ from codex_app_bridge.protocol.v2 import (
     ActiveThreadStatus,
     AskForApproval,
     DangerFullAccessSandboxPolicy,
+    NotLoadedThreadStatus,
     ReadOnlySandboxPolicy,
     SandboxMode,
     SandboxPolicy,
@@ -107,6 +108,8 @@ class ThreadRecord:
     raw_events: bool = False
     runtime: ThreadRuntime | None = None
     """The task playing this thread's turns (set once the record is created)."""
+    loaded: bool = True
+    """False once unloaded (idle, ``server._idle``): status ``notLoaded`` until resumed."""
 
     def __post_init__(self) -> None:
         if not self.updated_at:
@@ -136,6 +139,8 @@ class ThreadRecord:
     def status(self) -> ThreadStatus:
         """The thread's status; ``active`` as soon as a turn was accepted, even if the listener
         has not seen its ``task_started`` yet (as the real server reports it in responses)."""
+        if not self.loaded:
+            return NotLoadedThreadStatus()
         status = self.listener.status
         if self.active_turn_id is not None and not isinstance(status, ActiveThreadStatus):
             return ActiveThreadStatus(active_flags=[])

@@ -11,9 +11,10 @@ Per connection a transport yields ``TransportStreams = (read_stream, write_strea
   that fails with ``anyio.BrokenResourceError`` means the peer is gone.
 
 Single-connection transports (``stdio_transport``, ``create_memory_transport_pair``) are context
-managers yielding that pair. Listening transports (unix socket, websocket: later) hand one such
-pair per accepted connection to a callback, with the same framing contract (websocket: one message
-per text frame), so the rpc layer serves every kind the same way. ``TransportKind`` tells the rpc
+managers yielding that pair. Listening transports (``listen.serve_unix``, ``listen.serve_tcp``,
+both WebSocket: ``websocket``; handshake auth: ``auth``) hand one such pair per accepted
+connection to a callback, with the same framing contract (one message per text frame), so the rpc
+layer serves every kind the same way. ``TransportKind`` tells the rpc
 layer which outbound policy applies (stdio waits for a slow reader, socket kinds disconnect it).
 """
 

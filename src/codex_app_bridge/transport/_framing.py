@@ -4,6 +4,12 @@ Inbound: bytes are split on ``\\n`` with no length limit (the real server answer
 non-blank line is decoded with orjson into any JSON value, and a line that is not JSON becomes a
 ``DecodeError`` item carrying the reason and the raw line. Nothing here interprets JSON-RPC.
 
+Two refusals follow the real server (whose JSON parser is serde_json): a value nested
+``MAX_NESTING`` (128) levels deep or more is refused like invalid JSON ("recursion limit exceeded
+at line L column C", the bracket that opens level 128), never handed on; and a frame that is not
+UTF-8 is refused naming the first bad byte and its position (the real server, reading stdin as
+text, stops reading there; the bridge drops that frame only).
+
 Outbound: an item is either one already-encoded JSON message (``bytes``; it must not contain a raw
 newline, which orjson never emits) or a JSON-able object (``orjson.Fragment`` values allowed inside)
 that is encoded here with orjson.
@@ -11,12 +17,15 @@ that is encoded here with orjson.
 
 from __future__ import annotations
 
+import re
+from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Any, TypeAlias
 
 import orjson
 
 __all__ = [
+    "MAX_NESTING",
     "DecodeError",
     "InboundItem",
     "JsonValue",
@@ -45,6 +54,64 @@ OutboundItem: TypeAlias = "bytes | orjson.Fragment | dict[str, Any] | list[Any]"
 """What a transport's write side accepts: one encoded JSON message, or an object orjson encodes."""
 
 
+MAX_NESTING = 128
+"""Arrays and objects nested this deep are refused (serde_json's recursion limit)."""
+
+_TOKENS = re.compile(rb'"(?:[^"\\]|\\.)*"|[\[\]{}]', re.DOTALL)
+
+
+def _position(data: bytes, offset: int) -> str:
+    line = data.count(b"\n", 0, offset) + 1
+    column = offset - (data.rfind(b"\n", 0, offset) + 1) + 1
+    return f"line {line} column {column}"
+
+
+def _too_deep(value: JsonValue) -> bool:
+    """Whether ``value`` nests arrays/objects ``MAX_NESTING`` levels deep (iteratively)."""
+    stack: list[tuple[JsonValue, int]] = [(value, 1)]
+    while stack:
+        node, depth = stack.pop()
+        if depth >= MAX_NESTING:
+            return True
+        children: Iterable[JsonValue] = (
+            node.values() if isinstance(node, dict) else node if isinstance(node, list) else ()
+        )
+        for child in children:
+            if isinstance(child, list | dict):
+                stack.append((child, depth + 1))
+    return False
+
+
+def _nesting_error(line: bytes) -> str:
+    depth = 0
+    for match in _TOKENS.finditer(line):
+        token = match.group()
+        if token in (b"[", b"{"):
+            depth += 1
+            if depth >= MAX_NESTING:
+                return f"recursion limit exceeded at {_position(line, match.start())}"
+        elif token in (b"]", b"}"):
+            depth -= 1
+    return "recursion limit exceeded"
+
+
+def _too_deep_reason(line: bytes) -> str:
+    return f"{_nesting_error(line)} (JSON nested {MAX_NESTING} levels deep or more)"
+
+
+def _decode_failure(line: bytes, exc: orjson.JSONDecodeError) -> str:
+    try:
+        line.decode("utf-8")
+    except UnicodeDecodeError as bad:
+        return (
+            f"invalid UTF-8 (byte 0x{line[bad.start]:02x}) at {_position(line, bad.start)}; "
+            "messages must be UTF-8 JSON"
+        )
+    if str(exc).startswith("depth limit exceeded"):  # orjson's own limit, far beyond ours
+        return _too_deep_reason(line)
+    return str(exc)
+
+
 def decode_line(line: bytes) -> InboundItem | None:
     """Decode one frame; ``None`` for a blank (empty or whitespace-only) frame, which is ignored."""
     if not line.strip():
@@ -52,7 +119,13 @@ def decode_line(line: bytes) -> InboundItem | None:
     try:
         value: JsonValue = orjson.loads(line)
     except orjson.JSONDecodeError as exc:
-        return DecodeError(reason=str(exc), raw=line)
+        return DecodeError(reason=_decode_failure(line, exc), raw=line)
+    if (
+        isinstance(value, list | dict)
+        and line.count(b"[") + line.count(b"{") >= MAX_NESTING
+        and _too_deep(value)
+    ):
+        return DecodeError(reason=_too_deep_reason(line), raw=line)
     return value
 
 

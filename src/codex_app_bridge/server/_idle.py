@@ -1,0 +1,96 @@
+"""Idle unload: a loaded thread nobody is subscribed to is unloaded after ``idle_timeout`` seconds.
+
+As 0.163.0 (runtime spec 2.4): closing a connection or ``thread/unsubscribe`` never unloads by
+itself; a thread with no subscriber and no running turn (nor one waiting on approval) stays loaded
+until the timeout has passed since both became true, then it is unloaded: its runtime is stopped,
+it leaves ``thread/loaded/list``, and every initialized connection gets ``thread/status/changed``
+``{type: notLoaded}`` followed by ``thread/closed``. The record stays in the store: ``thread/read``
+still answers (status ``notLoaded``), ``turn/*`` answer ``thread not found``, ``thread/resume``
+loads it again (a new listener and runtime over the kept history) and subscribes the caller.
+
+The real server waits 30 minutes (hard-coded there); ``serve --idle-unload SECONDS`` changes it
+here (``0`` never unloads). ``IdleUnloader.run`` polls, at most every second (sooner for short
+timeouts), so an unload happens between ``idle_timeout`` and ``idle_timeout`` + one poll.
+"""
+
+from __future__ import annotations
+
+import logging
+from typing import TYPE_CHECKING, Final
+
+import anyio
+
+from codex_app_bridge.protocol.v2 import ActiveThreadStatus
+
+if TYPE_CHECKING:
+    from codex_app_bridge.server._server import BridgeServer
+    from codex_app_bridge.server._threads import ThreadRecord
+
+__all__ = ["DEFAULT_IDLE_UNLOAD_SECONDS", "IdleUnloader", "is_idle"]
+
+logger = logging.getLogger(__name__)
+
+DEFAULT_IDLE_UNLOAD_SECONDS: Final = 30 * 60.0
+"""The real server's ``THREAD_UNLOADING_DELAY``."""
+
+_MAX_POLL = 1.0
+
+
+def is_idle(record: ThreadRecord) -> bool:
+    """Loaded, nobody subscribed, and no turn running or waiting."""
+    return (
+        record.loaded
+        and not record.listener.subscriber_ids()
+        and record.active_turn_id is None
+        and not isinstance(record.listener.status, ActiveThreadStatus)
+    )
+
+
+class IdleUnloader:
+    """Unloads threads idle for ``timeout`` seconds (see the module docstring)."""
+
+    def __init__(self, server: BridgeServer, timeout: float) -> None:
+        if timeout <= 0:
+            raise ValueError("the idle timeout must be positive")
+        self.server = server
+        self.timeout = timeout
+        self._idle_since: dict[str, float] = {}
+
+    @property
+    def poll_interval(self) -> float:
+        return min(_MAX_POLL, self.timeout / 4)
+
+    async def run(self) -> None:
+        while True:
+            await anyio.sleep(self.poll_interval)
+            await self.check()
+
+    async def check(self) -> None:
+        """One pass: note newly idle threads, unload those idle for the whole timeout."""
+        now = anyio.current_time()
+        seen: set[str] = set()
+        for record in self.server.store:
+            if not is_idle(record):
+                continue
+            seen.add(record.id)
+            since = self._idle_since.setdefault(record.id, now)
+            if now - since >= self.timeout:
+                del self._idle_since[record.id]
+                await unload_thread(self.server, record)
+        for thread_id in set(self._idle_since) - seen:
+            del self._idle_since[thread_id]
+
+
+async def unload_thread(server: BridgeServer, record: ThreadRecord) -> None:
+    """Unload one thread now and tell every initialized connection (``notLoaded``, ``closed``)."""
+    if not record.loaded:
+        return
+    record.loaded = False
+    server.hub.remove_thread(record.id)
+    if record.runtime is not None:
+        record.runtime.stop()
+    logger.info("thread %s unloaded (idle)", record.id)
+    await server.hub.broadcast(
+        "thread/status/changed", {"threadId": record.id, "status": {"type": "notLoaded"}}
+    )
+    await server.hub.broadcast("thread/closed", {"threadId": record.id})

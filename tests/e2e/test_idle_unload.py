@@ -1,0 +1,88 @@
+"""Connection close and unsubscribe drop subscriptions; a thread nobody is subscribed to is
+unloaded after the idle timeout with ``thread/status/changed`` notLoaded then ``thread/closed``,
+as 0.163.0; it can be read, not driven, and ``thread/resume`` loads it again."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+import pytest
+
+from tests.e2e._harness import Message, Session, methods, open_bridge
+
+pytestmark = pytest.mark.anyio
+
+IN_PROCESS = ("memory", "unix", "websocket")
+IDLE = 0.05
+
+
+def closed(thread_id: str) -> Callable[[Message], bool]:
+    def check(message: Message) -> bool:
+        return message.get("method") == "thread/closed" and (
+            message["params"]["threadId"] == thread_id
+        )
+
+    return check
+
+
+@pytest.mark.parametrize("kind", IN_PROCESS)
+async def test_an_unsubscribed_thread_is_unloaded_after_the_idle_timeout(kind: str) -> None:
+    async with open_bridge(kind, idle_unload=IDLE) as bridge:
+        alice: Session = await bridge.connect()
+        watcher: Session = await bridge.connect()
+        await alice.initialize(name="alice")
+        await watcher.initialize(name="watcher")
+        idle = await alice.start_thread()
+        await alice.run_turn(idle, "before unload")
+        kept = await alice.start_thread()  # alice stays subscribed to this one
+        status = await alice.result("thread/unsubscribe", {"threadId": idle})
+        assert status == {"status": "unsubscribed"}
+
+        seen = await watcher.until(closed(idle))
+        tail = seen[-2:]
+        assert methods(tail) == ["thread/status/changed", "thread/closed"]
+        assert tail[0]["params"] == {"threadId": idle, "status": {"type": "notLoaded"}}
+        assert tail[1]["params"] == {"threadId": idle}
+
+        loaded = await watcher.result("thread/loaded/list", {})
+        assert loaded["data"] == [kept]
+        read = await watcher.result("thread/read", {"threadId": idle})
+        assert read["thread"]["status"] == {"type": "notLoaded"}
+        refused = await watcher.call(
+            "turn/start", {"threadId": idle, "input": [{"type": "text", "text": "x"}]}
+        )
+        assert refused["error"] == {"code": -32600, "message": f"thread not found: {idle}"}
+        gone = await watcher.result("thread/unsubscribe", {"threadId": idle})
+        assert gone == {"status": "notLoaded"}
+
+        # Resuming loads it again with its history, subscribed, and it runs turns.
+        resumed = await watcher.result("thread/resume", {"threadId": idle})
+        assert resumed["thread"]["status"] == {"type": "idle"}
+        assert len(resumed["thread"]["turns"]) == 1
+        assert sorted((await watcher.result("thread/loaded/list", {}))["data"]) == sorted(
+            [idle, kept]
+        )
+        _, messages = await watcher.run_turn(idle, "after reload")
+        assert messages[-1]["params"]["turn"]["status"] == "completed"
+        read = await watcher.result("thread/read", {"threadId": idle, "includeTurns": True})
+        assert len(read["thread"]["turns"]) == 2
+
+
+@pytest.mark.parametrize("kind", IN_PROCESS)
+async def test_closing_the_only_subscriber_lets_the_thread_unload(kind: str) -> None:
+    async with open_bridge(kind, idle_unload=IDLE) as bridge:
+        owner: Session = await bridge.connect()
+        watcher: Session = await bridge.connect()
+        await owner.initialize(name="owner")
+        await watcher.initialize(name="watcher")
+        thread_id = await owner.start_thread()
+        await owner.run_turn(thread_id, "hello")
+        server = bridge.server
+        assert server is not None
+        listener = server.hub.get(thread_id)
+        assert listener is not None
+        assert len(listener.subscriber_ids()) == 1
+        await owner.close()
+        await watcher.until(closed(thread_id))
+        assert listener.subscriber_ids() == []
+        assert server.hub.loaded_thread_ids() == []
