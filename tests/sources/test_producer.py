@@ -401,3 +401,25 @@ def test_serve_refuses_producer_flags_that_do_not_go_together(
     )
     assert proc.returncode == 2
     assert proc.stderr.decode().startswith(f"codex-app-bridge serve: {reason}")
+
+
+@pytest.mark.anyio
+async def test_an_unloaded_thread_shuts_its_producer_down(tmp_path: Path) -> None:
+    log = tmp_path / "ops.jsonl"
+    env = {**bridge_env(), "ECHO_PRODUCER_LOG": str(log), "ECHO_PRODUCER_DELAY": "0"}
+    source = RecordingProducer(
+        [sys.executable, str(ROOT / "examples" / "echo_producer.py")], env=env
+    )
+    with anyio.fail_after(TIMEOUT):
+        async with open_bridge("memory", source=source, idle_unload=0.2) as bridge:
+            client = await bridge.connect()
+            thread_id = await _thread(client)
+            _, messages = await client.run_turn(thread_id, "hello")
+            assert _turn(messages)["status"] == "completed"
+            await client.result("thread/unsubscribe", {"threadId": thread_id})
+            process = source.sessions[0].process
+            assert process is not None
+            await process.wait()  # shut down by the idle unload, not killed
+            assert process.returncode == 0
+    ops = [json.loads(line)["op"]["type"] for line in log.read_text().splitlines()]
+    assert ops == ["user_turn", "shutdown"]
