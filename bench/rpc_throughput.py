@@ -2,7 +2,7 @@
 """Throughput of the rpc layer over the in-memory transport (framing included).
 
 Prints requests/s for pipelined ``echo`` requests (each through params decoding, the gate-less
-pipeline, jsonrpcserver dispatch and response encoding), the cost jsonrpcserver adds per request,
+pipeline, dispatch and response encoding), the cost the dispatcher adds per request,
 and notifications/s for one pre-encoded notification sent to a connection.
 
     PYTHONPATH=src python bench/rpc_throughput.py [--requests N] [--notifications N]
@@ -103,8 +103,8 @@ async def main(requests: int, notifications: int) -> None:
         f"({requests} requests, {overloaded} answered -32001)"
     )
     print(
-        f"handler call through jsonrpcserver: {via_library:.1f} us, direct: {direct:.1f} us "
-        f"(jsonrpcserver adds {via_library - direct:.1f} us per request)"
+        f"handler call through the dispatcher: {via_library:.1f} us, direct: {direct:.1f} us "
+        f"(dispatch adds {via_library - direct:.1f} us per request)"
     )
     print(f"pre-encoded notifications to one connection: {nps:,.0f} msg/s ({notifications})")
 

@@ -100,3 +100,26 @@ def test_codex_app_server_client_runs_two_turns_and_an_interrupt(
 def test_the_shim_is_executable_on_this_platform(tmp_path: Path) -> None:
     shim = _shim(tmp_path)
     assert os.access(shim, os.X_OK)
+
+
+def test_the_official_sdk_answers_the_bridges_approval_requests_with_its_own_hook() -> None:
+    report = run_client("tests.conformance._official_approvals")
+    assert report["command"] == {
+        "status": "completed",
+        "final": "I ran `echo hi` (approved); it printed: ran: echo hi",
+    }
+    assert report["patch"] == {"status": "completed", "final": "I created notes.txt."}
+    assert report["statuses"] == ["completed", "completed"]
+    assert report["thread_status"] == {"type": "idle"}
+
+
+def test_codex_app_server_client_handlers_answer_the_bridges_requests() -> None:
+    report = run_client("tests.conformance._app_server_client_approvals")
+    # its default declines approvals; the command is reported as not run
+    assert report["declined"] == {
+        "status": "completed",
+        "final": "You declined `rm -rf /`; I did not run it.",
+    }
+    assert report["question"] == {"status": "completed", "final": 'You answered: "green".'}
+    assert report["tool"] == {"status": "completed", "final": "The tool said: 42"}
+    assert report["asked"] == ["item/tool/requestUserInput", "item/tool/call answer"]

@@ -54,15 +54,9 @@ EXACT: dict[str, list[tuple[str, str]]] = dict.fromkeys(
     ),
     COMMON,
 )
-EXACT["shell_approval"] = [
-    *COMMON,
-    # issue 10: the bridge skips approval events, so no request, no waitingOnApproval status
-    ("missing", "thread/status/changed"),
-    ("missing", "request item/commandExecution/requestApproval"),
-    ("missing", "serverRequest/resolved"),
-    ("missing", "thread/status/changed"),
-]
-EXACT["dynamic_tool"] = [*COMMON, ("missing", "request item/tool/call")]
+# issue 10: approval and dynamic tool requests round-trip as in the real server
+EXACT["shell_approval"] = COMMON
+EXACT["dynamic_tool"] = COMMON
 EXACT["interrupt"] = [d for d in COMMON if d != ("missing", "thread/readState/changed")]
 OPTIONAL = {
     # timing: the rate-limit token_count Codex emits while aborting sits after the interrupt

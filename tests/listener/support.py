@@ -221,6 +221,12 @@ class RecordingOutbox:
     async def send_notification(self, notification: OutboundNotification) -> bool:
         return self.offer_notification(notification)
 
+    def offer(self, data: bytes) -> bool:
+        self.raw.append(data)
+        self.received.append(orjson.loads(data))
+        self.arrived.set()
+        return True
+
     congested = False
 
     async def wait_writable(self) -> None:

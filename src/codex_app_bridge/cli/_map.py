@@ -122,6 +122,9 @@ class _WriterOutbox:
             return False
         return True
 
+    def offer(self, data: bytes) -> bool:
+        return False  # a map has no client to ask
+
     async def send_server_request(
         self, request_id: RequestId, method: str, params: EncodedParams
     ) -> bool:

@@ -198,7 +198,7 @@ def script_from_run(
 
     previous: str | None = None
     current_turn: str | None = None
-    for message in received:
+    for index, message in enumerate(received):
         method = message.get("method")
         before, previous = previous, method if isinstance(method, str) else previous
         if method == "account/rateLimits/updated" and before != "thread/tokenUsage/updated":
@@ -230,6 +230,8 @@ def script_from_run(
             continue
         if method in ("item/started", "item/completed"):
             item = cast(JsonObject, params["item"])
+            if method == "item/started" and _started_for_approval(received, index, item):
+                continue  # the server makes it from the approval request that follows
             _open_turn(emit, turns, turn_id, opened)
             recorded = turn.items.get(str(item.get("id"))) if turn is not None else None
             completed = recorded["item"] if recorded is not None else None
@@ -273,6 +275,18 @@ def script_from_run(
         emit(turn_id, msg)
     notes.extend(f"{method}: no core event known ({n}x)" for method, n in sorted(unknown.items()))
     return DerivedScript(out, notes)
+
+
+def _started_for_approval(received: Sequence[JsonObject], index: int, item: JsonObject) -> bool:
+    """A ``commandExecution`` ``item/started`` the server sends right before the approval
+    request about that item (not a core event: the request's ``exec_approval_request`` makes it)."""
+    if item.get("type") != "commandExecution":
+        return False
+    for later in received[index + 1 : index + 3]:
+        if later.get("method") == "item/commandExecution/requestApproval":
+            params = cast(JsonObject, later.get("params") or {})
+            return params.get("itemId") == item.get("id")
+    return False
 
 
 def _open_turn(
@@ -357,13 +371,24 @@ def _event_for(method: str, params: JsonObject, turn: _Turn | None) -> JsonObjec
         return {"type": "error", "message": error.get("message", ""), "codex_error_info": info}
     if method == "item/commandExecution/requestApproval":
         command = params.get("command")
-        return {
+        actions = params.get("commandActions")
+        event: JsonObject = {
             "type": "exec_approval_request",
             "call_id": params.get("itemId"),
             "turn_id": turn_id,
             "command": shlex.split(command) if isinstance(command, str) else [],
             "cwd": params.get("cwd") or "",
+            "parsed_cmd": _parsed_commands(actions),
         }
+        for wire, core in (
+            ("approvalId", "approval_id"),
+            ("startedAtMs", "started_at_ms"),
+            ("reason", "reason"),
+            ("proposedExecpolicyAmendment", "proposed_execpolicy_amendment"),
+        ):
+            if params.get(wire) is not None:
+                event[core] = params[wire]
+        return event
     if method == "item/tool/call":
         return {
             "type": "dynamic_tool_call_request",
@@ -373,3 +398,15 @@ def _event_for(method: str, params: JsonObject, turn: _Turn | None) -> JsonObjec
             "arguments": params.get("arguments"),
         }
     return None
+
+
+def _parsed_commands(actions: object) -> list[JsonObject]:
+    """v2 ``CommandAction`` s as the core ``ParsedCommand`` s they were made from (``command``
+    -> ``cmd``, the other fields as they are)."""
+    parsed: list[JsonObject] = []
+    for action in cast(list[Any], actions) if isinstance(actions, list) else []:
+        fields = cast(JsonObject, action) if isinstance(action, dict) else {}
+        one: JsonObject = {k: v for k, v in fields.items() if k != "command"}
+        one["cmd"] = fields.get("command", "")
+        parsed.append(one)
+    return parsed

@@ -45,9 +45,17 @@ from codex_app_bridge.listener import _convert as convert
 from codex_app_bridge.listener._reducer import (
     Audience,
     ReduceContext,
+    Reduction,
     ThreadState,
     ThreadStatusModel,
     reduce,
+)
+from codex_app_bridge.listener._server_requests import (
+    Answer,
+    RaisedRequest,
+    abandon_request,
+    raise_request,
+    resolve_request,
 )
 from codex_app_bridge.mapping import DELTA_ROWS
 from codex_app_bridge.projection import parse_turn_item
@@ -56,6 +64,7 @@ from codex_app_bridge.protocol.core import (
     EventEnvelope,
     ItemCompletedEvent,
     ItemStartedEvent,
+    Op,
     RawResponseItemEvent,
     ResponseItem,
     ThreadSettingsSnapshot,
@@ -309,7 +318,8 @@ class ThreadListener:
 
     @property
     def skipped_events(self) -> int:
-        """Events skipped so far: unknown, malformed, or out of scope (approval requests)."""
+        """Events skipped so far: unknown, malformed, or out of scope (a server request given
+        to ``process`` instead of ``raise_request``)."""
         return self._skipped
 
     @property
@@ -403,6 +413,58 @@ class ThreadListener:
             self._reduce(EventEnvelope(id=turn_id, msg=completed))
         if self._router.congested:
             await self._router.wait_writable()
+
+    # --- server -> client requests (``_server_requests``; ids and sending are the server's) --
+
+    def raise_request(self, envelope: EventEnvelope) -> RaisedRequest | None:
+        """Reduce an event that asks the client something and offer the notifications that
+        precede the request; the request to send (``None`` if the event was skipped)."""
+        reduction, raised = raise_request(self._state, envelope, self._context())
+        self._apply(reduction)
+        return raised
+
+    def offer_request(self, data: bytes, connection_id: int | None = None) -> list[int]:
+        """Offer an encoded server request to every subscriber (or only to ``connection_id``,
+        a replay); the connection ids it was queued for."""
+        recipients = self._router.recipients(self._thread_id, Audience.SUBSCRIBERS)
+        reached: list[int] = []
+        for outbox in recipients:
+            if connection_id is not None and outbox.connection_id != connection_id:
+                continue
+            if outbox.closed:
+                continue
+            try:
+                queued = outbox.offer(data)
+            except Exception:  # one broken connection must not starve the others
+                logger.warning("dropping a server request for %s", outbox.connection_id)
+                continue
+            if queued:
+                reached.append(outbox.connection_id)
+            if outbox.congested:
+                self._router.congested[outbox.connection_id] = outbox
+        return reached
+
+    def resolve_request(self, raised: RaisedRequest, request_id: int, answer: Answer) -> Op:
+        """A client's answer: offer what it causes; the ``Op`` that carries it to the source."""
+        reduction, op = resolve_request(self._state, raised, request_id, answer, self._context())
+        self._apply(reduction)
+        return op
+
+    def abandon_request(self, raised: RaisedRequest, request_id: int) -> None:
+        """A request the turn's end cleans up (``serverRequest/resolved``)."""
+        self._apply(abandon_request(self._state, raised, request_id, self._context()))
+
+    def _context(self) -> ReduceContext:
+        return ReduceContext(thread_id=self._thread_id, now_ms=self._router.clock())
+
+    def _apply(self, reduction: Reduction) -> None:
+        if reduction.skipped is not None:
+            self._skip(reduction.skipped)
+            return
+        self._state = reduction.state
+        for emission in reduction.emissions:
+            recipients = self._router.recipients(self._thread_id, emission.audience)
+            self._router.deliver(emission.method, emission.params_json(), recipients)
 
     def _skip(self, reason: str) -> None:
         self._skipped += 1

@@ -29,7 +29,10 @@ Rules (0.163.0; ``spec/event-mapping.md`` §2, ``spec/app-server-runtime.md`` §
   (``failed``). Core's own later ``item_started`` for the id is suppressed, as in Codex.
 * Approval and other server-request events (``exec_approval_request``,
   ``apply_patch_approval_request``, ``request_user_input``, ``elicitation_request``,
-  ``request_permissions``) are out of scope for the listener: skipped and counted.
+  ``request_permissions``) are not reduced here: ``_server_requests`` raises them (through
+  ``ThreadListener.raise_request``); given to ``reduce`` they are skipped and counted. Pending
+  requests show as ``ThreadWatch`` counters (``waitingOnApproval`` / ``waitingOnUserInput``),
+  which a turn's start and end clear.
 * Unknown event types and events whose conversion fails are skipped and counted; the state is
   left untouched, so one bad event never stalls the thread.
 """
@@ -217,20 +220,35 @@ class ThreadWatch:
     loaded: bool = True
     running: bool = False
     system_error: bool = False
+    pending_approvals: int = 0
+    """Approval requests (command, file change, permissions, elicitation) not answered yet."""
+    pending_user_inputs: int = 0
+    """``item/tool/requestUserInput`` requests not answered yet."""
+
+    def active_flags(self) -> list[str]:
+        flags: list[str] = []
+        if self.pending_approvals:
+            flags.append("waitingOnApproval")
+        if self.pending_user_inputs:
+            flags.append("waitingOnUserInput")
+        return flags
 
     def status(self) -> ThreadStatusModel:
         if not self.loaded:
             return NotLoadedThreadStatus()
-        if self.running:
-            return ActiveThreadStatus(active_flags=[])
+        flags = self.active_flags()
+        if self.running or flags:
+            return ActiveThreadStatus(active_flags=flags)  # pyright: ignore[reportArgumentType]
         if self.system_error:
             return SystemErrorThreadStatus()
         return IdleThreadStatus()
 
     def key(self) -> str:
-        """The status type, equal for equal statuses (``thread/status/changed`` fires when it
-        changes; ``active`` never carries flags here)."""
-        return self.status().type
+        """Equal for equal statuses (``thread/status/changed`` fires when it changes)."""
+        status = self.status()
+        if isinstance(status, ActiveThreadStatus):
+            return "active:" + ",".join(self.active_flags())
+        return status.type
 
 
 _EMPTY: frozenset[str] = frozenset()
@@ -415,7 +433,14 @@ def _turn(
 def _task_started(
     state: ThreadState, envelope: EventEnvelope, msg: TaskStartedEvent, ctx: ReduceContext
 ) -> Reduction:
-    watch = replace(state.watch, loaded=True, running=True, system_error=False)
+    watch = replace(
+        state.watch,
+        loaded=True,
+        running=True,
+        system_error=False,
+        pending_approvals=0,
+        pending_user_inputs=0,
+    )
     root = msg.root_turn_id
     if root is None and msg.turn_attribution is not None:
         root = msg.turn_attribution.root_turn_id
@@ -444,7 +469,11 @@ def _turn_end(
     system_error: bool,
 ) -> Reduction:
     watch = replace(
-        state.watch, running=False, system_error=state.watch.system_error or system_error
+        state.watch,
+        running=False,
+        system_error=state.watch.system_error or system_error,
+        pending_approvals=0,
+        pending_user_inputs=0,
     )
     completed = TurnCompletedNotification(
         thread_id=ctx.thread_id,

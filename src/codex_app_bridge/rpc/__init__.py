@@ -4,7 +4,7 @@ exception -> JSON-RPC error boundary, outbound queues and server -> client reque
 Pieces, bottom-up: ``errors`` (codes, ``RpcError``, ``error_object``, serde-worded params errors),
 ``methods`` (``MethodSpec`` / ``MethodTable`` / params decoding), ``scopes`` (FIFO per scope key),
 ``server_requests`` (process-wide ids, awaitable client answers), ``outbox`` (what upper layers send
-through), ``connection`` (one client: read, classify, dispatch through jsonrpcserver, answer).
+through), ``connection`` (one client: read, classify, dispatch, answer).
 Nothing here knows threads, turns or items: a scope key is just a hashable value.
 """
 

@@ -20,7 +20,7 @@ Processing (``_process_loop``, the ``run`` task), per request, in arrival order:
    ``max_in_flight`` at a time (when the limit is reached, processing waits and the ingress queue
    fills, which is what overload means), FIFO behind earlier requests with the same scope key.
 
-Handling: the handler runs through jsonrpcserver (``_dispatch``); every error goes through the one
+Handling: the handler is called by ``_dispatch``; every error goes through the one
 boundary (``errors.error_object``); the response is queued; then, only after a successful response
 is queued, the callbacks the handler registered with ``ctx.after_response`` run in order (so a
 ``turn/start`` result precedes ``turn/started``).
@@ -569,11 +569,14 @@ class Connection:
     # ---------------------------------------------------------------------------- reading
 
     async def _read_loop(self, ingress: MemoryObjectSendStream[Request]) -> None:
+        inbound = self._inbound
         async with ingress:
             try:
-                async for item in self._inbound:
-                    await self._receive(item, ingress)
-            except (anyio.ClosedResourceError, anyio.BrokenResourceError):
+                # one loop pass per message (receive checkpoints): the processing task keeps
+                # up with a burst instead of finding the ingress queue full
+                while True:
+                    await self._receive(await inbound.receive(), ingress)
+            except (anyio.EndOfStream, anyio.ClosedResourceError, anyio.BrokenResourceError):
                 pass
         # End of input: nothing this client owes us can arrive any more.
         self._input_closed = True
@@ -610,8 +613,17 @@ class Connection:
         self, ingress: MemoryObjectReceiveStream[Request], tg: anyio.abc.TaskGroup
     ) -> None:
         async with ingress:
-            async for request in ingress:
-                await self._accept(request, tg)
+            try:
+                while True:
+                    await self._accept(await ingress.receive(), tg)
+                    while True:
+                        try:
+                            request = ingress.receive_nowait()
+                        except anyio.WouldBlock:
+                            break
+                        await self._accept(request, tg)
+            except (anyio.EndOfStream, anyio.ClosedResourceError):
+                pass
 
     async def _accept(self, request: Request, tg: anyio.abc.TaskGroup) -> None:
         spec = self._table.get(request.method)
@@ -632,7 +644,10 @@ class Connection:
         if spec.inline:
             await self._execute(ctx)
             return
-        await self._in_flight.acquire()
+        try:
+            self._in_flight.acquire_nowait()
+        except anyio.WouldBlock:
+            await self._in_flight.acquire()
         ticket = None if key is None else self._scopes.enter(key)
         if ticket is not None:
             self._tickets.add(ticket)

@@ -64,6 +64,11 @@ class Outbox(Protocol):
         """Queue a notification unless opted out, without waiting; True if it was queued."""
         ...
 
+    def offer(self, data: bytes) -> bool:
+        """Queue one encoded message (a server -> client request) as is, without waiting and
+        without opt-out; True if it was queued."""
+        ...
+
     @property
     def congested(self) -> bool:
         """More is buffered for this client than its high-water mark: producers should wait."""

@@ -7,11 +7,17 @@ ignored. ``ServerRequests`` is that registry; the server layer creates one per p
 to every connection. A pending request is settled by the client's result, by its error
 (``ServerRequestError``) or by cancellation (``ConnectionClosedError`` when its connection goes
 away, or any exception the owner chooses).
+
+Besides awaitable requests (``create``), an owner that must not await (a thread runtime, whose
+requests belong to the thread and not to one connection) registers a synchronous callback
+(``register``): the client's answer is handed to it from the reading connection's task, at once,
+and ``discard`` withdraws it (the answer then finds no request, as in the real server).
 """
 
 from __future__ import annotations
 
 import itertools
+from collections.abc import Callable
 
 import anyio
 
@@ -24,6 +30,7 @@ from codex_app_bridge.protocol.jsonrpc import (
 )
 
 __all__ = [
+    "AnswerCallback",
     "ConnectionClosedError",
     "PendingServerRequest",
     "ServerRequestError",
@@ -71,12 +78,27 @@ class PendingServerRequest:
         return self._result
 
 
+AnswerCallback = Callable[[Response | ErrorResponse], None]
+"""Receives a client's answer (result or error) to a registered request; must not raise."""
+
+
 class ServerRequests:
     """Ids and pending responses of server -> client requests (one per process)."""
 
     def __init__(self, first_id: int = 0) -> None:
         self._ids = itertools.count(first_id)
         self._pending: dict[RequestId, PendingServerRequest] = {}
+        self._callbacks: dict[RequestId, AnswerCallback] = {}
+
+    def register(self, on_answer: AnswerCallback) -> int:
+        """The next id, answered through ``on_answer`` (called once, synchronously)."""
+        request_id = next(self._ids)
+        self._callbacks[request_id] = on_answer
+        return request_id
+
+    def discard(self, request_id: RequestId) -> bool:
+        """Withdraw a registered request; False if it was already answered or withdrawn."""
+        return self._callbacks.pop(request_id, None) is not None
 
     def create(self) -> PendingServerRequest:
         """A new pending request with the next id."""
@@ -86,6 +108,10 @@ class ServerRequests:
 
     def resolve(self, message: Response | ErrorResponse) -> bool:
         """Settle the request a client message answers; False if no request has that id."""
+        callback = self._callbacks.pop(message.id, None)
+        if callback is not None:
+            callback(message)
+            return True
         pending = self._pending.pop(message.id, None)
         if pending is None:
             return False
@@ -104,7 +130,7 @@ class ServerRequests:
         return True
 
     def __contains__(self, request_id: object) -> bool:
-        return request_id in self._pending
+        return request_id in self._pending or request_id in self._callbacks
 
     def __len__(self) -> int:
-        return len(self._pending)
+        return len(self._pending) + len(self._callbacks)

@@ -276,6 +276,7 @@ class Handlers:
             history=history,
             on_turn_end=record.touch,
             interrupt_grace=server.interrupt_grace,
+            server_requests=server.server_requests,
             pending_interrupts=partial(server.unhandled_requests, "turn/interrupt", thread_id),
         )
         server.start_runtime(record.runtime)
@@ -346,6 +347,14 @@ class Handlers:
         if not record.loaded:
             self._reload(record)
         record.listener.subscribe(ctx.connection, raw_events=record.raw_events)
+        runtime = record.runtime
+        if runtime is not None and len(runtime.requests):
+
+            async def replay() -> None:
+                # the still-pending server requests, same ids, to this connection only
+                runtime.requests.replay_to(ctx.connection)
+
+            ctx.after_response(replay)
         turns = (
             None
             if exclude_turns

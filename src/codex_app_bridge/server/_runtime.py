@@ -30,6 +30,12 @@ What the runtime guarantees whatever the source does:
 * **A session that ends** (its producer died) while a turn runs: the turn fails with an ``error``
   and a failed ``task_complete`` that say so; the next ``start_turn`` opens a new session.
 
+Server -> client requests (approvals, questions, dynamic tool calls): an event that asks is
+handed to the thread's ``ThreadServerRequests`` (``requests``) instead of the plain listener
+path; the client's answer comes back synchronously from the rpc layer and is submitted to the
+session as its Codex ``Op``. Pending requests are resolved right before a turn's start and
+terminal events are reduced (so before ``turn/completed``).
+
 History: only the events ``thread/read`` / ``resume`` / ``fork`` rebuild turns from are kept
 (``HISTORY_EVENT_TYPES``: lifecycle events and completed items, what a 0.163.0 rollout holds for
 the paginated history); deltas and other streaming events are never retained, so memory follows
@@ -64,7 +70,8 @@ from codex_app_bridge.protocol.core import (
     UserTurnOp,
 )
 from codex_app_bridge.protocol.jsonrpc import now_ms
-from codex_app_bridge.rpc import DeferredReply
+from codex_app_bridge.rpc import DeferredReply, ServerRequests
+from codex_app_bridge.server._server_requests import REQUEST_EVENT_TYPES, ThreadServerRequests
 from codex_app_bridge.sources import (
     TURN_END_TYPES,
     TURN_START_TYPES,
@@ -148,6 +155,7 @@ class ThreadRuntime:
         on_turn_end: Callable[[], None] | None = None,
         interrupt_grace: float = INTERRUPT_GRACE,
         pending_interrupts: Callable[[], int] | None = None,
+        server_requests: ServerRequests | None = None,
     ) -> None:
         self.thread_id = thread_id
         self.listener = listener
@@ -166,6 +174,9 @@ class ThreadRuntime:
         self._wake: anyio.Event | None = None
         self._task_group: anyio.abc.TaskGroup | None = None
         self._stopped = False
+        registry = server_requests if server_requests is not None else ServerRequests()
+        self.requests = ThreadServerRequests(listener, registry, self._submit_answer)
+        """The thread's pending server -> client requests."""
 
     # --- what handlers ask (never awaits) -----------------------------------------------------
 
@@ -209,6 +220,7 @@ class ThreadRuntime:
 
     def stop(self) -> None:
         """Ask the session to shut down (the thread is being unloaded)."""
+        self.requests.clean_up()  # an unloaded thread's requests are resolved, as Codex
         if self._session is not None and not self._session_done:
             self._session.submit(Submission(id="shutdown", op=ShutdownOp()))
         self._stopped = True
@@ -262,6 +274,15 @@ class ThreadRuntime:
             session = self._start_session()
         session.submit(submission)
         self._poke()  # a session may produce while taking a submission
+
+    def _submit_answer(self, submission: Submission) -> None:
+        """A client's answer to a server request, for the session that asked (if still there)."""
+        session = self._session
+        if session is None or self._session_done:
+            logger.debug("thread %s: no session for %s", self.thread_id, submission.op.type)
+            return
+        session.submit(submission)
+        self._poke()
 
     def _start_session(self) -> CoreSession:
         session = self._open_session()
@@ -353,9 +374,15 @@ class ThreadRuntime:
         self._feed(envelope)
 
     def _feed(self, envelope: EventEnvelope) -> None:
-        if envelope.msg.type in HISTORY_EVENT_TYPES:
+        kind = envelope.msg.type
+        if kind in HISTORY_EVENT_TYPES:
             self.history.append(envelope)
         try:
+            if kind in REQUEST_EVENT_TYPES:
+                self.requests.raise_(envelope)
+                return
+            if len(self.requests) and (kind in TURN_END_TYPES or kind in TURN_START_TYPES):
+                self.requests.clean_up()
             self.listener.process(envelope)
         except Exception:  # a bug must not stop the thread
             logger.exception("thread %s: could not process %s", self.thread_id, envelope.msg.type)

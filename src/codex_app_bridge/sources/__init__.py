@@ -43,6 +43,7 @@ from codex_app_bridge.sources._producer import (
     ProducerSession,
     ProducerSource,
 )
+from codex_app_bridge.sources._replies import Replies
 from codex_app_bridge.sources._rollout import (
     RolloutEntry,
     RolloutIndex,
@@ -95,6 +96,7 @@ __all__ = [
     "ProducerSource",
     "RecordedEvent",
     "RecordedTurn",
+    "Replies",
     "RolloutEntry",
     "RolloutIndex",
     "RolloutLineError",

@@ -35,6 +35,7 @@ from codex_app_bridge.protocol.core import (
     UserMessageItem,
 )
 from codex_app_bridge.protocol.jsonrpc import now_ms
+from codex_app_bridge.sources._replies import Replies
 
 __all__ = [
     "DEFAULT_CONTEXT_WINDOW",
@@ -81,6 +82,8 @@ class TurnRequest:
     model: str
     cwd: str
     started_at_ms: int = field(default_factory=now_ms)
+    replies: Replies = field(default_factory=Replies)
+    """Answers to what this turn asks the client (``Replies.wait_for``; the optional op hook)."""
 
 
 def input_text(inputs: Sequence[UserInput]) -> str:

@@ -14,6 +14,11 @@ Each turn is what Codex 0.163.0 core emits for a model that thinks briefly and t
    rate-limit snapshot the real server sends without a ChatGPT login);
 6. ``task_complete`` with ``last_agent_message`` and timings.
 
+An input that starts with ``approve:``, ``patch:``, ``permissions:``, ``ask:``, ``elicit:`` or
+``tool:`` makes the agent ask the client first (``_asking``: the approval, question, elicitation
+or dynamic tool call), wait for the answer, react to it as Codex would (a declined command is not
+run), and answer with what it got instead of the echo, without a reasoning item.
+
 The answer depends only on the input ("You said: …"), so transcripts are reproducible; only ids and
 times vary. Item ids look like the Responses API ones (``rs_…``, ``msg_…``) and are derived from the
 turn id. ``delay`` seconds pass before each streamed delta (``0`` for none): the pacing that makes a
@@ -49,10 +54,12 @@ from codex_app_bridge.protocol.core import (
     UserMessageItem,
 )
 from codex_app_bridge.protocol.jsonrpc import now_ms
+from codex_app_bridge.sources._asking import Outcome, ask_events, parse_ask
 from codex_app_bridge.sources._base import (
     DEFAULT_CONTEXT_WINDOW,
     SourceDefaults,
     TurnRequest,
+    aborted_turn,
     input_text,
     task_started_event,
     user_message_events,
@@ -159,8 +166,31 @@ class DefaultAgent:
                 yield event
 
         suffix = turn_id.replace("-", "")
-        reasoning_id = f"rs_{suffix}"
-        parts = _summary_parts(request.input)
+        ask = parse_ask(request)
+        outcome = Outcome()
+        if ask is not None:
+            async for event in ask_events(request, ask, outcome):
+                yield event
+            if outcome.aborted:
+                yield aborted_turn(turn_id, started_at_ms, now_ms())
+                return
+        parts = [] if ask is not None else _summary_parts(request.input)
+        first_token_ms: int | None = None
+        async for event in self._reasoning(request, parts):
+            if first_token_ms is None and isinstance(event, ReasoningContentDeltaEvent):
+                first_token_ms = now_ms()
+            yield event
+
+        message_id = f"msg_{suffix}"
+        answer = outcome.text if ask is not None else answer_for(request.input, request.turn_index)
+        async for event in self._answer(request, message_id, answer, parts, first_token_ms):
+            yield event
+
+    async def _reasoning(self, request: TurnRequest, parts: list[str]) -> AsyncIterator[EventMsg]:
+        if not parts:
+            return
+        thread_id, turn_id = request.thread_id, request.turn_id
+        reasoning_id = f"rs_{turn_id.replace('-', '')}"
         reasoning_started = now_ms()
         yield ItemStartedEvent(
             thread_id=thread_id,
@@ -168,13 +198,10 @@ class DefaultAgent:
             item=ReasoningItem(id=reasoning_id, summary_text=[], raw_content=[]),
             started_at_ms=reasoning_started,
         )
-        first_token_ms: int | None = None
         for index, part in enumerate(parts):
             yield AgentReasoningSectionBreakEvent(item_id=reasoning_id, summary_index=index)
             for delta in split_deltas(part):
                 await self._pace()
-                if first_token_ms is None:
-                    first_token_ms = now_ms()
                 yield ReasoningContentDeltaEvent(
                     thread_id=thread_id,
                     turn_id=turn_id,
@@ -190,8 +217,16 @@ class DefaultAgent:
             completed_at_ms=now_ms(),
         )
 
-        message_id = f"msg_{suffix}"
-        answer = answer_for(request.input, request.turn_index)
+    async def _answer(
+        self,
+        request: TurnRequest,
+        message_id: str,
+        answer: str,
+        parts: list[str],
+        first_token_ms: int | None,
+    ) -> AsyncIterator[EventMsg]:
+        thread_id, turn_id = request.thread_id, request.turn_id
+        started_at_ms = request.started_at_ms
         message_started = now_ms()
         yield ItemStartedEvent(
             thread_id=thread_id,
@@ -201,6 +236,8 @@ class DefaultAgent:
         )
         for delta in split_deltas(answer):
             await self._pace()
+            if first_token_ms is None:
+                first_token_ms = now_ms()
             yield AgentMessageContentDeltaEvent(
                 thread_id=thread_id, turn_id=turn_id, item_id=message_id, delta=delta
             )

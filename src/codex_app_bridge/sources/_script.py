@@ -16,6 +16,10 @@ equal to the recorded turn id is replaced by the live turn id, and every recorde
 script has no turn left, the turn fails with a clear message (``task_started``, ``error``,
 ``task_complete`` with that error), never a hang.
 
+A recorded event that asks the client (an approval, a question, an elicitation, a dynamic tool
+call) is raised live, and the script waits for the client's answer (``TurnRequest.replies``)
+before it plays on; what it plays next is what was recorded, whatever the answer.
+
 Pacing (``ScriptPacing``): none (as fast as the client reads), a fixed delay before each event, or
 the recorded gaps (``RECORDED``, capped at ``max_gap`` seconds, times ``speed``).
 
@@ -59,6 +63,7 @@ from codex_app_bridge.sources._base import (
     failed_task_complete,
     task_started_event,
 )
+from codex_app_bridge.sources._replies import request_key
 
 if TYPE_CHECKING:
     from codex_app_bridge.sources._rollout import RolloutSource
@@ -464,7 +469,10 @@ class ScriptSource:
                     await anyio.sleep(wait)
                 if at is not None:
                     previous = at
-            yield _validated(msg, number, self.name)
+            event = _validated(msg, number, self.name)
+            yield event
+            if request_key(event, request.turn_id) is not None:
+                await request.replies.wait_for(event)  # a recorded request waits for its answer
 
     async def _play_parsed(
         self, recorded: RecordedTurn, request: TurnRequest
@@ -478,7 +486,10 @@ class ScriptSource:
                 await anyio.sleep(wait)
             if event.at is not None:
                 previous = event.at
-            yield EVENT_MSG_ADAPTER.validate_python(_rewrite(event.msg, mapping))
+            msg = EVENT_MSG_ADAPTER.validate_python(_rewrite(event.msg, mapping))
+            yield msg
+            if request_key(msg, request.turn_id) is not None:
+                await request.replies.wait_for(msg)  # a recorded request waits for its answer
 
 
 def exhausted_turn(name: str, request: TurnRequest, count: int) -> list[EventMsg]:

@@ -22,7 +22,9 @@ at a time as an async iterator of ``EventMsg`` (``TurnSource``: the built-in age
 fakes) are adapted by ``TurnPlayer``, which plays Codex core's part: a ``user_turn`` (or
 ``user_input`` while idle) starts the next turn with the submission id as the turn id,
 ``user_input`` during a turn is steered into it (its user-message item enters before the turn's
-next event), ``interrupt`` stops pulling at once and ends the turn with ``turn_aborted``, a turn
+next event), an answer op (``exec_approval``, ``patch_approval``, ``user_input_answer``, ...) goes to
+the playing turn's ``TurnRequest.replies`` (a source that asked awaits it there; one that arrives
+while no turn plays is dropped), ``interrupt`` stops pulling at once and ends the turn with ``turn_aborted``, a turn
 that stops without a terminal event or raises ends ``failed`` (an ``error`` event, then a failed
 ``task_complete``), and ``shutdown`` ends the session with ``shutdown_complete``.
 
@@ -64,6 +66,7 @@ from codex_app_bridge.sources._base import (
     failed_task_complete,
     user_message_events,
 )
+from codex_app_bridge.sources._replies import ANSWER_OP_TYPES, Replies
 
 __all__ = [
     "EVENT_HIGH_WATER",
@@ -139,6 +142,7 @@ class _Playing:
     started_at_ms: int
     scope: anyio.CancelScope
     steers: list[Sequence[UserInput]]
+    replies: Replies
     interrupted: bool = False
 
 
@@ -171,6 +175,11 @@ class TurnPlayer:
             if isinstance(op, UserInputOp | UserTurnOp):
                 playing.steers.append(list(op.items))
                 return
+            if playing.replies.put(op):
+                return
+        if isinstance(op, ANSWER_OP_TYPES):
+            logger.debug("%s: dropping %s: no turn is playing", self._config, op.type)
+            return
         self._pending.append(submission)
         if self._wake is not None:
             self._wake.set()
@@ -232,9 +241,10 @@ class TurnPlayer:
             turn_index=self._turns,
             model=model,
             cwd=cwd,
+            replies=Replies(turn_id),
         )
         self._turns += 1
-        playing = _Playing(turn_id, request.started_at_ms, anyio.CancelScope(), [])
+        playing = _Playing(turn_id, request.started_at_ms, anyio.CancelScope(), [], request.replies)
         self._playing = playing
         failure: str | None = None
         ended = False

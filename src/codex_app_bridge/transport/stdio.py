@@ -45,6 +45,7 @@ logger = logging.getLogger(__name__)
 
 _READ_CHUNK = 1 << 20
 _WRITE_BATCH = 1 << 20  # bytes joined into one write when several messages are queued
+_INBOUND_CAPACITY = 256  # decoded lines waiting for the connection (a chunk's worth, no hop each)
 
 
 def _read_some(fd: int) -> bytes:
@@ -127,7 +128,10 @@ async def _decode_chunks(
                 for line in splitter.feed(chunk):
                     item = decode_line(line)
                     if item is not None:
-                        await inbound.send(item)
+                        try:
+                            inbound.send_nowait(item)
+                        except anyio.WouldBlock:
+                            await inbound.send(item)
             tail = splitter.finish()
             item = None if tail is None else decode_line(tail)
             if item is not None:
@@ -182,7 +186,7 @@ async def stdio_transport(
     assert in_fd is not None
     assert out_fd is not None
 
-    inbound_send, inbound_recv = anyio.create_memory_object_stream[InboundItem](0)
+    inbound_send, inbound_recv = anyio.create_memory_object_stream[InboundItem](_INBOUND_CAPACITY)
     outbound_send, outbound_recv = anyio.create_memory_object_stream[OutboundItem](capacity)
     chunks_send, chunks_recv = anyio.create_memory_object_stream[bytes](0)
     flushed = anyio.Event()

@@ -30,6 +30,7 @@ __all__ = [
     "InterruptOp",
     "Op",
     "PatchApprovalOp",
+    "RequestPermissionsResponseOp",
     "ResolveElicitationOp",
     "ShutdownOp",
     "Submission",
@@ -87,7 +88,9 @@ class PatchApprovalOp(CoreModel):
 
 
 class UserInputAnswerOp(CoreModel):
-    """Answers to a ``request_user_input`` event (``response: {answers: {id: {answers}}}``)."""
+    """Answers to a ``request_user_input`` event (``response: {answers: {id: {answers}}}``).
+
+    ``id`` is the id of the turn that asked (Codex answers per turn, not per call)."""
 
     type: Literal["user_input_answer"] = "user_input_answer"
     id: str
@@ -102,6 +105,16 @@ class ResolveElicitationOp(CoreModel):
     request_id: JsonValue
     decision: str
     content: JsonValue = None
+    meta: JsonValue = None
+
+
+class RequestPermissionsResponseOp(CoreModel):
+    """The permissions granted for a ``request_permissions`` event (``id``: its call id;
+    ``response: {permissions, scope}``)."""
+
+    type: Literal["request_permissions_response"] = "request_permissions_response"
+    id: str
+    response: JsonValue
 
 
 class DynamicToolResponseOp(CoreModel):
@@ -133,6 +146,7 @@ _OpVariants: TypeAlias = (
     | Annotated[UserInputAnswerOp, Tag("user_input_answer")]
     | Annotated[ResolveElicitationOp, Tag("resolve_elicitation")]
     | Annotated[DynamicToolResponseOp, Tag("dynamic_tool_response")]
+    | Annotated[RequestPermissionsResponseOp, Tag("request_permissions_response")]
     | Annotated[ShutdownOp, Tag("shutdown")]
     | Annotated[UnknownOp, Tag(UNKNOWN_TAG)]
 )
