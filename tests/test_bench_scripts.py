@@ -52,6 +52,8 @@ RUNS: dict[str, list[str]] = {
     ],
     "latency": ["latency.py", "--rates", "1000,20000", "--seconds", "0.05"],
     "fanout": ["fanout.py", "--subscribers", "1,3", "--deltas", "50"],
+    "serve_script": ["serve_script.py", "--lines", "40", "--turns", "2"],
+    "serve_rollout": ["serve_script.py", "--lines", "40", "--turns", "2", "--kind", "rollout"],
 }
 REAL_RUNS: dict[str, list[str]] = {
     "throughput": ["throughput.py", "--deltas", "300", "--rounds", "1", "--servers", "real"],
@@ -110,6 +112,8 @@ def output(runs: dict[str, Future[subprocess.CompletedProcess[str]]]) -> Read:
         ("core_throughput", r"parse_turn_item"),
         ("rpc_throughput", r"answers/s"),
         ("serve_turns", r"start-up to initialize answer: \d+ ms"),
+        ("serve_script", r"initialize +\d+ ms, idle RSS"),
+        ("serve_rollout", r"rollout .* peak RSS +\d+ MiB"),
     ],
 )
 def test_benchmark_script_runs_and_prints_figures(output: Read, name: str, expected: str) -> None:

@@ -86,6 +86,10 @@ def check_server_message(message: dict[str, Any], answered_method: str | None) -
     problems = _errors(file_validator("JSONRPCResponse.json"), message)
     if answered_method is None:
         return [*problems, "a response to no request we sent"]
+    if answered_method.startswith("bridge/"):
+        return (
+            problems  # the bridge's own extension methods (--allow-inject) have no 0.163.0 schema
+        )
     schema = response_schema(answered_method)
     if schema is None:
         return [*problems, f"no vendored response schema for {answered_method}"]

@@ -17,7 +17,7 @@ from collections.abc import Sequence
 from typing import Any, Protocol
 
 from codex_app_bridge._version import CODEX_PROTOCOL_VERSION, __version__
-from codex_app_bridge.cli import _demo, _history, _inspect, _map, _serve
+from codex_app_bridge.cli import _demo, _history, _inspect, _map, _replay, _serve
 from codex_app_bridge.cli._common import add_codex_compat_flags
 from codex_app_bridge.cli._logging import configure_logging
 
@@ -32,6 +32,7 @@ _COMMANDS: tuple[_Command, ...] = (
     _demo,
     _inspect,
     _map,
+    _replay,
     _history,
 )
 

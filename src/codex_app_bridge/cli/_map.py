@@ -9,7 +9,8 @@ Input (JSONL, ``FILE`` or ``-`` for stdin), one of, line by line:
   the thread id unless ``--thread-id`` is set; ``response_item`` lines are described below; every
   other line kind (``turn_context``, ``world_state``, ...) carries no event and is passed over.
 
-``response_item`` lines. A 0.163.0 rollout persists each visible item twice, as a
+``response_item`` lines (these rules are ``sources.RolloutReader``'s, which ``--script`` rollout
+replay shares). A 0.163.0 rollout persists each visible item twice, as a
 ``response_item`` and as an ``item_completed`` event; the event is what the live server maps, so
 there the response item only becomes the ``raw_response_item`` event (seen by ``--raw-events``
 clients, as ``rawResponseItem/completed``). An older rollout has no ``item_completed`` events; in
@@ -53,22 +54,14 @@ from codex_app_bridge.cli._common import (
 from codex_app_bridge.listener import APPROVAL_EVENT_TYPES, ListenerHub, ThreadListener
 from codex_app_bridge.mapping import item_event_to_server_notification
 from codex_app_bridge.protocol.core import (
-    EVENT_MSG_ADAPTER,
-    RESPONSE_ITEM_ADAPTER,
     EventEnvelope,
     EventMsg,
-    ItemCompletedEvent,
-    ItemStartedEvent,
-    RawResponseItemEvent,
-    ResponseItem,
-    TaskCompleteEvent,
-    TaskStartedEvent,
-    TurnAbortedEvent,
     UnknownEventMsg,
     parse_event_envelope,
 )
 from codex_app_bridge.protocol.jsonrpc import RequestId
 from codex_app_bridge.rpc.outbox import EncodedParams, OutboundNotification
+from codex_app_bridge.sources import RolloutEntry, RolloutLineError, RolloutReader, is_rollout_line
 
 __all__ = ["DEFAULT_THREAD_ID", "MapOptions", "map_lines", "register"]
 
@@ -138,52 +131,22 @@ class _WriterOutbox:
         return False
 
 
-def _as_object(value: object) -> dict[str, Any]:
-    return cast("dict[str, Any]", value) if isinstance(value, dict) else {}
-
-
-def _payload_turn_id(value: object) -> str | None:
-    """The turn id an event payload carries itself (``turn_id``, or ``turnId`` for goals)."""
-    payload = _as_object(value)
-    for key in ("turn_id", "turnId"):
-        value = payload.get(key)
-        if isinstance(value, str) and value:
-            return value
-    return None
-
-
-def _passthrough_turn_id(value: object) -> str | None:
-    """The turn id Codex 0.163.0 stamps into a response item's metadata, if any."""
-    meta = _as_object(_as_object(value).get("internal_chat_message_metadata_passthrough"))
-    turn_id = meta.get("turn_id")
-    return turn_id if isinstance(turn_id, str) and turn_id else None
-
-
-@dataclass(slots=True)
-class _Pending:
-    number: int
-    envelope: EventEnvelope | None = None
-    item: ResponseItem | None = None
-    turn_id: str = ""
-
-
 @dataclass(slots=True)
 class _Mapper:
-    """The state of one ``map`` run: thread, current turn, the buffered rollout segment."""
+    """The state of one ``map`` run: thread, the rollout rules (``sources.RolloutReader``)."""
 
     options: MapOptions
     out: BinaryIO
     bad: int = 0
     thread_id: str | None = None
-    current_turn: str | None = None
-    segment: list[_Pending] = field(default_factory=list[_Pending])
-    segment_first_class: bool = False
+    reader: RolloutReader = field(default_factory=RolloutReader)
     hub: ListenerHub | None = None
     listener: ThreadListener | None = None
     outbox: _WriterOutbox | None = None
 
     def __post_init__(self) -> None:
         self.thread_id = self.options.thread_id
+        self.reader = RolloutReader(stateless=self.options.stateless)
 
     def check_output(self) -> None:
         """Stop the run once nobody reads the output any more (the CLI exits quietly, 141)."""
@@ -225,76 +188,31 @@ class _Mapper:
                 return
             await self.event(number, envelope)
             return
-        if "type" in obj and "payload" in obj:
-            await self.rollout_line(number, obj)
+        if is_rollout_line(obj):
+            try:
+                entries = self.reader.feed(number, obj)
+            except RolloutLineError as exc:
+                self.bad_line(number, str(exc))
+                return
+            if self.thread_id is None and self.listener is None:
+                self.thread_id = self.reader.thread_id
+            await self.play(entries)
             return
         self.bad_line(number, "neither an event envelope {id, msg} nor a rollout line")
 
-    async def rollout_line(self, number: int, obj: dict[str, Any]) -> None:
-        kind = obj["type"]
-        payload = obj["payload"]
-        if kind == "session_meta":
-            meta_id = _as_object(payload).get("id")
-            if self.thread_id is None and self.listener is None and isinstance(meta_id, str):
-                self.thread_id = meta_id or None
-            return
-        if kind == "event_msg":
-            await self.rollout_event(number, payload)
-        elif kind == "response_item":
-            await self.rollout_response_item(number, payload)
-
-    async def rollout_event(self, number: int, payload: Any) -> None:
-        try:
-            msg: EventMsg = EVENT_MSG_ADAPTER.validate_python(payload)
-        except ValidationError as exc:
-            self.bad_line(number, f"invalid event_msg payload: {describe_validation_error(exc)}")
-            return
-        if isinstance(msg, TaskStartedEvent):
-            await self.flush()
-            self.current_turn = msg.turn_id
-        own = _payload_turn_id(payload)
-        envelope = EventEnvelope(id=own or self.current_turn or "", msg=msg)
-        if self.options.stateless:
-            await self.event(number, envelope)
-            return
-        self.segment.append(_Pending(number, envelope=envelope))
-        if isinstance(msg, ItemStartedEvent | ItemCompletedEvent):
-            self.segment_first_class = True
-        if isinstance(msg, TaskCompleteEvent | TurnAbortedEvent):
-            await self.flush()
-
-    async def rollout_response_item(self, number: int, payload: Any) -> None:
-        if self.options.stateless:
-            return
-        try:
-            item: ResponseItem = RESPONSE_ITEM_ADAPTER.validate_python(payload)
-        except ValidationError as exc:
-            self.bad_line(
-                number, f"invalid response_item payload: {describe_validation_error(exc)}"
-            )
-            return
-        passthrough = _passthrough_turn_id(payload)
-        turn_id = self.current_turn or passthrough or ""
-        self.segment.append(_Pending(number, item=item, turn_id=turn_id))
-
     async def flush(self) -> None:
-        """Process the buffered rollout segment (see the module docstring)."""
-        segment, first_class = self.segment, self.segment_first_class
-        self.segment, self.segment_first_class = [], False
-        for pending in segment:
-            if pending.envelope is not None:
-                await self.event(pending.number, pending.envelope)
-            elif pending.item is not None:
-                if first_class:
-                    raw = EventEnvelope(
-                        id=pending.turn_id, msg=RawResponseItemEvent(item=pending.item)
-                    )
-                    await self.event(pending.number, raw)
-                else:
-                    listener = self._listener()
-                    before = listener.skipped_events
-                    await listener.record_response_item(pending.item, turn_id=pending.turn_id)
-                    self._check_skipped(pending.number, before)
+        """Process the buffered rollout turn (see ``sources.RolloutReader``)."""
+        await self.play(self.reader.flush())
+
+    async def play(self, entries: list[RolloutEntry]) -> None:
+        for entry in entries:
+            if entry.envelope is not None:
+                await self.event(entry.number, entry.envelope)
+            elif entry.item is not None:
+                listener = self._listener()
+                before = listener.skipped_events
+                await listener.record_response_item(entry.item, turn_id=entry.turn_id)
+                self._check_skipped(entry.number, before)
 
     # --- one event --------------------------------------------------------------------------
 

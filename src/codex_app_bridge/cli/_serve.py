@@ -1,6 +1,7 @@
 """``codex-app-bridge serve`` (alias ``app-server``): the drop-in ``codex app-server``.
 
-    codex-app-bridge serve [--listen URL] [--script FILE] [--pace SECONDS|recorded[:SPEED]]
+    codex-app-bridge serve [--listen URL] [--script FILE | --producer "CMD ARGS..."]
+                           [--pace SECONDS|recorded[:SPEED]] [--allow-inject]
                            [--ws-auth capability-token --ws-token-file PATH]
                            [--allow-unauthenticated]
 
@@ -9,7 +10,15 @@
 * ``--script FILE``: each ``turn/start`` plays the next recorded turn of FILE (``sources``
   ``ScriptSource``); ``--pace`` is then a fixed delay before each event, or ``recorded`` /
   ``recorded:SPEED`` for the recorded timing (default: no pacing). A bad script is reported with
-  its line number and the command exits 2 before reading stdin.
+  its line number and the command exits 2 before reading stdin. FILE may also be a Codex rollout
+  (``sources.RolloutSource``).
+* ``--producer "CMD ARGS..."``: each thread's events come from its own CMD process, which reads
+  Codex submissions on stdin and writes event envelopes on stdout (``sources.ProducerSource``).
+  CMD is split into words as a POSIX shell would (no shell runs it); a program that cannot be
+  found or executed is reported and the command exits 2 before reading stdin.
+* ``--allow-inject``: adds the ``bridge/inject/*`` methods (``server._inject``) with which a test
+  harness on the same connection claims a thread, pushes its event envelopes and reads the
+  ``Op`` s it received; without the flag they do not exist, as any unknown method.
 * ``--listen`` (as the real server): ``stdio://`` (the default, also ``--stdio``): one client on
   stdin/stdout, JSON Lines. ``unix://PATH`` (``unix://`` alone:
   ``$CODEX_HOME/app-server-control/app-server-control.sock``) and ``ws://IP:PORT``: any number of
@@ -56,12 +65,14 @@ from typing import Any, Literal
 import anyio
 
 from codex_app_bridge.cli._common import EXIT_USAGE, add_codex_compat_flags
-from codex_app_bridge.server import BridgeServer
+from codex_app_bridge.server import BridgeServer, with_injection
 from codex_app_bridge.server._handshake import codex_home
 from codex_app_bridge.server._idle import DEFAULT_IDLE_UNLOAD_SECONDS
 from codex_app_bridge.sources import (
     DefaultAgent,
     EventSource,
+    InjectableSource,
+    ProducerSource,
     ScriptError,
     ScriptPacing,
     TurnSource,
@@ -194,6 +205,19 @@ def _add_arguments(parser: argparse.ArgumentParser) -> None:
         "turn/start, instead of the built-in agent",
     )
     parser.add_argument(
+        "--producer",
+        metavar="CMD",
+        default=None,
+        help="spawn CMD (one process per thread) and stream its events: it reads Codex "
+        "submissions {id, op} on stdin and writes event envelopes {id, msg} on stdout",
+    )
+    parser.add_argument(
+        "--allow-inject",
+        action="store_true",
+        help="add the bridge/inject/* JSON-RPC methods, with which a test harness claims a "
+        "thread, pushes its event envelopes and reads the Ops it received",
+    )
+    parser.add_argument(
         "--pace",
         metavar="PACE",
         default=None,
@@ -286,6 +310,14 @@ def register(subparsers: Any) -> None:
 
 
 def _build_source(args: argparse.Namespace) -> EventSource | TurnSource:
+    if args.producer is not None:
+        if args.script is not None:
+            raise ValueError("--producer and --script cannot be combined")
+        if args.pace is not None:
+            raise ValueError("--pace does not apply to --producer (the producer paces itself)")
+        producer = ProducerSource(args.producer)
+        producer.check()
+        return producer
     if args.script is None:
         if args.pace is None:
             return DefaultAgent(delay=DEFAULT_AGENT_PACE)
@@ -331,6 +363,8 @@ class ServeSettings:
     """Seconds before a thread nobody is subscribed to is unloaded (0: never)."""
     codex_home: str | None = None
     """Where threads are stored (``--codex-home`` / ``CODEX_HOME``); ``None``: in memory."""
+    allow_inject: bool = False
+    """Add the ``bridge/inject/*`` methods (the source is wrapped in ``InjectableSource``)."""
 
 
 def _auth_settings(args: argparse.Namespace) -> CapabilityToken | None:
@@ -407,6 +441,7 @@ def serve_settings(args: argparse.Namespace) -> ServeSettings:
         args.outbound_budget,
         args.idle_unload,
         codex_home=resolve_codex_home(args.codex_home),
+        allow_inject=args.allow_inject,
     )
 
 
@@ -432,6 +467,8 @@ async def run_server(
     """Serve until end of input (stdio) or SIGTERM/SIGINT (every transport)."""
     settings = settings if settings is not None else ServeSettings()
     listen = settings.listen
+    if settings.allow_inject:
+        source = InjectableSource(source)
     async with (
         BridgeServer(
             source,
@@ -442,6 +479,11 @@ async def run_server(
         ) as server,
         anyio.create_task_group() as tg,
     ):
+        if isinstance(source, InjectableSource):
+            hub = server.hub
+            server.table = with_injection(
+                server.table, source, lambda thread_id: hub.get(thread_id) is not None
+            )
 
         async def watch_signals() -> None:
             with anyio.open_signal_receiver(signal.SIGTERM, signal.SIGINT) as signals:

@@ -6,6 +6,7 @@ lifecycle and the request handlers grouped by namespace.
 * ``build_method_table`` / ``SUPPORTED_METHODS`` (``_table``): all 175 client methods of 0.163.0,
   in the real order; the supported ones bound to handlers (``_handlers``), the rest answering
   ``UNSUPPORTED`` errors (``_errors``).
+* ``with_injection`` (``_inject``): the ``bridge/inject/*`` methods of ``serve --allow-inject``.
 * The handshake and gate (``_handshake``), the experimental checks (``_experimental``), thread-id
   parsing (``_ids``), the thread store (``_threads``) and the thread runtime (``_runtime``).
 """
@@ -19,6 +20,7 @@ from codex_app_bridge.server._handlers import (
 )
 from codex_app_bridge.server._handshake import ConnectionState, user_agent
 from codex_app_bridge.server._ids import new_uuid7, parse_thread_id
+from codex_app_bridge.server._inject import INJECT_METHODS, with_injection
 from codex_app_bridge.server._runtime import (
     HISTORY_EVENT_TYPES,
     INTERRUPT_GRACE,
@@ -32,6 +34,7 @@ from codex_app_bridge.server._threads import ThreadRecord, ThreadStore
 __all__ = [
     "EXPERIMENTAL_FIELDS",
     "HISTORY_EVENT_TYPES",
+    "INJECT_METHODS",
     "INTERRUPT_GRACE",
     "READ_DEPRECATION",
     "RESUME_DEPRECATION",
@@ -50,4 +53,5 @@ __all__ = [
     "parse_thread_id",
     "unsupported_method",
     "user_agent",
+    "with_injection",
 ]

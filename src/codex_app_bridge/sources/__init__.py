@@ -1,6 +1,5 @@
-"""Event sources: where EventMsg streams come from. Implemented: the built-in agent and recorded
-scripts; rollouts, producer processes and test-harness injection plug in behind the same
-contract.
+"""Event sources: where EventMsg streams come from: the built-in agent, recorded scripts and
+rollouts, producer processes, all behind the same contract.
 
 The contract is Codex core's own pair of queues (``_session``): per thread, a ``CoreSession``
 takes ``Submission`` s (Codex ``Op`` s: user turns, steering input, interrupts, approval
@@ -11,6 +10,12 @@ connections.
 
 * ``DefaultAgent``: the built-in deterministic agent (``codex-app-bridge serve`` with no flags).
 * ``ScriptSource`` / ``load_script``: ``--script FILE``, recorded turns replayed with live ids.
+* ``RolloutSource`` / ``RolloutReader``: a Codex rollout replayed turn by turn (``--script``
+  takes one), and the rollout-to-events rules ``map`` applies.
+* ``InjectedSource``: a test harness pushes envelopes into a running bridge's threads and reads
+  the ``Op`` s they received (in process).
+* ``ProducerSource``: ``--producer CMD``, a process per thread speaking submissions and event
+  envelopes as JSONL on its stdin and stdout.
 """
 
 from codex_app_bridge.sources._base import (
@@ -32,7 +37,23 @@ from codex_app_bridge.sources._default import (
     answer_for,
     split_deltas,
 )
+from codex_app_bridge.sources._inject import InjectableSource, InjectedSession, InjectedSource
+from codex_app_bridge.sources._producer import (
+    ProducerError,
+    ProducerSession,
+    ProducerSource,
+)
 from codex_app_bridge.sources._replies import Replies
+from codex_app_bridge.sources._rollout import (
+    RolloutEntry,
+    RolloutIndex,
+    RolloutLineError,
+    RolloutReader,
+    RolloutSource,
+    index_rollout,
+    is_rollout_line,
+    recorded_item_events,
+)
 from codex_app_bridge.sources._script import (
     RECORDED,
     RecordedEvent,
@@ -67,9 +88,20 @@ __all__ = [
     "CoreSession",
     "DefaultAgent",
     "EventSource",
+    "InjectableSource",
+    "InjectedSession",
+    "InjectedSource",
+    "ProducerError",
+    "ProducerSession",
+    "ProducerSource",
     "RecordedEvent",
     "RecordedTurn",
     "Replies",
+    "RolloutEntry",
+    "RolloutIndex",
+    "RolloutLineError",
+    "RolloutReader",
+    "RolloutSource",
     "ScriptError",
     "ScriptIndex",
     "ScriptPacing",
@@ -83,11 +115,14 @@ __all__ = [
     "aborted_turn",
     "answer_for",
     "failed_task_complete",
+    "index_rollout",
     "index_script",
     "input_text",
+    "is_rollout_line",
     "load_script",
     "open_session",
     "parse_script",
+    "recorded_item_events",
     "split_deltas",
     "task_started_event",
     "user_message_events",

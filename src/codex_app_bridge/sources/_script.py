@@ -42,7 +42,7 @@ from collections.abc import AsyncIterator, Iterator, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
 from pathlib import Path
-from typing import Any, cast
+from typing import TYPE_CHECKING, Any, cast
 
 import anyio
 import orjson
@@ -65,6 +65,9 @@ from codex_app_bridge.sources._base import (
 )
 from codex_app_bridge.sources._replies import request_key
 
+if TYPE_CHECKING:
+    from codex_app_bridge.sources._rollout import RolloutSource
+
 __all__ = [
     "RECORDED",
     "RecordedEvent",
@@ -74,6 +77,7 @@ __all__ = [
     "ScriptPacing",
     "ScriptSource",
     "TurnSpan",
+    "exhausted_turn",
     "index_script",
     "load_script",
     "parse_script",
@@ -149,7 +153,7 @@ def _number(text: str) -> float | None:
     return None if math.isinf(value) or math.isnan(value) else value
 
 
-def _recorded_time(line: dict[str, Any]) -> float | None:
+def recorded_time(line: dict[str, Any]) -> float | None:
     t = line.get("t")
     if isinstance(t, int | float) and not isinstance(t, bool):
         return float(t)
@@ -240,7 +244,7 @@ _FLAT_TYPES = frozenset(
 )
 
 
-def _note_thread_ids(event: dict[str, Any], found: set[str]) -> None:
+def note_thread_ids(event: dict[str, Any], found: set[str]) -> None:
     if event.get("type") in _FLAT_TYPES:
         thread_id = event.get("thread_id")
         if isinstance(thread_id, str) and thread_id:
@@ -259,13 +263,13 @@ def parse_script(data: bytes, *, name: str = "<script>") -> tuple[list[RecordedT
             continue
         turn_id, event, envelope = _envelope(raw, number, name)
         _validated(event, number, name)
-        _note_thread_ids(event, thread_ids)
+        note_thread_ids(event, thread_ids)
         if grouper.feed(turn_id, event.get("type")):
             turns.append(RecordedTurn(turn_id))
         current = turns[-1]
         current.turn_id = cast(str, grouper.turn_id)
         current.opened = grouper.opened
-        current.events.append(RecordedEvent(event, _recorded_time(envelope)))
+        current.events.append(RecordedEvent(event, recorded_time(envelope)))
     return turns, thread_ids
 
 
@@ -308,7 +312,7 @@ def index_script(path: str | Path) -> ScriptIndex:
                 if not raw.strip():
                     continue
                 turn_id, event, _ = _envelope(raw, number, name)
-                _note_thread_ids(event, thread_ids)
+                note_thread_ids(event, thread_ids)
                 if grouper.feed(turn_id, event.get("type")):
                     if current is not None:
                         spans.append(TurnSpan(current[0], current[1], here, current[2]))
@@ -324,18 +328,32 @@ def index_script(path: str | Path) -> ScriptIndex:
     return ScriptIndex(script, spans, thread_ids)
 
 
-def load_script(path: str | Path, *, lazy: bool = False) -> ScriptSource:
-    """A source over a script file; ``ScriptError`` names the problem and the line.
+def load_script(path: str | Path, *, lazy: bool = False) -> ScriptSource | RolloutSource:
+    """A source over a script file, or over a Codex rollout (``RolloutSource``) when its first
+    line is a rollout line; ``ScriptError`` names the problem and the line.
 
-    ``lazy``: only check that the file can be read now; index it on the first turn instead.
+    ``lazy``: only check that the file can be read now (and read its first line); index it on
+    the first turn instead.
     """
+    from codex_app_bridge.sources._rollout import (  # the rollout source builds on this module
+        RolloutSource,
+        index_rollout,
+        is_rollout_line,
+    )
+
     script = Path(path)
+    try:
+        with script.open("rb") as stream:
+            first = next((raw for raw in stream if raw.strip()), b"")
+    except OSError as exc:
+        raise ScriptError(f"{script}: cannot read the script: {exc.strerror or exc}") from None
+    try:
+        rollout = is_rollout_line(orjson.loads(first)) if first else False
+    except orjson.JSONDecodeError:
+        rollout = False  # reported with its line number by the index pass
+    if rollout:
+        return RolloutSource(script, index=None if lazy else index_rollout(script))
     if lazy:
-        try:
-            with script.open("rb"):
-                pass
-        except OSError as exc:
-            raise ScriptError(f"{script}: cannot read the script: {exc.strerror or exc}") from None
         return ScriptSource(script_path=script, name=str(script))
     index = index_script(script)
     return ScriptSource(index=index, name=str(script))
@@ -413,6 +431,10 @@ class ScriptSource:
                 raise self._index_error
             return self._index
 
+    def turn_count(self) -> int:
+        """How many turns the script recorded (indexes the file first if needed: blocking)."""
+        return self._turn_count(self.ensure_index())
+
     def _turn_count(self, index: ScriptIndex | None) -> int:
         return len(index.spans) if index is not None else len(self.turns)
 
@@ -421,7 +443,7 @@ class ScriptSource:
         if self._path is not None and index is None:
             index = await anyio.to_thread.run_sync(self.ensure_index)
         if request.turn_index >= self._turn_count(index):
-            for event in self._exhausted(request, self._turn_count(index)):
+            for event in exhausted_turn(self.name, request, self._turn_count(index)):
                 yield event
             return
         if index is None:
@@ -429,18 +451,18 @@ class ScriptSource:
                 yield event
             return
         span = index.spans[request.turn_index]
-        replacements = [(_quoted(span.turn_id), _quoted(request.turn_id))]
-        replacements += [(_quoted(t), _quoted(request.thread_id)) for t in index.thread_ids]
+        replacements = [(quoted(span.turn_id), quoted(request.turn_id))]
+        replacements += [(quoted(t), quoted(request.thread_id)) for t in index.thread_ids]
         previous: float | None = None
         first = True
         recorded = self.pacing.recorded
         paced = recorded or bool(self.pacing.delay)
-        for number, raw in _span_lines(index.path, span):
+        for number, raw in span_lines(index.path, span):
             for old, new in replacements:
                 raw = raw.replace(old, new)
             _, msg, envelope = _envelope(raw, number, self.name)
             if paced:
-                at = _recorded_time(envelope) if recorded else None
+                at = recorded_time(envelope) if recorded else None
                 wait = 0.0 if first else self.pacing.wait_before(previous, at)
                 first = False
                 if wait > 0:
@@ -469,26 +491,28 @@ class ScriptSource:
             if request_key(msg, request.turn_id) is not None:
                 await request.replies.wait_for(msg)  # a recorded request waits for its answer
 
-    def _exhausted(self, request: TurnRequest, count: int) -> list[EventMsg]:
-        now = now_ms()
-        message = (
-            f"codex-app-bridge: the script {self.name} has no turn left to play "
-            f"(it recorded {count} turn{'s' if count != 1 else ''}; this is turn "
-            f"{request.turn_index + 1} of the thread)"
-        )
-        return [
-            task_started_event(request.turn_id, now),
-            ErrorEvent(message=message, codex_error_info="other"),
-            failed_task_complete(request.turn_id, message, started_at_ms=now, completed_at_ms=now),
-        ]
+
+def exhausted_turn(name: str, request: TurnRequest, count: int) -> list[EventMsg]:
+    """The events of a turn asked of a recording that has no turn left: it fails, saying so."""
+    now = now_ms()
+    message = (
+        f"codex-app-bridge: the script {name} has no turn left to play "
+        f"(it recorded {count} turn{'s' if count != 1 else ''}; this is turn "
+        f"{request.turn_index + 1} of the thread)"
+    )
+    return [
+        task_started_event(request.turn_id, now),
+        ErrorEvent(message=message, codex_error_info="other"),
+        failed_task_complete(request.turn_id, message, started_at_ms=now, completed_at_ms=now),
+    ]
 
 
-def _quoted(text: str) -> bytes:
+def quoted(text: str) -> bytes:
     """``text`` as a JSON string token: replacing it replaces whole strings only."""
     return orjson.dumps(text)
 
 
-def _span_lines(path: Path, span: TurnSpan) -> Iterator[tuple[int, bytes]]:
+def span_lines(path: Path, span: TurnSpan) -> Iterator[tuple[int, bytes]]:
     with path.open("rb") as stream:
         stream.seek(span.start)
         offset, number = span.start, span.first_line
