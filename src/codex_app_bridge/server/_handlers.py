@@ -545,3 +545,30 @@ class Handlers(StoredThreadMethods):
 
 
 MethodHandler = Callable[[RequestContext, Any], Awaitable[object]]
+
+
+def handler_routes(handlers: Handlers) -> dict[str, MethodHandler]:
+    """Method -> handler of every supported method, grouped by namespace (one table)."""
+    return {
+        "initialize": handlers.initialize,
+        # thread/*
+        "thread/start": handlers.thread_start,
+        "thread/resume": handlers.thread_resume,
+        "thread/fork": handlers.thread_fork,
+        "thread/unsubscribe": handlers.thread_unsubscribe,
+        "thread/list": handlers.thread_list,
+        "thread/loaded/list": handlers.thread_loaded_list,
+        "thread/read": handlers.thread_read,
+        "thread/turns/list": handlers.thread_turns_list,
+        "thread/items/list": handlers.thread_items_list,
+        "thread/name/set": handlers.thread_name_set,
+        "thread/archive": handlers.thread_archive,
+        "thread/unarchive": handlers.thread_unarchive,
+        "thread/delete": handlers.thread_delete,
+        "thread/metadata/update": handlers.thread_metadata_update,
+        "thread/revert": handlers.thread_revert,
+        # turn/*
+        "turn/start": handlers.turn_start,
+        "turn/steer": handlers.turn_steer,
+        "turn/interrupt": handlers.turn_interrupt,
+    }

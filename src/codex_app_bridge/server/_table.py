@@ -14,7 +14,7 @@ concurrently. ``initialize`` is inline: the next request sees its outcome.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Hashable
+from collections.abc import Hashable
 from typing import Any, Final
 
 from pydantic import BaseModel
@@ -46,7 +46,7 @@ from codex_app_bridge.protocol.v2.methods import (
 )
 from codex_app_bridge.rpc import MethodSpec, MethodTable, ModelParams, RawParams, RpcError
 from codex_app_bridge.server._errors import unsupported_method
-from codex_app_bridge.server._handlers import Handlers
+from codex_app_bridge.server._handlers import Handlers, handler_routes
 from codex_app_bridge.server._ids import parse_thread_id
 
 __all__ = ["SUPPORTED_METHODS", "build_method_table", "thread_scope"]
@@ -109,13 +109,12 @@ def thread_scope(params: Any) -> Hashable | None:
         return ("thread", raw)  # the handler reports the bad id
 
 
-def _handler_for(handlers: Handlers, method: str) -> Callable[..., Any]:
-    return getattr(handlers, method.replace("/", "_"))
-
-
 def build_method_table(handlers: Handlers) -> MethodTable:
     """The table over every 0.163.0 client method (see the module docstring)."""
     experimental = frozenset(EXPERIMENTAL_CLIENT_REQUEST_METHODS)
+    routes = handler_routes(handlers)
+    if set(routes) != set(SUPPORTED_METHODS):
+        raise RuntimeError(f"handlers and params disagree: {set(routes) ^ set(SUPPORTED_METHODS)}")
     specs: list[MethodSpec[Any]] = []
     for method in ALL_CLIENT_REQUEST_METHODS:
         model = SUPPORTED_METHODS.get(method)
@@ -132,7 +131,7 @@ def build_method_table(handlers: Handlers) -> MethodTable:
             MethodSpec(
                 method,
                 params,
-                _handler_for(handlers, method),
+                routes[method],
                 scope=thread_scope if has_thread else None,
                 experimental=method in experimental,
                 inline=method == "initialize",
