@@ -169,8 +169,14 @@ class _Router:
         return wanted
 
     def offer(self, notification: OutboundNotification, recipients: Iterable[Outbox]) -> None:
-        """Hand the same encoded notification to each recipient, in order; never raises."""
+        """Hand the same encoded notification to each recipient, in order; never raises.
+
+        A closed recipient is forgotten instead; opt-out is each outbox's own check.
+        """
         for outbox in recipients:
+            if outbox.closed:
+                self.forget_connection(outbox.connection_id)
+                continue
             try:
                 outbox.offer_notification(notification)
             except Exception:  # one broken connection must not starve the others
@@ -354,16 +360,19 @@ class ThreadListener:
         row = DELTA_ROWS.get(type(msg))
         if row is not None:
             router = self._router
-            recipients = router.recipients(self._thread_id, Audience.SUBSCRIBERS)
-            wanted = router.wanted(row.method, recipients)
-            if not wanted:
+            subscribers = router.subscribers.get(self._thread_id)
+            if not subscribers:
                 return
             try:
                 data = row.encode(msg, self._thread_id, envelope.id, router.clock())
             except (TypeError, ValueError):
-                data = None  # what the model path cannot encode either (a lone surrogate)
-            if data is not None:
-                router.offer(OutboundNotification(row.method, data), wanted)
+                return  # what the model path cannot encode either (a lone surrogate)
+            if data is None:
+                return
+            # opt-out and closed connections are handled by ``offer``, per recipient
+            router.offer(
+                OutboundNotification(row.method, data), [s.outbox for s in subscribers.values()]
+            )
             return
         self._reduce(envelope)
 

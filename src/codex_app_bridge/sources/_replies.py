@@ -39,7 +39,14 @@ from codex_app_bridge.protocol.core import (
     UserInputAnswerOp,
 )
 
-__all__ = ["ANSWER_OP_TYPES", "Replies", "answer_key", "request_key"]
+__all__ = [
+    "ANSWER_OP_TYPES",
+    "ASKING_EVENT_CLASSES",
+    "Replies",
+    "answer_key",
+    "asks",
+    "request_key",
+]
 
 ANSWER_OP_TYPES = (
     ExecApprovalOp,
@@ -50,6 +57,24 @@ ANSWER_OP_TYPES = (
     DynamicToolResponseOp,
 )
 """The ops that answer a request a turn raised."""
+
+
+ASKING_EVENT_CLASSES: frozenset[type[object]] = frozenset(
+    {
+        ExecApprovalRequestEvent,
+        ApplyPatchApprovalRequestEvent,
+        RequestPermissionsEvent,
+        RequestUserInputEvent,
+        ElicitationRequestEvent,
+        DynamicToolCallRequestEvent,
+    }
+)
+"""The event classes that ask something (``request_key`` gives their key)."""
+
+
+def asks(event: EventMsg) -> bool:
+    """Whether ``event`` waits for an answer (one set lookup: the hot path of every source)."""
+    return type(event) in ASKING_EVENT_CLASSES
 
 
 def request_key(event: EventMsg, turn_id: str) -> Hashable | None:

@@ -63,7 +63,7 @@ from codex_app_bridge.sources._base import (
     failed_task_complete,
     task_started_event,
 )
-from codex_app_bridge.sources._replies import request_key
+from codex_app_bridge.sources._replies import asks
 
 if TYPE_CHECKING:
     from codex_app_bridge.sources._rollout import RolloutSource
@@ -471,7 +471,7 @@ class ScriptSource:
                     previous = at
             event = _validated(msg, number, self.name)
             yield event
-            if request_key(event, request.turn_id) is not None:
+            if asks(event):
                 await request.replies.wait_for(event)  # a recorded request waits for its answer
 
     async def _play_parsed(
@@ -488,7 +488,7 @@ class ScriptSource:
                 previous = event.at
             msg = EVENT_MSG_ADAPTER.validate_python(_rewrite(event.msg, mapping))
             yield msg
-            if request_key(msg, request.turn_id) is not None:
+            if asks(msg):
                 await request.replies.wait_for(msg)  # a recorded request waits for its answer
 
 

@@ -253,10 +253,11 @@ class TurnPlayer:
                 try:
                     async with aclosing(self._events(request)) as events:
                         async for event in events:
-                            if event.type not in TURN_START_TYPES:
+                            kind = event.type
+                            if playing.steers and kind not in TURN_START_TYPES:
                                 self._emit_steers(playing)
                             self._emit(EventEnvelope.trusted(turn_id, event))
-                            if event.type in TURN_END_TYPES:
+                            if kind in TURN_END_TYPES:
                                 ended = True
                                 break
                             if len(self._out) >= EVENT_HIGH_WATER:
