@@ -236,7 +236,7 @@ SCENARIO_SPECS: Final[tuple[ScenarioSpec, ...]] = (
 )
 
 PENDING_SCENARIOS: Final = {
-    "two_clients": "two clients on one thread: the bridge has no socket transport yet",
+    "two_clients": "two clients on one thread over a socket: scenario not written yet",
 }
 
 
