@@ -51,8 +51,8 @@ from codex_app_bridge.protocol.core import (
 )
 from codex_app_bridge.sources._base import SourceDefaults
 from codex_app_bridge.sources._session import (
-    EVENT_HIGH_WATER,
     CoreSession,
+    EventQueue,
     EventSource,
     SessionConfig,
     TurnSource,
@@ -171,9 +171,7 @@ class InjectedSession:
     def __init__(self, source: InjectedSource, thread_id: str) -> None:
         self._source = source
         self._thread_id = thread_id
-        self._out: list[EventEnvelope] = []
-        self._ready: Callable[[], None] = _nothing
-        self._room: anyio.Event | None = None
+        self._queue = EventQueue()
         self._done = anyio.Event()
         self.ended = False
 
@@ -186,33 +184,22 @@ class InjectedSession:
             self.finish()
 
     def take_events(self) -> list[EventEnvelope]:
-        events, self._out = self._out, []
-        if self._room is not None:
-            self._room.set()
-            self._room = None
-        return events
+        return self._queue.take()
 
     async def run(self, ready: Callable[[], None]) -> None:
-        self._ready = ready
-        if self._out:
-            ready()
+        self._queue.attach(ready)
         await self._done.wait()
 
     def emit(self, envelope: EventEnvelope) -> None:
-        self._out.append(envelope)
-        if len(self._out) == 1:
-            self._ready()
+        self._queue.emit(envelope)
 
     async def wait_for_room(self) -> None:
-        while len(self._out) >= EVENT_HIGH_WATER and not self.ended:
-            self._room = anyio.Event()
-            await self._room.wait()
+        await self._queue.wait_for_room(lambda: self.ended)
 
     def finish(self) -> None:
         self.ended = True
         self._done.set()
-        if self._room is not None:
-            self._room.set()
+        self._queue.release()
 
 
 class InjectableSource:
@@ -248,7 +235,3 @@ class InjectableSource:
             return self.injected.open_session(config)
         self._opened.add(config.thread_id)
         return open_session(self.fallback, config)
-
-
-def _nothing() -> None:
-    return None

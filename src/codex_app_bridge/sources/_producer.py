@@ -70,7 +70,7 @@ from codex_app_bridge.protocol.core import (
 )
 from codex_app_bridge.protocol.jsonrpc import now_ms
 from codex_app_bridge.sources._base import TURN_END_TYPES, SourceDefaults, failed_task_complete
-from codex_app_bridge.sources._session import EVENT_HIGH_WATER, SessionConfig
+from codex_app_bridge.sources._session import EventQueue, SessionConfig
 
 __all__ = [
     "CUT",
@@ -180,10 +180,8 @@ class ProducerSession:
         self._to_write: deque[bytes] = deque()
         self._closing = False
         """``shutdown`` was submitted: stdin is closed once it is written."""
-        self._out: list[EventEnvelope] = []
-        self._ready: Callable[[], None] = _nothing
+        self._queue = EventQueue()
         self._wake: anyio.Event | None = None
-        self._room: anyio.Event | None = None
         self._turn: tuple[str, int] | None = None
         """The turn in flight (id, submitted at ms): started, without a terminal event yet."""
         self._lines = 0
@@ -205,14 +203,10 @@ class ProducerSession:
             self._wake.set()
 
     def take_events(self) -> list[EventEnvelope]:
-        events, self._out = self._out, []
-        if self._room is not None:
-            self._room.set()
-            self._room = None
-        return events
+        return self._queue.take()
 
     async def run(self, ready: Callable[[], None]) -> None:
-        self._ready = ready
+        self._queue.attach(ready)
         source = self._source
         config = self._config
         env = dict(source.env)
@@ -333,8 +327,8 @@ class ProducerSession:
                         self._line(bytes(pending))
                         pending.clear()
                     start = end + 1
-                    if len(self._out) >= EVENT_HIGH_WATER:
-                        await self._wait_for_room()
+                    if self._queue.full:
+                        await self._queue.wait_for_room()
         except (anyio.BrokenResourceError, anyio.ClosedResourceError):
             pass
         if pending.strip() and not skipping:
@@ -380,14 +374,7 @@ class ProducerSession:
         self._emit(EventEnvelope(id=turn_id, msg=WarningEvent(message=message)))
 
     def _emit(self, envelope: EventEnvelope) -> None:
-        self._out.append(envelope)
-        if len(self._out) == 1:
-            self._ready()
-
-    async def _wait_for_room(self) -> None:
-        while len(self._out) >= EVENT_HIGH_WATER:
-            self._room = anyio.Event()
-            await self._room.wait()
+        self._queue.emit(envelope)
 
     def _fail(self, message: str) -> None:
         """End the turn in flight, if any, failed with ``message``."""
@@ -419,7 +406,3 @@ async def _reap(process: anyio.abc.Process) -> None:
     for stream in (process.stdin, process.stdout, process.stderr):
         if stream is not None:
             await stream.aclose()
-
-
-def _nothing() -> None:
-    return None

@@ -71,6 +71,7 @@ from codex_app_bridge.sources._replies import ANSWER_OP_TYPES, Replies
 __all__ = [
     "EVENT_HIGH_WATER",
     "CoreSession",
+    "EventQueue",
     "EventSource",
     "SessionConfig",
     "TurnPlayer",
@@ -129,6 +130,57 @@ class TurnSource(Protocol):
         ...
 
 
+class EventQueue:
+    """The event half of a session: what it produced, waiting for the runtime to take it.
+
+    ``emit`` appends and calls the runtime's ``ready`` when the queue stops being empty;
+    ``take`` hands everything over and wakes a producer waiting for room; ``wait_for_room``
+    returns once fewer than ``EVENT_HIGH_WATER`` events wait (or ``release`` was called, for a
+    session that ends while its producer waits).
+    """
+
+    __slots__ = ("_events", "_ready", "_room")
+
+    def __init__(self) -> None:
+        self._events: list[EventEnvelope] = []
+        self._ready: Callable[[], None] = _nothing
+        self._room: anyio.Event | None = None
+
+    def __len__(self) -> int:
+        return len(self._events)
+
+    @property
+    def full(self) -> bool:
+        return len(self._events) >= EVENT_HIGH_WATER
+
+    def attach(self, ready: Callable[[], None]) -> None:
+        """The runtime's ``ready`` callback (called now if events are already waiting)."""
+        self._ready = ready
+        if self._events:
+            ready()
+
+    def emit(self, envelope: EventEnvelope) -> None:
+        self._events.append(envelope)
+        if len(self._events) == 1:
+            self._ready()
+
+    def take(self) -> list[EventEnvelope]:
+        events, self._events = self._events, []
+        self.release()
+        return events
+
+    def release(self) -> None:
+        """Wake a producer waiting for room."""
+        if self._room is not None:
+            self._room.set()
+            self._room = None
+
+    async def wait_for_room(self, stop: Callable[[], bool] = lambda: False) -> None:
+        while self.full and not stop():
+            self._room = anyio.Event()
+            await self._room.wait()
+
+
 def open_session(source: EventSource | TurnSource, config: SessionConfig) -> CoreSession:
     """The session of ``source`` for a thread (a ``TurnSource`` is played by ``TurnPlayer``)."""
     if isinstance(source, EventSource):
@@ -153,10 +205,8 @@ class TurnPlayer:
         self._source = source
         self._config = config
         self._pending: deque[Submission] = deque()
-        self._out: list[EventEnvelope] = []
-        self._ready: Callable[[], None] = _nothing
+        self._queue = EventQueue()
         self._wake: anyio.Event | None = None
-        self._room: anyio.Event | None = None
         self._playing: _Playing | None = None
         self._turns = config.first_turn_index
         self._ended = False
@@ -185,14 +235,10 @@ class TurnPlayer:
             self._wake.set()
 
     def take_events(self) -> list[EventEnvelope]:
-        events, self._out = self._out, []
-        if self._room is not None:
-            self._room.set()
-            self._room = None
-        return events
+        return self._queue.take()
 
     async def run(self, ready: Callable[[], None]) -> None:
-        self._ready = ready
+        self._queue.attach(ready)
         while not self._ended:
             if not self._pending:
                 self._wake = anyio.Event()
@@ -212,14 +258,7 @@ class TurnPlayer:
     # --- producing ----------------------------------------------------------------------------
 
     def _emit(self, envelope: EventEnvelope) -> None:
-        self._out.append(envelope)
-        if len(self._out) == 1:
-            self._ready()
-
-    async def _wait_for_room(self) -> None:
-        while len(self._out) >= EVENT_HIGH_WATER:
-            self._room = anyio.Event()
-            await self._room.wait()
+        self._queue.emit(envelope)
 
     def _emit_steers(self, playing: _Playing) -> None:
         while playing.steers:
@@ -260,8 +299,8 @@ class TurnPlayer:
                             if kind in TURN_END_TYPES:
                                 ended = True
                                 break
-                            if len(self._out) >= EVENT_HIGH_WATER:
-                                await self._wait_for_room()
+                            if self._queue.full:
+                                await self._queue.wait_for_room()
                 except Exception as exc:
                     logger.exception("event source failed during turn %s", turn_id)
                     failure = f"codex-app-bridge: the event source failed: {exc}"
