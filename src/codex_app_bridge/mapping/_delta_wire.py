@@ -67,23 +67,25 @@ def _ids(item_id: str, thread_id: str, turn_id: str) -> bytes:
     )
 
 
-def _agent_message(
-    msg: core.AgentMessageContentDeltaEvent, thread_id: str, turn_id: str, at: int
-) -> bytes:
-    return (
-        _AGENT
-        + b'"delta":'
-        + _dumps(msg.delta)
-        + b","
-        + _ids(msg.item_id, thread_id, turn_id)
-        + _tail(at)
-    )
+def _delta_of_item(head: bytes) -> Callable[[Any, str, str, int], bytes]:
+    """The row of a ``{delta, itemId, threadId, turnId}`` notification (agent message, plan)."""
 
+    def encode(
+        msg: core.AgentMessageContentDeltaEvent | core.PlanDeltaEvent,
+        thread_id: str,
+        turn_id: str,
+        at: int,
+    ) -> bytes:
+        return (
+            head
+            + b'"delta":'
+            + _dumps(msg.delta)
+            + b","
+            + _ids(msg.item_id, thread_id, turn_id)
+            + _tail(at)
+        )
 
-def _plan(msg: core.PlanDeltaEvent, thread_id: str, turn_id: str, at: int) -> bytes:
-    return (
-        _PLAN + b'"delta":' + _dumps(msg.delta) + b"," + _ids(msg.item_id, thread_id, turn_id)
-    ) + _tail(at)
+    return encode
 
 
 def _summary_text(
@@ -150,8 +152,8 @@ def _command_output(
 
 
 DELTA_ROWS: Final[dict[type[Any], DeltaRow]] = {
-    core.AgentMessageContentDeltaEvent: DeltaRow("item/agentMessage/delta", _agent_message),
-    core.PlanDeltaEvent: DeltaRow("item/plan/delta", _plan),
+    core.AgentMessageContentDeltaEvent: DeltaRow("item/agentMessage/delta", _delta_of_item(_AGENT)),
+    core.PlanDeltaEvent: DeltaRow("item/plan/delta", _delta_of_item(_PLAN)),
     core.ReasoningContentDeltaEvent: DeltaRow("item/reasoning/summaryTextDelta", _summary_text),
     core.ReasoningRawContentDeltaEvent: DeltaRow("item/reasoning/textDelta", _raw_text),
     core.AgentReasoningSectionBreakEvent: DeltaRow(
