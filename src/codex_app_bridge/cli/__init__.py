@@ -16,6 +16,7 @@ import sys
 from collections.abc import Sequence
 from typing import Any, Protocol
 
+from codex_app_bridge._gc import tune_collector
 from codex_app_bridge._version import CODEX_PROTOCOL_VERSION, __version__
 from codex_app_bridge.cli import _demo, _history, _inspect, _map, _replay, _serve
 from codex_app_bridge.cli._common import add_codex_compat_flags
@@ -62,6 +63,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     if handler is None:
         parser.print_help(sys.stderr)
         return 2
+    if argv is None:  # this process's own command (not a caller embedding ``main``)
+        tune_collector()  # the command's modules are loaded now
     try:
         result: int = handler(args)
     except BrokenPipeError:
