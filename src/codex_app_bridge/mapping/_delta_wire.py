@@ -45,7 +45,24 @@ def _head(method: str) -> bytes:
 
 
 def _tail(emitted_at_ms: int) -> bytes:
-    return b'},"emittedAtMs":' + str(emitted_at_ms).encode() + b"}"
+    at, tail = _memo.tail
+    if at == emitted_at_ms:
+        return tail
+    tail = b'},"emittedAtMs":' + str(emitted_at_ms).encode() + b"}"
+    _memo.tail = (emitted_at_ms, tail)
+    return tail
+
+
+# Single-entry memos of the parts that repeat from one delta to the next (the clock's
+# millisecond; the item, thread and turn ids): a stream's deltas share them, so most rows encode
+# one string. Each memo is one ``(key, bytes)`` tuple, replaced whole (safe to read from any
+# thread; no state beyond the last answer).
+class _Memo:
+    tail: tuple[int | None, bytes] = (None, b"")
+    ids: tuple[tuple[str, str, str] | None, bytes] = (None, b"")
+
+
+_memo = _Memo()
 
 
 _AGENT = _head("item/agentMessage/delta")
@@ -57,7 +74,11 @@ _OUTPUT = _head("item/commandExecution/outputDelta")
 
 
 def _ids(item_id: str, thread_id: str, turn_id: str) -> bytes:
-    return (
+    key = (item_id, thread_id, turn_id)
+    last, ids = _memo.ids
+    if last == key:
+        return ids
+    ids = (
         b'"itemId":'
         + _dumps(item_id)
         + b',"threadId":'
@@ -65,6 +86,8 @@ def _ids(item_id: str, thread_id: str, turn_id: str) -> bytes:
         + b',"turnId":'
         + _dumps(turn_id)
     )
+    _memo.ids = (key, ids)
+    return ids
 
 
 def _delta_of_item(head: bytes) -> Callable[[Any, str, str, int], bytes]:

@@ -58,6 +58,7 @@ import anyio.abc
 from pydantic import JsonValue
 
 from codex_app_bridge.listener import ThreadListener
+from codex_app_bridge.mapping import DELTA_ROWS
 from codex_app_bridge.protocol._base import dump_jsonable
 from codex_app_bridge.protocol.core import (
     ErrorEvent,
@@ -344,8 +345,22 @@ class ThreadRuntime:
         return events
 
     def _process(self, events: list[EventEnvelope]) -> None:
+        process = self.listener.process
         for index, envelope in enumerate(events):
             turn = self._turn
+            if (
+                type(envelope.msg) in DELTA_ROWS
+                and turn is not None
+                and turn.opened
+                and envelope.id == turn.turn_id
+            ):
+                # a streaming delta of the running turn (most of a stream): it changes no turn
+                # state, is never kept and asks nothing, so it goes straight to the listener
+                try:
+                    process(envelope)
+                except Exception:  # a bug must not stop the thread
+                    logger.exception("thread %s: could not process a delta", self.thread_id)
+                continue
             if (
                 turn is not None
                 and turn.interrupt_deadline is not None

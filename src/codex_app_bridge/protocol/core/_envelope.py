@@ -30,15 +30,17 @@ class EventEnvelope(CoreModel):
     def trusted(cls, id: str, msg: EventMsg) -> EventEnvelope:
         """An envelope around an event that is already a validated model (no re-validation:
         the hot path of every source)."""
-        envelope = cls.__new__(cls)
-        object.__setattr__(envelope, "__dict__", {"id": id, "msg": msg})
-        object.__setattr__(envelope, "__pydantic_fields_set__", _FIELDS)
-        object.__setattr__(envelope, "__pydantic_extra__", {})
-        object.__setattr__(envelope, "__pydantic_private__", None)
+        envelope = _new(cls)
+        _set(envelope, "__dict__", {"id": id, "msg": msg})
+        _set(envelope, "__pydantic_fields_set__", _FIELDS)
+        _set(envelope, "__pydantic_extra__", {})
+        _set(envelope, "__pydantic_private__", None)
         return envelope
 
 
 _FIELDS = frozenset({"id", "msg"})
+_new = object.__new__
+_set = object.__setattr__
 
 
 EVENT_ENVELOPE_ADAPTER: TypeAdapter[EventEnvelope] = TypeAdapter(EventEnvelope)
