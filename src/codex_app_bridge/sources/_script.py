@@ -63,7 +63,7 @@ from codex_app_bridge.sources._base import (
     failed_task_complete,
     task_started_event,
 )
-from codex_app_bridge.sources._replies import asks
+from codex_app_bridge.sources._replies import ASKING_EVENT_CLASSES, asks
 
 if TYPE_CHECKING:
     from codex_app_bridge.sources._rollout import RolloutSource
@@ -224,11 +224,15 @@ def _validated(event: dict[str, Any], number: int, name: str) -> EventMsg:
     try:
         return validate_event_msg(event)
     except ValidationError as exc:
-        first = exc.errors(include_url=False)[0]
-        where = ".".join(str(part) for part in first["loc"])
-        raise ScriptError(
-            f"{name}: line {number}: invalid {event.get('type')!r} event: {where}: {first['msg']}"
-        ) from None
+        raise _invalid(event, exc, number, name) from None
+
+
+def _invalid(event: dict[str, Any], exc: ValidationError, number: int, name: str) -> ScriptError:
+    first = exc.errors(include_url=False)[0]
+    where = ".".join(str(part) for part in first["loc"])
+    return ScriptError(
+        f"{name}: line {number}: invalid {event.get('type')!r} event: {where}: {first['msg']}"
+    )
 
 
 # events whose only thread id is a top-level field (the bulk of a stream): no deep walk
@@ -457,10 +461,11 @@ class ScriptSource:
         first = True
         recorded = self.pacing.recorded
         paced = recorded or bool(self.pacing.delay)
+        name = self.name
         for number, raw in span_lines(index.path, span):
             for old, new in replacements:
                 raw = raw.replace(old, new)
-            _, msg, envelope = _envelope(raw, number, self.name)
+            _, msg, envelope = _envelope(raw, number, name)
             if paced:
                 at = recorded_time(envelope) if recorded else None
                 wait = 0.0 if first else self.pacing.wait_before(previous, at)
@@ -469,9 +474,12 @@ class ScriptSource:
                     await anyio.sleep(wait)
                 if at is not None:
                     previous = at
-            event = _validated(msg, number, self.name)
+            try:
+                event = validate_event_msg(msg)
+            except ValidationError as exc:
+                raise _invalid(msg, exc, number, name) from None
             yield event
-            if asks(event):
+            if type(event) in ASKING_EVENT_CLASSES:  # ``asks``, inline: the hot path
                 await request.replies.wait_for(event)  # a recorded request waits for its answer
 
     async def _play_parsed(

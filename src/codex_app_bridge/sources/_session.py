@@ -287,6 +287,8 @@ class TurnPlayer:
         self._playing = playing
         failure: str | None = None
         ended = False
+        queue = self._queue
+        emit, wrap = queue.emit, EventEnvelope.trusted
         try:
             with playing.scope:
                 try:
@@ -295,12 +297,12 @@ class TurnPlayer:
                             kind = event.type
                             if playing.steers and kind not in TURN_START_TYPES:
                                 self._emit_steers(playing)
-                            self._emit(EventEnvelope.trusted(turn_id, event))
+                            emit(wrap(turn_id, event))
                             if kind in TURN_END_TYPES:
                                 ended = True
                                 break
-                            if self._queue.full:
-                                await self._queue.wait_for_room()
+                            if len(queue) >= EVENT_HIGH_WATER:  # ``queue.full``, inline
+                                await queue.wait_for_room()
                 except Exception as exc:
                     logger.exception("event source failed during turn %s", turn_id)
                     failure = f"codex-app-bridge: the event source failed: {exc}"
