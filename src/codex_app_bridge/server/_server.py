@@ -175,6 +175,10 @@ class BridgeServer:
             return INTERRUPT_GRACE
         return self._interrupt_grace
 
+    @interrupt_grace.setter
+    def interrupt_grace(self, seconds: float) -> None:
+        self._interrupt_grace = seconds
+
     # ------------------------------------------------------------------ lifecycle
 
     async def __aenter__(self) -> Self:
