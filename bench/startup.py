@@ -56,7 +56,11 @@ def main() -> None:
             def spawn() -> StdioClient:
                 extra = {"PYTHONPYCACHEPREFIX": f"{tmp}/pyc-{next(cold_dirs)}"} if cold else None
                 argv = bridge_argv("serve", *(["--script", str(script)] if with_script else []))
-                return StdioClient(argv, bridge_env(extra))
+                env = bridge_env(extra)
+                # warm means the bytecode caches exist: one inherited PYTHONDONTWRITEBYTECODE
+                # would keep a changed source from ever getting its cache (every spawn cold)
+                env.pop("PYTHONDONTWRITEBYTECODE", None)
+                return StdioClient(argv, env)
 
             return spawn
 

@@ -32,6 +32,7 @@ RUNS: dict[str, list[str]] = {
     "core_throughput": ["core_throughput.py", "--seconds", "0.05", "--subscribers", "2"],
     "rpc_throughput": ["rpc_throughput.py", "--requests", "200", "--notifications", "200"],
     "serve_turns": ["serve_turns.py", "--turns", "2", "--words", "5"],
+    "first_turn": ["first_turn.py", "--runs", "1"],
     "throughput": [
         *("throughput.py", "--deltas", "300", "--rounds", "1"),
         *("--servers", "bridge,passthrough"),
@@ -112,6 +113,7 @@ def output(runs: dict[str, Future[subprocess.CompletedProcess[str]]]) -> Read:
         ("core_throughput", r"parse_turn_item"),
         ("rpc_throughput", r"answers/s"),
         ("serve_turns", r"start-up to initialize answer: \d+ ms"),
+        ("first_turn", r"src( +\d+){4}\n"),
         ("serve_script", r"initialize +\d+ ms, idle RSS"),
         ("serve_rollout", r"rollout .* peak RSS +\d+ MiB"),
     ],

@@ -2,7 +2,9 @@
 
 Building them was most of ``import codex_app_bridge`` (about a thousand models); they are built on
 first use instead (``protocol._base``). A module that validates, dumps or builds an adapter at
-import time brings that cost back; this test names it.
+import time brings that cost back; this test names it. Every module is imported and every
+generated model created (they are created on first access, ``protocol._lazy``), so that each
+is checked.
 """
 
 from __future__ import annotations
@@ -14,8 +16,12 @@ import sys
 from tests.conftest import bridge_env
 
 PROBE = """
-import json, sys
+import importlib, json, pkgutil, sys
 import codex_app_bridge
+for info in pkgutil.walk_packages(codex_app_bridge.__path__, "codex_app_bridge."):
+    if not info.name.endswith("__main__"):
+        importlib.import_module(info.name)
+from codex_app_bridge.protocol.v2 import *
 from pydantic import TypeAdapter
 from codex_app_bridge.protocol._base import CoreModel, WireModel
 

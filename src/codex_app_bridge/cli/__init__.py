@@ -11,14 +11,14 @@ handed to any client as its codex executable.
 from __future__ import annotations
 
 import argparse
+import importlib
 import os
 import sys
 from collections.abc import Sequence
-from typing import Any, Protocol
+from typing import Any, Protocol, cast
 
 from codex_app_bridge._gc import tune_collector
 from codex_app_bridge._version import CODEX_PROTOCOL_VERSION, __version__
-from codex_app_bridge.cli import _demo, _history, _inspect, _map, _replay, _serve
 from codex_app_bridge.cli._common import add_codex_compat_flags
 from codex_app_bridge.cli._logging import configure_logging
 
@@ -27,18 +27,39 @@ class _Command(Protocol):
     def register(self, subparsers: Any) -> None: ...
 
 
-# Command modules, in help order, one per line. Each exposes ``register(subparsers)``.
-_COMMANDS: tuple[_Command, ...] = (
-    _serve,
-    _demo,
-    _inspect,
-    _map,
-    _replay,
-    _history,
+# Command modules (``codex_app_bridge.cli.<name>``), in help order, one per line. Each exposes
+# ``register(subparsers)``; they are imported when the parser is built (see ``main``).
+_COMMANDS: tuple[str, ...] = (
+    "_serve",
+    "_demo",
+    "_inspect",
+    "_map",
+    "_replay",
+    "_history",
 )
+# The top-level flags that take a value (``add_codex_compat_flags``): skipped to find the command.
+_VALUE_FLAGS = frozenset({"-c", "--config", "--enable", "--disable", "--profile"})
+_SERVE_COMMANDS = frozenset({"serve", "app-server"})
 
 
-def build_parser() -> argparse.ArgumentParser:
+def _command_module(name: str) -> _Command:
+    return cast("_Command", importlib.import_module(f"codex_app_bridge.cli.{name}"))
+
+
+def _command_word(argv: Sequence[str]) -> str | None:
+    """The command word as argparse finds it, or ``None`` before any other flag or word."""
+    items = iter(argv)
+    for item in items:
+        if item in _VALUE_FLAGS:
+            next(items, None)  # its value
+            continue
+        attached = item.split("=", 1)[0] in _VALUE_FLAGS or (item.startswith("-c") and item != "-c")
+        if not attached:  # ``--config=k=v`` and ``-ck=v`` carry their value
+            return None if item.startswith("-") else item
+    return None
+
+
+def build_parser(commands: Sequence[str] = _COMMANDS) -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="codex-app-bridge",
         description=(
@@ -49,16 +70,21 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--version", action="version", version=f"codex-app-bridge {__version__}")
     add_codex_compat_flags(parser)
     subparsers = parser.add_subparsers(dest="command", metavar="COMMAND")
-    for module in _COMMANDS:
-        module.register(subparsers)
+    for name in commands:
+        _command_module(name).register(subparsers)
     return parser
 
 
 def main(argv: Sequence[str] | None = None) -> int:
     """Run the CLI; returns the process exit code."""
     configure_logging()
-    parser = build_parser()
-    args = parser.parse_args(list(sys.argv[1:] if argv is None else argv))
+    arguments = list(sys.argv[1:] if argv is None else argv)
+    # ``serve`` parses the same with only its own sub-parser (the top-level usage names no
+    # command), and the other command modules import much of the package: not loading them
+    # keeps the start-up of ``serve`` short.
+    serving = _command_word(arguments) in _SERVE_COMMANDS
+    parser = build_parser(("_serve",) if serving else _COMMANDS)
+    args = parser.parse_args(arguments)
     handler = getattr(args, "handler", None)
     if handler is None:
         parser.print_help(sys.stderr)

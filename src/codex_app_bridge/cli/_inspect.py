@@ -25,6 +25,7 @@ from __future__ import annotations
 import argparse
 import sys
 from collections.abc import Callable, Iterator
+from functools import cache
 from typing import Any, BinaryIO, cast
 
 import orjson
@@ -129,7 +130,11 @@ def _run_boundaries(args: argparse.Namespace) -> int:
 
 # --------------------------------------------------------------------------- rollout JSONL
 
-_UNPARSED = UnknownRolloutLine(type="<unparsed>")
+
+@cache
+def _unparsed() -> UnknownRolloutLine:
+    """Stands for a line that is not a rollout line (made once, on first use)."""
+    return UnknownRolloutLine(type="<unparsed>")
 
 
 def _read_rollout(command: str, stream: BinaryIO) -> tuple[list[bytes], list[RolloutLine], bool]:
@@ -144,7 +149,7 @@ def _read_rollout(command: str, stream: BinaryIO) -> tuple[list[bytes], list[Rol
         raw_lines.append(raw)
         text = raw.rstrip(b"\r\n")
         if not text.strip():
-            parsed.append(_UNPARSED)
+            parsed.append(_unparsed())
             continue
         try:
             parsed.append(parse_rollout_line(text))
@@ -152,7 +157,7 @@ def _read_rollout(command: str, stream: BinaryIO) -> tuple[list[bytes], list[Rol
             report_bad_line(
                 command, number, f"not a rollout line: {describe_validation_error(exc)}"
             )
-            parsed.append(_UNPARSED)
+            parsed.append(_unparsed())
             failed = True
     return raw_lines, parsed, failed
 

@@ -58,29 +58,25 @@ import logging
 import os
 import signal
 import sys
+from collections.abc import Callable
 from dataclasses import dataclass
 from functools import partial
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Any, Literal
 
 import anyio
 
 from codex_app_bridge.cli._common import EXIT_USAGE, add_codex_compat_flags
-from codex_app_bridge.server import BridgeServer, with_injection
 from codex_app_bridge.server._handshake import codex_home
 from codex_app_bridge.server._idle import DEFAULT_IDLE_UNLOAD_SECONDS
-from codex_app_bridge.sources import (
-    DefaultAgent,
-    EventSource,
-    InjectableSource,
-    ProducerSource,
-    ScriptError,
-    ScriptPacing,
-    TurnSource,
-    load_script,
-)
+from codex_app_bridge.server._server import BridgeServer
 from codex_app_bridge.transport import TransportKind, stdio_transport
-from codex_app_bridge.transport.auth import AuthConfigError, CapabilityToken
-from codex_app_bridge.transport.listen import ListenError, TcpEndpoint, serve_tcp, serve_unix
+
+# Imported where used: the default ``serve`` (stdio, built-in agent) answers ``initialize``
+# before it needs the sources, the socket transports or the domain behind the handlers.
+if TYPE_CHECKING:
+    from codex_app_bridge.sources import EventSource, TurnSource
+    from codex_app_bridge.transport.auth import CapabilityToken
+    from codex_app_bridge.transport.listen import ListenError, TcpEndpoint
 
 __all__ = [
     "DEFAULT_AGENT_PACE",
@@ -309,7 +305,36 @@ def register(subparsers: Any) -> None:
     _add_arguments(subparsers.add_parser("app-server", description=description))
 
 
-def _build_source(args: argparse.Namespace) -> EventSource | TurnSource:
+SourceFactory = Callable[[], "EventSource | TurnSource"]
+"""Makes the event source when the server first needs it (checked before: a bad flag exits 2)."""
+
+
+def _default_agent(delay: float) -> EventSource | TurnSource:
+    from codex_app_bridge.sources import DefaultAgent
+
+    return DefaultAgent(delay=delay)
+
+
+def _agent_delay(pace: str | None) -> float:
+    if pace is None:
+        return DEFAULT_AGENT_PACE
+    try:
+        delay = float(pace)
+    except ValueError:
+        delay = -1.0
+    if not 0 <= delay < float("inf"):
+        raise ValueError(
+            f"invalid --pace {pace!r}: the built-in agent takes seconds >= 0 "
+            "('recorded' needs --script)"
+        )
+    return delay
+
+
+def _build_source(args: argparse.Namespace) -> SourceFactory:
+    if args.producer is None and args.script is None:
+        return partial(_default_agent, _agent_delay(args.pace))
+    from codex_app_bridge.sources import ProducerSource, ScriptPacing, load_script
+
     if args.producer is not None:
         if args.script is not None:
             raise ValueError("--producer and --script cannot be combined")
@@ -317,24 +342,11 @@ def _build_source(args: argparse.Namespace) -> EventSource | TurnSource:
             raise ValueError("--pace does not apply to --producer (the producer paces itself)")
         producer = ProducerSource(args.producer)
         producer.check()
-        return producer
-    if args.script is None:
-        if args.pace is None:
-            return DefaultAgent(delay=DEFAULT_AGENT_PACE)
-        try:
-            delay = float(args.pace)
-        except ValueError:
-            delay = -1.0
-        if not 0 <= delay < float("inf"):
-            raise ValueError(
-                f"invalid --pace {args.pace!r}: the built-in agent takes seconds >= 0 "
-                "('recorded' needs --script)"
-            )
-        return DefaultAgent(delay=delay)
+        return lambda: producer
     source = load_script(args.script, lazy=True)
     if args.pace is not None:
         source = source.with_pacing(ScriptPacing.parse(args.pace))
-    return source
+    return lambda: source
 
 
 def resolve_codex_home(flag: str | None) -> str | None:
@@ -394,6 +406,8 @@ def _auth_settings(args: argparse.Namespace) -> CapabilityToken | None:
             "`--ws-max-clock-skew-seconds` require `--ws-auth signed-bearer-token`",
             EXIT_USAGE,
         )
+    from codex_app_bridge.transport.auth import AuthConfigError, CapabilityToken
+
     try:
         if args.ws_token_file is not None:
             return CapabilityToken.from_file(args.ws_token_file)
@@ -459,16 +473,25 @@ def _banner(endpoint: TcpEndpoint, loopback: bool) -> str:
 
 
 async def run_server(
-    source: EventSource | TurnSource,
+    source: EventSource | TurnSource | None = None,
     *,
     default_cwd: str | None = None,
     settings: ServeSettings | None = None,
+    source_factory: SourceFactory | None = None,
 ) -> None:
-    """Serve until end of input (stdio) or SIGTERM/SIGINT (every transport)."""
+    """Serve until end of input (stdio) or SIGTERM/SIGINT (every transport).
+
+    The source is ``source``, else made by ``source_factory`` when first needed, else the
+    built-in agent."""
     settings = settings if settings is not None else ServeSettings()
     listen = settings.listen
+    injectable = None
     if settings.allow_inject:
-        source = InjectableSource(source)
+        from codex_app_bridge.sources import InjectableSource
+
+        if source is None:
+            source = source_factory() if source_factory is not None else _default_agent(0.0)
+        source = injectable = InjectableSource(source)
     async with (
         BridgeServer(
             source,
@@ -476,13 +499,16 @@ async def run_server(
             outbound_budget=settings.outbound_budget,
             idle_unload=settings.idle_unload,
             codex_home=settings.codex_home,
+            source_factory=source_factory,
         ) as server,
         anyio.create_task_group() as tg,
     ):
-        if isinstance(source, InjectableSource):
+        if injectable is not None:
+            from codex_app_bridge.server._inject import with_injection
+
             hub = server.hub
             server.table = with_injection(
-                server.table, source, lambda thread_id: hub.get(thread_id) is not None
+                server.table, injectable, lambda thread_id: hub.get(thread_id) is not None
             )
 
         async def watch_signals() -> None:
@@ -494,6 +520,8 @@ async def run_server(
 
         tg.start_soon(watch_signals)
         if listen.scheme == "unix":
+            from codex_app_bridge.transport.listen import serve_unix
+
             path = listen.path or default_unix_socket_path()
             await tg.start(serve_unix, path, server.serve_connection)
             print(
@@ -502,6 +530,8 @@ async def run_server(
             )
             return
         if listen.scheme == "ws":
+            from codex_app_bridge.transport.listen import serve_tcp
+
             endpoint: TcpEndpoint = await tg.start(
                 partial(serve_tcp, listen.host, listen.port, server.serve_connection),
                 settings.token,
@@ -514,6 +544,8 @@ async def run_server(
 
 
 def _start_failure(exc: BaseException) -> ListenError | None:
+    from codex_app_bridge.transport.listen import ListenError
+
     if isinstance(exc, ListenError):
         return exc
     if isinstance(exc, BaseExceptionGroup):
@@ -528,7 +560,7 @@ def _start_failure(exc: BaseException) -> ListenError | None:
 def _run(args: argparse.Namespace) -> int:
     try:
         source = _build_source(args)
-    except (ScriptError, ValueError) as exc:
+    except ValueError as exc:  # sources.ScriptError is a ValueError
         print(f"codex-app-bridge serve: {exc}", file=sys.stderr)
         return EXIT_USAGE
     try:
@@ -544,7 +576,9 @@ def _run(args: argparse.Namespace) -> int:
     else:
         logger.info("storing threads under %s", settings.codex_home)
     try:
-        anyio.run(lambda: run_server(source, default_cwd=args.cwd, settings=settings))
+        anyio.run(
+            lambda: run_server(default_cwd=args.cwd, settings=settings, source_factory=source)
+        )
     except (Exception, BaseExceptionGroup) as exc:  # pyright: ignore[reportUnknownVariableType]
         failure = _start_failure(exc)  # pyright: ignore[reportUnknownArgumentType]
         if failure is None:

@@ -11,25 +11,55 @@ lifecycle and the request handlers grouped by namespace.
   parsing (``_ids``), the thread store (``_threads``) and the thread runtime (``_runtime``).
 """
 
-from codex_app_bridge.server._errors import UNSUPPORTED_REASON, unsupported_method
-from codex_app_bridge.server._experimental import EXPERIMENTAL_FIELDS, experimental_descriptor
-from codex_app_bridge.server._handlers import (
-    READ_DEPRECATION,
-    RESUME_DEPRECATION,
-    Handlers,
-)
-from codex_app_bridge.server._handshake import ConnectionState, user_agent
-from codex_app_bridge.server._ids import new_uuid7, parse_thread_id
-from codex_app_bridge.server._inject import INJECT_METHODS, with_injection
-from codex_app_bridge.server._runtime import (
-    HISTORY_EVENT_TYPES,
-    INTERRUPT_GRACE,
-    ThreadRuntime,
-    TurnOrder,
-)
-from codex_app_bridge.server._server import BridgeServer
-from codex_app_bridge.server._table import SUPPORTED_METHODS, build_method_table
-from codex_app_bridge.server._threads import ThreadRecord, ThreadStore
+from __future__ import annotations
+
+import importlib as _importlib
+import typing as _typing
+
+if _typing.TYPE_CHECKING:
+    from codex_app_bridge.server._errors import UNSUPPORTED_REASON, unsupported_method
+    from codex_app_bridge.server._experimental import EXPERIMENTAL_FIELDS, experimental_descriptor
+    from codex_app_bridge.server._handlers import (
+        READ_DEPRECATION,
+        RESUME_DEPRECATION,
+        Handlers,
+    )
+    from codex_app_bridge.server._handshake import ConnectionState, user_agent
+    from codex_app_bridge.server._ids import new_uuid7, parse_thread_id
+    from codex_app_bridge.server._inject import INJECT_METHODS, with_injection
+    from codex_app_bridge.server._runtime import (
+        HISTORY_EVENT_TYPES,
+        INTERRUPT_GRACE,
+        ThreadRuntime,
+        TurnOrder,
+    )
+    from codex_app_bridge.server._server import BridgeServer
+    from codex_app_bridge.server._table import SUPPORTED_METHODS, build_method_table
+    from codex_app_bridge.server._threads import ThreadRecord, ThreadStore
+
+# where each public name lives: its module is imported on first use, so that importing this
+# package (or one of its light modules) does not load every other
+_SOURCES: dict[str, str] = {
+    **dict.fromkeys(
+        ("UNSUPPORTED_REASON", "unsupported_method"), "codex_app_bridge.server._errors"
+    ),
+    **dict.fromkeys(
+        ("EXPERIMENTAL_FIELDS", "experimental_descriptor"), "codex_app_bridge.server._experimental"
+    ),
+    **dict.fromkeys(
+        ("READ_DEPRECATION", "RESUME_DEPRECATION", "Handlers"), "codex_app_bridge.server._handlers"
+    ),
+    **dict.fromkeys(("ConnectionState", "user_agent"), "codex_app_bridge.server._handshake"),
+    **dict.fromkeys(("new_uuid7", "parse_thread_id"), "codex_app_bridge.server._ids"),
+    **dict.fromkeys(("INJECT_METHODS", "with_injection"), "codex_app_bridge.server._inject"),
+    **dict.fromkeys(
+        ("HISTORY_EVENT_TYPES", "INTERRUPT_GRACE", "ThreadRuntime", "TurnOrder"),
+        "codex_app_bridge.server._runtime",
+    ),
+    **dict.fromkeys(("BridgeServer",), "codex_app_bridge.server._server"),
+    **dict.fromkeys(("SUPPORTED_METHODS", "build_method_table"), "codex_app_bridge.server._table"),
+    **dict.fromkeys(("ThreadRecord", "ThreadStore"), "codex_app_bridge.server._threads"),
+}
 
 __all__ = [
     "EXPERIMENTAL_FIELDS",
@@ -55,3 +85,16 @@ __all__ = [
     "user_agent",
     "with_injection",
 ]
+
+
+def __getattr__(name: str) -> object:
+    module = _SOURCES.get(name)
+    if module is None:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}", name=name)
+    value: object = getattr(_importlib.import_module(module), name)
+    globals()[name] = value
+    return value
+
+
+def __dir__() -> list[str]:
+    return sorted({*globals(), *__all__})

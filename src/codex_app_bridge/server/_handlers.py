@@ -38,7 +38,6 @@ from codex_app_bridge.protocol.v2 import (
     DeprecationNoticeNotification,
     InitializeParams,
     InitializeResponse,
-    RemoteControlStatusChangedNotification,
     ThreadForkParams,
     ThreadForkResponse,
     ThreadLoadedListParams,
@@ -71,13 +70,6 @@ from codex_app_bridge.server._errors import (
     no_rollout,
     steer_turn_mismatch,
     thread_not_found,
-)
-from codex_app_bridge.server._handshake import (
-    codex_home,
-    platform_family,
-    platform_os,
-    user_agent,
-    validate_initialize,
 )
 from codex_app_bridge.server._history import build_thread_turns, fork_events
 from codex_app_bridge.server._ids import new_uuid7, parse_thread_id
@@ -302,31 +294,7 @@ class Handlers(StoredThreadMethods):
     # ------------------------------------------------------------------ initialize
 
     async def initialize(self, ctx: RequestContext, params: InitializeParams) -> InitializeResponse:
-        state = validate_initialize(ctx, params)
-        server = self.server
-        if server.originator is None:
-            server.originator = params.client_info.name
-        assert state.client_name is not None
-        assert state.client_version is not None
-
-        async def welcome() -> None:
-            # What the real server sends this connection only, before it may get broadcasts.
-            status = RemoteControlStatusChangedNotification(
-                status="disabled",
-                server_name=server.server_name,
-                installation_id=server.installation_id,
-                environment_id=None,
-            )
-            await ctx.connection.notify("remoteControl/status/changed", dump_json(status))
-            server.hub.add_connection(ctx.connection)
-
-        ctx.after_response(welcome)
-        return InitializeResponse(
-            user_agent=user_agent(server.originator, state.client_name, state.client_version),
-            codex_home=codex_home(),
-            platform_family=platform_family(),
-            platform_os=platform_os(),
-        )
+        return await self.server.initialize(ctx, params)
 
     # ------------------------------------------------------------------ thread/*
 

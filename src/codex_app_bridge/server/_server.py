@@ -28,30 +28,50 @@ import logging
 import os
 import socket
 import uuid
+from functools import cached_property
 from pathlib import Path
 from types import TracebackType
-from typing import Self
+from typing import TYPE_CHECKING, Self
 
 import anyio
 import anyio.abc
 
-from codex_app_bridge.listener import ListenerHub
+from codex_app_bridge.protocol.v2 import (
+    InitializeParams,
+    InitializeResponse,
+    RemoteControlStatusChangedNotification,
+    dump_json,
+)
 from codex_app_bridge.rpc import (
     Connection,
     MethodTable,
+    RequestContext,
     SerialScopes,
     ServerRequests,
     outbound_policy_for,
 )
-from codex_app_bridge.server._handlers import Handlers
-from codex_app_bridge.server._handshake import ConnectionState, check_request
+from codex_app_bridge.server._handshake import (
+    ConnectionState,
+    check_request,
+    codex_home,
+    platform_family,
+    platform_os,
+    user_agent,
+    validate_initialize,
+)
 from codex_app_bridge.server._idle import DEFAULT_IDLE_UNLOAD_SECONDS, IdleUnloader
-from codex_app_bridge.server._runtime import INTERRUPT_GRACE, ThreadRuntime
-from codex_app_bridge.server._stored import ThreadStorage
-from codex_app_bridge.server._table import build_method_table
-from codex_app_bridge.server._threads import ThreadStore
-from codex_app_bridge.sources import DefaultAgent, EventSource, TurnSource
+from codex_app_bridge.server._table import DeferredMethodTable, build_method_table
 from codex_app_bridge.transport import TransportKind, TransportStreams
+
+if TYPE_CHECKING:
+    from collections.abc import Callable
+
+    from codex_app_bridge.listener import ListenerHub
+    from codex_app_bridge.server._handlers import Handlers
+    from codex_app_bridge.server._runtime import ThreadRuntime
+    from codex_app_bridge.server._stored import ThreadStorage
+    from codex_app_bridge.server._threads import ThreadStore
+    from codex_app_bridge.sources import EventSource, TurnSource
 
 __all__ = ["BridgeServer"]
 
@@ -69,23 +89,22 @@ class BridgeServer:
         drain_timeout: float = 10.0,
         outbound_budget: int | None = None,
         idle_unload: float | None = DEFAULT_IDLE_UNLOAD_SECONDS,
-        interrupt_grace: float = INTERRUPT_GRACE,
+        interrupt_grace: float | None = None,
         codex_home: str | os.PathLike[str] | None = None,
+        source_factory: Callable[[], EventSource | TurnSource] | None = None,
     ) -> None:
-        self.source: EventSource | TurnSource = source if source is not None else DefaultAgent()
+        if source is not None:
+            self.source = source
+        self._source_factory = source_factory
         self.default_cwd = os.path.abspath(default_cwd or os.getcwd())
         self.outbound_budget = outbound_budget
         """Per-connection backlog budget in bytes (``None``: the rpc layer's default per policy)."""
-        self.hub = ListenerHub()
-        self.store = ThreadStore()
-        self.storage: ThreadStorage | None = (
-            None
-            if codex_home is None
-            else ThreadStorage(Path(codex_home).absolute(), self.hub.offer_broadcast)
+        self._codex_home = None if codex_home is None else Path(codex_home).absolute()
+        self.table: MethodTable = DeferredMethodTable(
+            self.initialize, lambda: build_method_table(self.handlers)
         )
-        """Stored threads under ``codex_home``; ``None``: threads live in memory only."""
-        self.handlers = Handlers(self)
-        self.table: MethodTable = build_method_table(self.handlers)
+        """Every method; the handlers and the domain behind them are loaded on the first request
+        other than ``initialize`` (``_table.DeferredMethodTable``)."""
         self.scopes = SerialScopes()
         self.server_requests = ServerRequests()
         self.originator: str | None = None
@@ -96,10 +115,69 @@ class BridgeServer:
         self.idle_unloader = IdleUnloader(self, idle_unload) if idle_unload else None
         """Unloads threads nobody is subscribed to after ``idle_unload`` seconds (``server._idle``;
         ``None`` or ``0``: never)."""
-        self.interrupt_grace = interrupt_grace
-        """Seconds a source has to end an interrupted turn (``ThreadRuntime``)."""
+        self._interrupt_grace = interrupt_grace
         self._task_group: anyio.abc.TaskGroup | None = None
         self._connections: dict[int, Connection] = {}
+        self._welcomed: dict[int, Connection] = {}
+        """Initialized connections waiting for the hub to exist (``add_connection``)."""
+
+    # The domain is created on first use, not with the server: answering ``initialize`` needs
+    # none of it, and importing it is most of the start-up time.
+
+    @cached_property
+    def source(self) -> EventSource | TurnSource:
+        """Where turns are played from (the built-in agent unless told otherwise)."""
+        if self._source_factory is not None:
+            return self._source_factory()
+        from codex_app_bridge.sources import DefaultAgent
+
+        return DefaultAgent()
+
+    @cached_property
+    def hub(self) -> ListenerHub:
+        """Per-thread state, subscriptions and broadcasts."""
+        from codex_app_bridge.listener import ListenerHub
+
+        hub = ListenerHub()
+        for connection in self._welcomed.values():
+            hub.add_connection(connection)
+        self._welcomed.clear()
+        return hub
+
+    @cached_property
+    def store(self) -> ThreadStore:
+        """The threads of this process (loaded or known from storage)."""
+        from codex_app_bridge.server._threads import ThreadStore
+
+        return ThreadStore()
+
+    @cached_property
+    def storage(self) -> ThreadStorage | None:
+        """Stored threads under ``codex_home``; ``None``: threads live in memory only."""
+        if self._codex_home is None:
+            return None
+        from codex_app_bridge.server._stored import ThreadStorage
+
+        return ThreadStorage(self._codex_home, self.hub.offer_broadcast)
+
+    @cached_property
+    def handlers(self) -> Handlers:
+        from codex_app_bridge.server._handlers import Handlers
+
+        return Handlers(self)
+
+    @property
+    def interrupt_grace(self) -> float:
+        """Seconds a source has to end an interrupted turn (``ThreadRuntime``)."""
+        if self._interrupt_grace is None:
+            from codex_app_bridge.server._runtime import INTERRUPT_GRACE
+
+            return INTERRUPT_GRACE
+        return self._interrupt_grace
+
+    @interrupt_grace.setter
+    def interrupt_grace(self, seconds: float) -> None:
+        self._interrupt_grace = seconds
 
     # ------------------------------------------------------------------ lifecycle
 
@@ -125,8 +203,9 @@ class BridgeServer:
         try:
             return await group.__aexit__(exc_type, exc, tb)
         finally:
-            if self.storage is not None:
-                self.storage.close()
+            storage = self.__dict__.get("storage")  # never created: nothing to close
+            if storage is not None:
+                storage.close()
 
     @property
     def connection_count(self) -> int:
@@ -160,13 +239,53 @@ class BridgeServer:
             await connection.run()
         finally:
             del self._connections[connection.connection_id]
-            self.hub.remove_connection(connection.connection_id)
+            if (
+                self._welcomed.pop(connection.connection_id, None) is None
+                and "hub" in self.__dict__
+            ):
+                self.hub.remove_connection(connection.connection_id)
             logger.info("connection %s closed", connection.connection_id)
 
     def unhandled_requests(self, method: str, thread_id: str) -> int:
         """Requests for ``method`` on ``thread_id`` received by any connection and not handled
         yet (the thread runtime holds an interrupted turn's end for them)."""
         return sum(c.unhandled(method, thread_id) for c in self._connections.values())
+
+    async def initialize(self, ctx: RequestContext, params: InitializeParams) -> InitializeResponse:
+        """The ``initialize`` request (``_handshake``); the connection is then registered for
+        broadcasts, after the start-up notification the real server sends it."""
+        state = validate_initialize(ctx, params)
+        if self.originator is None:
+            self.originator = params.client_info.name
+        assert state.client_name is not None
+        assert state.client_version is not None
+
+        async def welcome() -> None:
+            # What the real server sends this connection only, before it may get broadcasts.
+            status = RemoteControlStatusChangedNotification(
+                status="disabled",
+                server_name=self.server_name,
+                installation_id=self.installation_id,
+                environment_id=None,
+            )
+            await ctx.connection.notify("remoteControl/status/changed", dump_json(status))
+            self.add_connection(ctx.connection)
+
+        ctx.after_response(welcome)
+        return InitializeResponse(
+            user_agent=user_agent(self.originator, state.client_name, state.client_version),
+            codex_home=codex_home(),
+            platform_family=platform_family(),
+            platform_os=platform_os(),
+        )
+
+    def add_connection(self, connection: Connection) -> None:
+        """Register an initialized connection for broadcasts (kept until the hub exists: before
+        it, no thread can have anything to broadcast)."""
+        if "hub" in self.__dict__:
+            self.hub.add_connection(connection)
+        else:
+            self._welcomed[connection.connection_id] = connection
 
     # ------------------------------------------------------------------ threads
 

@@ -14,42 +14,32 @@ concurrently. ``initialize`` is inline: the next request sees its outcome.
 
 from __future__ import annotations
 
-from collections.abc import Hashable
-from typing import Any, Final
+from collections.abc import Callable, Hashable, Iterator
+from typing import TYPE_CHECKING, Any, Final
 
 from pydantic import BaseModel
 
-from codex_app_bridge.protocol.v2 import (
-    InitializeParams,
-    ThreadArchiveParams,
-    ThreadDeleteParams,
-    ThreadForkParams,
-    ThreadItemsListParams,
-    ThreadListParams,
-    ThreadLoadedListParams,
-    ThreadMetadataUpdateParams,
-    ThreadReadParams,
-    ThreadResumeParams,
-    ThreadRevertParams,
-    ThreadSetNameParams,
-    ThreadStartParams,
-    ThreadTurnsListParams,
-    ThreadUnarchiveParams,
-    ThreadUnsubscribeParams,
-    TurnInterruptParams,
-    TurnStartParams,
-    TurnSteerParams,
-)
+from codex_app_bridge.protocol import v2
+from codex_app_bridge.protocol.v2 import InitializeParams
 from codex_app_bridge.protocol.v2.methods import (
     ALL_CLIENT_REQUEST_METHODS,
     EXPERIMENTAL_CLIENT_REQUEST_METHODS,
 )
-from codex_app_bridge.rpc import MethodSpec, MethodTable, ModelParams, RawParams, RpcError
+from codex_app_bridge.rpc import (
+    Handler,
+    MethodSpec,
+    MethodTable,
+    ModelParams,
+    RawParams,
+    RpcError,
+)
 from codex_app_bridge.server._errors import unsupported_method
-from codex_app_bridge.server._handlers import Handlers, handler_routes
 from codex_app_bridge.server._ids import parse_thread_id
 
-__all__ = ["SUPPORTED_METHODS", "build_method_table", "thread_scope"]
+if TYPE_CHECKING:
+    from codex_app_bridge.server._handlers import Handlers
+
+__all__ = ["SUPPORTED_METHODS", "DeferredMethodTable", "build_method_table", "thread_scope"]
 
 # Rust field counts of the params structs whose stable model has fewer fields than the real
 # struct (``… expected struct X with N elements`` for array params; probed from the binary).
@@ -74,28 +64,44 @@ _FIELD_ORDERS: Final[dict[str, tuple[str, ...]]] = {
     "ThreadStartParams": ("model",),
 }
 
-SUPPORTED_METHODS: Final[dict[str, type[BaseModel]]] = {
-    "initialize": InitializeParams,
-    "thread/start": ThreadStartParams,
-    "thread/resume": ThreadResumeParams,
-    "thread/fork": ThreadForkParams,
-    "thread/unsubscribe": ThreadUnsubscribeParams,
-    "thread/list": ThreadListParams,
-    "thread/loaded/list": ThreadLoadedListParams,
-    "thread/read": ThreadReadParams,
-    "thread/turns/list": ThreadTurnsListParams,
-    "thread/items/list": ThreadItemsListParams,
-    "thread/name/set": ThreadSetNameParams,
-    "thread/archive": ThreadArchiveParams,
-    "thread/unarchive": ThreadUnarchiveParams,
-    "thread/delete": ThreadDeleteParams,
-    "thread/metadata/update": ThreadMetadataUpdateParams,
-    "thread/revert": ThreadRevertParams,
-    "turn/start": TurnStartParams,
-    "turn/steer": TurnSteerParams,
-    "turn/interrupt": TurnInterruptParams,
+_SUPPORTED_PARAMS: Final[dict[str, str]] = {
+    "initialize": "InitializeParams",
+    "thread/start": "ThreadStartParams",
+    "thread/resume": "ThreadResumeParams",
+    "thread/fork": "ThreadForkParams",
+    "thread/unsubscribe": "ThreadUnsubscribeParams",
+    "thread/list": "ThreadListParams",
+    "thread/loaded/list": "ThreadLoadedListParams",
+    "thread/read": "ThreadReadParams",
+    "thread/turns/list": "ThreadTurnsListParams",
+    "thread/items/list": "ThreadItemsListParams",
+    "thread/name/set": "ThreadSetNameParams",
+    "thread/archive": "ThreadArchiveParams",
+    "thread/unarchive": "ThreadUnarchiveParams",
+    "thread/delete": "ThreadDeleteParams",
+    "thread/metadata/update": "ThreadMetadataUpdateParams",
+    "thread/revert": "ThreadRevertParams",
+    "turn/start": "TurnStartParams",
+    "turn/steer": "TurnSteerParams",
+    "turn/interrupt": "TurnInterruptParams",
 }
-"""Method name -> params model of every method this server implements."""
+"""Method name -> ``protocol.v2`` name of its params model, for every method implemented here."""
+
+if TYPE_CHECKING:
+    SUPPORTED_METHODS: dict[str, type[BaseModel]]
+    """Method name -> params model of every method this server implements."""
+
+
+def __getattr__(name: str) -> dict[str, type[BaseModel]]:
+    # ``SUPPORTED_METHODS`` is made when first read: its models are created on first access
+    # (``protocol._lazy``), and answering ``initialize`` needs only ``InitializeParams``.
+    if name != "SUPPORTED_METHODS":
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}", name=name)
+    models: dict[str, type[BaseModel]] = {
+        method: getattr(v2, model) for method, model in _SUPPORTED_PARAMS.items()
+    }
+    globals()[name] = models
+    return models
 
 
 def thread_scope(params: Any) -> Hashable | None:
@@ -109,32 +115,80 @@ def thread_scope(params: Any) -> Hashable | None:
         return ("thread", raw)  # the handler reports the bad id
 
 
+def _spec(method: str, model: type[BaseModel], handler: Handler[Any]) -> MethodSpec[Any]:
+    params = ModelParams(
+        model,
+        field_count=_FIELD_COUNTS.get(model.__name__),
+        field_order=_FIELD_ORDERS.get(model.__name__),
+    )
+    has_thread = "thread_id" in model.model_fields
+    return MethodSpec(
+        method,
+        params,
+        handler,
+        scope=thread_scope if has_thread else None,
+        experimental=method in EXPERIMENTAL_CLIENT_REQUEST_METHODS,
+        inline=method == "initialize",
+    )
+
+
 def build_method_table(handlers: Handlers) -> MethodTable:
     """The table over every 0.163.0 client method (see the module docstring)."""
+    from codex_app_bridge.server._handlers import handler_routes
+
     experimental = frozenset(EXPERIMENTAL_CLIENT_REQUEST_METHODS)
     routes = handler_routes(handlers)
-    if set(routes) != set(SUPPORTED_METHODS):
-        raise RuntimeError(f"handlers and params disagree: {set(routes) ^ set(SUPPORTED_METHODS)}")
+    supported: dict[str, type[BaseModel]] = __getattr__("SUPPORTED_METHODS")
+    if set(routes) != set(supported):
+        raise RuntimeError(f"handlers and params disagree: {set(routes) ^ set(supported)}")
     specs: list[MethodSpec[Any]] = []
     for method in ALL_CLIENT_REQUEST_METHODS:
-        model = SUPPORTED_METHODS.get(method)
+        model = supported.get(method)
         if model is None:
             specs.append(MethodSpec(method, RawParams(), experimental=method in experimental))
             continue
-        params = ModelParams(
-            model,
-            field_count=_FIELD_COUNTS.get(model.__name__),
-            field_order=_FIELD_ORDERS.get(model.__name__),
-        )
-        has_thread = "thread_id" in model.model_fields
-        specs.append(
-            MethodSpec(
-                method,
-                params,
-                routes[method],
-                scope=thread_scope if has_thread else None,
-                experimental=method in experimental,
-                inline=method == "initialize",
-            )
-        )
+        specs.append(_spec(method, model, routes[method]))
     return MethodTable(specs, unsupported_error=unsupported_method)
+
+
+class DeferredMethodTable(MethodTable):
+    """The method table of a server that has not needed its handlers yet.
+
+    ``initialize`` is served by ``initialize`` (the server's own handler: it needs no domain
+    module); the first lookup of any other known method builds the whole table with ``load``
+    (importing the handlers and everything behind them) and every lookup is then the full
+    table's. Unknown methods are told apart by name alone, so they load nothing.
+    """
+
+    def __init__(
+        self, initialize: Handler[InitializeParams], load: Callable[[], MethodTable]
+    ) -> None:
+        self._initialize = _spec("initialize", InitializeParams, initialize)
+        self._load = load
+        self._full: MethodTable | None = None
+        super().__init__([self._initialize], unsupported_error=unsupported_method)
+        self.names = ALL_CLIENT_REQUEST_METHODS
+        self._known = frozenset(ALL_CLIENT_REQUEST_METHODS)
+
+    @property
+    def full(self) -> MethodTable:
+        """The complete table (built on first use)."""
+        if self._full is None:
+            self._full = self._load()
+        return self._full
+
+    def get(self, name: str) -> MethodSpec[Any] | None:
+        if self._full is not None:
+            return self._full.get(name)
+        if name == "initialize":
+            return self._initialize
+        return self.full.get(name) if name in self._known else None
+
+    def __iter__(self) -> Iterator[MethodSpec[Any]]:
+        return iter(self.full)
+
+    def __len__(self) -> int:
+        return len(self.names)
+
+    def __contains__(self, name: object) -> bool:
+        return name in self._known

@@ -38,32 +38,36 @@ convert from and to wire JSON. Method name lists live in ``codex_app_bridge.prot
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 from codex_app_bridge.protocol.v2 import _generated
-from codex_app_bridge.protocol.v2._adapters import (
-    CLIENT_REQUEST_ADAPTER,
-    SERVER_NOTIFICATION_ADAPTER,
-    SERVER_REQUEST_ADAPTER,
-    THREAD_ITEM_ADAPTER,
-    USER_INPUT_ADAPTER,
-    AnyClientRequest,
-    AnyServerNotification,
-    AnyServerRequest,
-    AnyThreadItem,
-    AnyUserInput,
-    UnknownClientRequest,
-    UnknownServerNotification,
-    UnknownServerRequest,
-    UnknownThreadItem,
-    UnknownUserInput,
-    dump_dict,
-    dump_json,
-    parse_client_request,
-    parse_server_notification,
-    parse_server_request,
-    parse_thread_item,
-    parse_user_input,
-)
-from codex_app_bridge.protocol.v2._generated import *  # noqa: F403 - the generated surface
+
+if TYPE_CHECKING:
+    from codex_app_bridge.protocol.v2._adapters import (
+        CLIENT_REQUEST_ADAPTER,
+        SERVER_NOTIFICATION_ADAPTER,
+        SERVER_REQUEST_ADAPTER,
+        THREAD_ITEM_ADAPTER,
+        USER_INPUT_ADAPTER,
+        AnyClientRequest,
+        AnyServerNotification,
+        AnyServerRequest,
+        AnyThreadItem,
+        AnyUserInput,
+        UnknownClientRequest,
+        UnknownServerNotification,
+        UnknownServerRequest,
+        UnknownThreadItem,
+        UnknownUserInput,
+        dump_dict,
+        dump_json,
+        parse_client_request,
+        parse_server_notification,
+        parse_server_request,
+        parse_thread_item,
+        parse_user_input,
+    )
+    from codex_app_bridge.protocol.v2._generated import *  # noqa: F403 - the generated surface
 
 __all__ = [
     "CLIENT_REQUEST_ADAPTER",
@@ -90,3 +94,24 @@ __all__ = [
     "parse_user_input",
 ]
 __all__ += _generated.__all__
+_GENERATED_NAMES = frozenset(_generated.__all__)
+_ADAPTER_NAMES = frozenset(__all__) - _GENERATED_NAMES
+
+
+def __getattr__(name: str) -> object:
+    # Every name is looked up on first use (then cached here): a model is created only when
+    # something reads it (``protocol._lazy``), the adapters when one of them is read.
+    if name in _ADAPTER_NAMES:
+        from codex_app_bridge.protocol.v2 import _adapters
+
+        value: object = getattr(_adapters, name)
+    elif name in _GENERATED_NAMES:
+        value = getattr(_generated, name)
+    else:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}", name=name)
+    globals()[name] = value
+    return value
+
+
+def __dir__() -> list[str]:
+    return sorted({*globals(), *__all__})

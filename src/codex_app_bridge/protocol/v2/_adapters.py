@@ -14,23 +14,26 @@ schema leaves out); ``parse_<union>(data)`` is ``<UNION>_ADAPTER.validate_json(d
 
 from __future__ import annotations
 
-from collections.abc import Iterable
-from typing import Annotated, Any, TypeAlias, Union, get_args, get_origin
+from collections.abc import Callable, Iterable
+from typing import TYPE_CHECKING, Annotated, Any, TypeAlias, Union, get_args, get_origin
 
 from pydantic import Discriminator, Tag, TypeAdapter
 from typing_extensions import TypeAliasType
 
 from codex_app_bridge.protocol._base import WireModel, union_adapter
 from codex_app_bridge.protocol._tagged import UNKNOWN_TAG, tag_of
-from codex_app_bridge.protocol.v2._generated import (
-    ClientRequest,
-    RawResponseCompletedServerNotification,
-    RawResponseItemCompletedServerNotification,
-    ServerNotification,
-    ServerRequest,
-    ThreadItem,
-    UserInput,
-)
+from codex_app_bridge.protocol.v2 import _generated
+
+if TYPE_CHECKING:
+    from codex_app_bridge.protocol.v2._generated import (
+        ClientRequest,
+        RawResponseCompletedServerNotification,
+        RawResponseItemCompletedServerNotification,
+        ServerNotification,
+        ServerRequest,
+        ThreadItem,
+        UserInput,
+    )
 
 __all__ = [
     "CLIENT_REQUEST_ADAPTER",
@@ -104,18 +107,6 @@ class UnknownUserInput(WireModel):
     type: str
 
 
-AnyServerNotification: TypeAlias = Union[  # noqa: UP007 - evaluated at runtime on TypeAliasTypes
-    ServerNotification,
-    RawResponseItemCompletedServerNotification,
-    RawResponseCompletedServerNotification,
-    UnknownServerNotification,
-]
-AnyClientRequest: TypeAlias = Union[ClientRequest, UnknownClientRequest]  # noqa: UP007
-AnyServerRequest: TypeAlias = Union[ServerRequest, UnknownServerRequest]  # noqa: UP007
-AnyThreadItem: TypeAlias = Union[ThreadItem, UnknownThreadItem]  # noqa: UP007
-AnyUserInput: TypeAlias = Union[UserInput, UnknownUserInput]  # noqa: UP007
-
-
 def _models(tp: Any) -> list[type[WireModel]]:
     """The model classes of a (possibly aliased, annotated, nested) union, in order."""
     if isinstance(tp, TypeAliasType):
@@ -174,53 +165,106 @@ def _adapter(title: str, variants: Iterable[Any], tag: str, unknown: type[WireMo
     return union_adapter(_lenient_union(variants, tag, unknown), title=title)
 
 
-SERVER_NOTIFICATION_ADAPTER: TypeAdapter[AnyServerNotification] = _adapter(
-    "ServerNotification",
-    [
+if TYPE_CHECKING:
+    AnyServerNotification: TypeAlias = Union[  # noqa: UP007 - evaluated at runtime on TypeAliasTypes
         ServerNotification,
         RawResponseItemCompletedServerNotification,
         RawResponseCompletedServerNotification,
+        UnknownServerNotification,
+    ]
+    AnyClientRequest: TypeAlias = Union[ClientRequest, UnknownClientRequest]  # noqa: UP007
+    AnyServerRequest: TypeAlias = Union[ServerRequest, UnknownServerRequest]  # noqa: UP007
+    AnyThreadItem: TypeAlias = Union[ThreadItem, UnknownThreadItem]  # noqa: UP007
+    AnyUserInput: TypeAlias = Union[UserInput, UnknownUserInput]  # noqa: UP007
+
+    SERVER_NOTIFICATION_ADAPTER: TypeAdapter[AnyServerNotification]
+    CLIENT_REQUEST_ADAPTER: TypeAdapter[AnyClientRequest]
+    SERVER_REQUEST_ADAPTER: TypeAdapter[AnyServerRequest]
+    THREAD_ITEM_ADAPTER: TypeAdapter[AnyThreadItem]
+    USER_INPUT_ADAPTER: TypeAdapter[AnyUserInput]
+
+
+# The unions and their adapters are made when first read (module ``__getattr__``): each needs
+# every model of its union, which the generated module creates on first access only.
+_LAZY: dict[str, Callable[[], Any]] = {
+    "AnyServerNotification": lambda: Union[  # noqa: UP007 - runtime union of TypeAliasTypes
+        _generated.ServerNotification,
+        _generated.RawResponseItemCompletedServerNotification,
+        _generated.RawResponseCompletedServerNotification,
+        UnknownServerNotification,
     ],
-    "method",
-    UnknownServerNotification,
-)
-CLIENT_REQUEST_ADAPTER: TypeAdapter[AnyClientRequest] = _adapter(
-    "ClientRequest", [ClientRequest], "method", UnknownClientRequest
-)
-SERVER_REQUEST_ADAPTER: TypeAdapter[AnyServerRequest] = _adapter(
-    "ServerRequest", [ServerRequest], "method", UnknownServerRequest
-)
-THREAD_ITEM_ADAPTER: TypeAdapter[AnyThreadItem] = _adapter(
-    "ThreadItem", [ThreadItem], "type", UnknownThreadItem
-)
-USER_INPUT_ADAPTER: TypeAdapter[AnyUserInput] = _adapter(
-    "UserInput", [UserInput], "type", UnknownUserInput
-)
+    "AnyClientRequest": lambda: Union[_generated.ClientRequest, UnknownClientRequest],  # noqa: UP007
+    "AnyServerRequest": lambda: Union[_generated.ServerRequest, UnknownServerRequest],  # noqa: UP007
+    "AnyThreadItem": lambda: Union[_generated.ThreadItem, UnknownThreadItem],  # noqa: UP007
+    "AnyUserInput": lambda: Union[_generated.UserInput, UnknownUserInput],  # noqa: UP007
+    "SERVER_NOTIFICATION_ADAPTER": lambda: _adapter(
+        "ServerNotification",
+        [
+            _generated.ServerNotification,
+            _generated.RawResponseItemCompletedServerNotification,
+            _generated.RawResponseCompletedServerNotification,
+        ],
+        "method",
+        UnknownServerNotification,
+    ),
+    "CLIENT_REQUEST_ADAPTER": lambda: _adapter(
+        "ClientRequest", [_generated.ClientRequest], "method", UnknownClientRequest
+    ),
+    "SERVER_REQUEST_ADAPTER": lambda: _adapter(
+        "ServerRequest", [_generated.ServerRequest], "method", UnknownServerRequest
+    ),
+    "THREAD_ITEM_ADAPTER": lambda: _adapter(
+        "ThreadItem", [_generated.ThreadItem], "type", UnknownThreadItem
+    ),
+    "USER_INPUT_ADAPTER": lambda: _adapter(
+        "UserInput", [_generated.UserInput], "type", UnknownUserInput
+    ),
+}
+
+
+def __getattr__(name: str) -> Any:
+    factory = _LAZY.get(name)
+    if factory is None:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}", name=name)
+    value = globals()[name] = factory()
+    return value
+
+
+def _named(name: str) -> Any:
+    """A lazily made module attribute, from inside the module (where globals are not routed
+    through ``__getattr__``)."""
+    value = globals().get(name)
+    return value if value is not None else __getattr__(name)
 
 
 def parse_server_notification(data: str | bytes | bytearray) -> AnyServerNotification:
     """One server notification (``{"method", "params", "emittedAtMs"}``) from JSON text."""
-    return SERVER_NOTIFICATION_ADAPTER.validate_json(data)
+    adapter: TypeAdapter[Any] = _named("SERVER_NOTIFICATION_ADAPTER")
+    return adapter.validate_json(data)
 
 
 def parse_client_request(data: str | bytes | bytearray) -> AnyClientRequest:
     """One client request (``{"id", "method", "params"}``) from JSON text."""
-    return CLIENT_REQUEST_ADAPTER.validate_json(data)
+    adapter: TypeAdapter[Any] = _named("CLIENT_REQUEST_ADAPTER")
+    return adapter.validate_json(data)
 
 
 def parse_server_request(data: str | bytes | bytearray) -> AnyServerRequest:
     """One server-to-client request (``{"id", "method", "params"}``) from JSON text."""
-    return SERVER_REQUEST_ADAPTER.validate_json(data)
+    adapter: TypeAdapter[Any] = _named("SERVER_REQUEST_ADAPTER")
+    return adapter.validate_json(data)
 
 
 def parse_thread_item(data: str | bytes | bytearray) -> AnyThreadItem:
     """One thread item from JSON text."""
-    return THREAD_ITEM_ADAPTER.validate_json(data)
+    adapter: TypeAdapter[Any] = _named("THREAD_ITEM_ADAPTER")
+    return adapter.validate_json(data)
 
 
 def parse_user_input(data: str | bytes | bytearray) -> AnyUserInput:
     """One user input from JSON text."""
-    return USER_INPUT_ADAPTER.validate_json(data)
+    adapter: TypeAdapter[Any] = _named("USER_INPUT_ADAPTER")
+    return adapter.validate_json(data)
 
 
 def dump_json(model: WireModel) -> bytes:

@@ -18,12 +18,11 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
+from typing import TYPE_CHECKING
+
+from codex_app_bridge.protocol.v2 import _generated
 from codex_app_bridge.protocol.v2._adapters import tags_of
-from codex_app_bridge.protocol.v2._generated import (
-    ClientNotification,
-    ServerNotification,
-    ServerRequest,
-)
 
 __all__ = [
     "ALL_CLIENT_REQUEST_METHODS",
@@ -298,13 +297,32 @@ CLIENT_REQUEST_METHODS: tuple[str, ...] = tuple(
     and method not in LEGACY_CLIENT_REQUEST_METHODS
 )
 
-CLIENT_NOTIFICATION_METHODS: tuple[str, ...] = tags_of(ClientNotification, "method")
-SERVER_NOTIFICATION_METHODS: tuple[str, ...] = tags_of(ServerNotification, "method")
+if TYPE_CHECKING:
+    CLIENT_NOTIFICATION_METHODS: tuple[str, ...]
+    SERVER_NOTIFICATION_METHODS: tuple[str, ...]
+    SERVER_REQUEST_METHODS: tuple[str, ...]
+
+# Read from the generated unions when first used (module ``__getattr__``): listing a union's
+# tags creates every model of the union, which nothing needs to answer ``initialize``.
+_FROM_UNIONS: dict[str, Callable[[], tuple[str, ...]]] = {
+    "CLIENT_NOTIFICATION_METHODS": lambda: tags_of(_generated.ClientNotification, "method"),
+    "SERVER_NOTIFICATION_METHODS": lambda: tags_of(_generated.ServerNotification, "method"),
+    "SERVER_REQUEST_METHODS": lambda: tags_of(_generated.ServerRequest, "method"),
+}
+
+
+def __getattr__(name: str) -> tuple[str, ...]:
+    factory = _FROM_UNIONS.get(name)
+    if factory is None:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}", name=name)
+    value = globals()[name] = factory()
+    return value
+
+
 RAW_SERVER_NOTIFICATION_METHODS: tuple[str, ...] = (
     "rawResponseItem/completed",
     "rawResponse/completed",
 )
-SERVER_REQUEST_METHODS: tuple[str, ...] = tags_of(ServerRequest, "method")
 
 # ``generate-json-schema --experimental`` adds one server request; no notification.
 EXPERIMENTAL_SERVER_REQUEST_METHODS: tuple[str, ...] = ("currentTime/read",)
