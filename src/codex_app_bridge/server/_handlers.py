@@ -347,13 +347,13 @@ class Handlers(StoredThreadMethods):
         self, ctx: RequestContext, params: ThreadResumeParams
     ) -> ThreadResumeResponse:
         record = self.loaded_or_stored(params.thread_id, no_rollout)
+        # a thread with no turn yet has no rollout: the real binary answers so, with or
+        # without excludeTurns and before any deprecation notice (codex-python-sdk relies on it)
+        if not record.materialized:
+            raise no_rollout(record.id)
         exclude_turns = bool(params.exclude_turns)
         if not exclude_turns:
             await self._deprecation(ctx, RESUME_DEPRECATION)
-            if not record.materialized:
-                raise list_turns_unsupported()
-        elif not record.materialized:
-            raise no_rollout(record.id)
         record.settings = _Overrides.of_thread(params).apply(record.settings)
         if not record.loaded:
             self._reload(record)
