@@ -269,5 +269,15 @@ async def test_each_turn_stores_its_settings_and_a_restart_resumes_with_them(
     async with open_bridge(kind, codex_home=home) as bridge:
         client = await bridge.connect()
         await client.initialize()
+        mark = len(client.received)
         resumed = await client.result("thread/resume", {"threadId": thread_id})
         assert (resumed["model"], resumed["thread"]["model"]) == ("chosen-model",) * 2
+        # loaded from its rollout: the status goes notLoaded -> idle before the answer
+        before_answer = client.received[mark:-1]
+        assert {"threadId": thread_id, "status": {"type": "idle"}} in [
+            m["params"] for m in before_answer if m.get("method") == "thread/status/changed"
+        ]
+        mark = len(client.received)  # already loaded: no status change this time
+        again = await client.result("thread/resume", {"threadId": thread_id, "excludeTurns": True})
+        assert again["thread"]["id"] == thread_id
+        assert "thread/status/changed" not in [m.get("method") for m in client.received[mark:]]
