@@ -272,6 +272,17 @@ async def test_each_turn_stores_its_settings_and_a_restart_resumes_with_them(
         mark = len(client.received)
         resumed = await client.result("thread/resume", {"threadId": thread_id})
         assert (resumed["model"], resumed["thread"]["model"]) == ("chosen-model",) * 2
+        assert resumed["collaborationMode"] == {
+            "mode": "default",
+            "settings": {
+                "model": "chosen-model",
+                "reasoning_effort": None,
+                "developer_instructions": None,
+            },
+        }
+        # then, as 0.163.0 does after every resume, the (absent) goal
+        cleared = await client.until(lambda m: m.get("method") == "thread/goal/cleared")
+        assert cleared[-1]["params"] == {"threadId": thread_id}
         # loaded from its rollout: the status goes notLoaded -> idle before the answer
         before_answer = client.received[mark:-1]
         assert {"threadId": thread_id, "status": {"type": "idle"}} in [

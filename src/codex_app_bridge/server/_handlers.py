@@ -35,6 +35,7 @@ from typing import TYPE_CHECKING, Any, Final, Self, cast
 from codex_app_bridge.protocol.core import EventEnvelope, UserInput
 from codex_app_bridge.protocol.jsonrpc import JsonValue
 from codex_app_bridge.protocol.v2 import (
+    CollaborationMode,
     DeprecationNoticeNotification,
     IdleThreadStatus,
     InitializeParams,
@@ -42,6 +43,7 @@ from codex_app_bridge.protocol.v2 import (
     RemoteControlStatusChangedNotification,
     ThreadForkParams,
     ThreadForkResponse,
+    ThreadGoalClearedNotification,
     ThreadLoadedListParams,
     ThreadLoadedListResponse,
     ThreadReadParams,
@@ -409,8 +411,27 @@ class Handlers(StoredThreadMethods):
             if exclude_turns
             else build_thread_turns(record.history, running=record.active_turn_id is not None)
         )
+
+        async def no_goal() -> None:  # 0.163.0 tells a resuming client the goal state; none here
+            cleared = ThreadGoalClearedNotification(thread_id=record.id)
+            await ctx.connection.notify("thread/goal/cleared", dump_json(cleared))
+
+        ctx.after_response(no_goal)
+        settings = record.settings
+        mode = CollaborationMode.model_validate(
+            {
+                "mode": "default",
+                "settings": {
+                    "model": settings.model,
+                    "reasoning_effort": settings.reasoning_effort,
+                    "developer_instructions": None,
+                },
+            }
+        )
         return ThreadResumeResponse(
-            thread=record.thread(turns=turns), **record.settings.response_fields()
+            thread=record.thread(turns=turns),
+            collaboration_mode=mode,
+            **settings.response_fields(),
         )
 
     async def thread_fork(
