@@ -251,7 +251,11 @@ async def test_each_turn_stores_its_settings_and_a_restart_resumes_with_them(
         client = await bridge.connect()
         await client.initialize()
         thread_id = await client.start_thread(
-            cwd=str(tmp_path), model="chosen-model", sandbox="workspace-write"
+            cwd=str(tmp_path),
+            model="chosen-model",
+            sandbox="workspace-write",
+            approvalPolicy="never",
+            approvalsReviewer="auto_review",
         )
         turn_id, _ = await client.run_turn(thread_id, "one")
     (path,) = home.rglob("rollout-*.jsonl")
@@ -263,7 +267,8 @@ async def test_each_turn_stores_its_settings_and_a_restart_resumes_with_them(
     assert contexts[0]["turn_id"] == turn_id
     assert contexts[0]["model"] == "chosen-model"
     assert contexts[0]["cwd"] == str(tmp_path)
-    assert contexts[0]["approval_policy"] == "on-request"
+    assert contexts[0]["approval_policy"] == "never"
+    assert contexts[0]["approvals_reviewer"] == "auto_review"
     assert contexts[0]["sandbox_policy"]["type"] == "workspace-write"
     assert contexts[0]["sandbox_policy"]["writable_roots"] == [str(tmp_path)]
     async with open_bridge(kind, codex_home=home) as bridge:
@@ -272,6 +277,7 @@ async def test_each_turn_stores_its_settings_and_a_restart_resumes_with_them(
         mark = len(client.received)
         resumed = await client.result("thread/resume", {"threadId": thread_id})
         assert (resumed["model"], resumed["thread"]["model"]) == ("chosen-model",) * 2
+        assert (resumed["approvalPolicy"], resumed["approvalsReviewer"]) == ("never", "auto_review")
         assert resumed["collaborationMode"] == {
             "mode": "default",
             "settings": {
