@@ -94,6 +94,7 @@ async def test_two_subscribers_see_identical_ordered_streams(kind: str) -> None:
         thread_id = await alice.start_thread()
         await alice.run_turn(thread_id, "1")  # a thread is resumable once it has a turn
         await bob.result("thread/resume", {"threadId": thread_id, "excludeTurns": True})
+        await bob.until(lambda m: m.get("method") == "thread/goal/cleared")  # after the answer
         await bob.drain_pending()
         mark = len(bob.received)
         turn_id, alice_saw = await alice.run_turn(thread_id, "300")

@@ -240,3 +240,61 @@ async def test_a_thread_unloaded_when_idle_keeps_writing_its_rollout(tmp_path: P
         await client.initialize()
         read = await client.result("thread/read", {"threadId": thread_id, "includeTurns": True})
         assert [t["id"] for t in read["thread"]["turns"]] == [first, second]
+
+
+async def test_each_turn_stores_its_settings_and_a_restart_resumes_with_them(
+    kind: str, tmp_path: Path
+) -> None:
+    # codex-app-server-sdk and codexed resume with no settings: the model comes from the rollout
+    home = tmp_path / "codex-home"
+    async with open_bridge(kind, codex_home=home) as bridge:
+        client = await bridge.connect()
+        await client.initialize()
+        thread_id = await client.start_thread(
+            cwd=str(tmp_path),
+            model="chosen-model",
+            sandbox="workspace-write",
+            approvalPolicy="never",
+            approvalsReviewer="auto_review",
+        )
+        turn_id, _ = await client.run_turn(thread_id, "one")
+    (path,) = home.rglob("rollout-*.jsonl")
+    lines = [json.loads(line) for line in path.read_text().splitlines()]
+    kinds = [line["payload"].get("type") or line["type"] for line in lines]
+    contexts = [line["payload"] for line in lines if line["type"] == "turn_context"]
+    assert kinds.index("turn_context") == kinds.index("task_started") + 1
+    assert len(contexts) == 1
+    assert contexts[0]["turn_id"] == turn_id
+    assert contexts[0]["model"] == "chosen-model"
+    assert contexts[0]["cwd"] == str(tmp_path)
+    assert contexts[0]["approval_policy"] == "never"
+    assert contexts[0]["approvals_reviewer"] == "auto_review"
+    assert contexts[0]["sandbox_policy"]["type"] == "workspace-write"
+    assert contexts[0]["sandbox_policy"]["writable_roots"] == [str(tmp_path)]
+    async with open_bridge(kind, codex_home=home) as bridge:
+        client = await bridge.connect()
+        await client.initialize()
+        mark = len(client.received)
+        resumed = await client.result("thread/resume", {"threadId": thread_id})
+        assert (resumed["model"], resumed["thread"]["model"]) == ("chosen-model",) * 2
+        assert (resumed["approvalPolicy"], resumed["approvalsReviewer"]) == ("never", "auto_review")
+        assert resumed["collaborationMode"] == {
+            "mode": "default",
+            "settings": {
+                "model": "chosen-model",
+                "reasoning_effort": None,
+                "developer_instructions": None,
+            },
+        }
+        # then, as 0.163.0 does after every resume, the (absent) goal
+        cleared = await client.until(lambda m: m.get("method") == "thread/goal/cleared")
+        assert cleared[-1]["params"] == {"threadId": thread_id}
+        # loaded from its rollout: the status goes notLoaded -> idle before the answer
+        before_answer = client.received[mark:-1]
+        assert {"threadId": thread_id, "status": {"type": "idle"}} in [
+            m["params"] for m in before_answer if m.get("method") == "thread/status/changed"
+        ]
+        mark = len(client.received)  # already loaded: no status change this time
+        again = await client.result("thread/resume", {"threadId": thread_id, "excludeTurns": True})
+        assert again["thread"]["id"] == thread_id
+        assert "thread/status/changed" not in [m.get("method") for m in client.received[mark:]]

@@ -157,9 +157,13 @@ async def test_thread_resume_needs_a_materialized_thread_and_subscribes_again(ki
         assert fresh["error"]["message"] == f"no rollout found for thread id {thread_id}"
         await client.drain_pending()
         mark = len(client.received)
+        # with turns asked for too, and before any deprecation notice (as the real binary)
         hydrate = await client.call("thread/resume", {"threadId": thread_id})
-        assert hydrate["error"] == {"code": -32601, "message": "list_turns is not supported yet"}
-        assert client.received[mark]["params"]["summary"] == RESUME_DEPRECATION
+        assert hydrate["error"] == {
+            "code": -32600,
+            "message": f"no rollout found for thread id {thread_id}",
+        }
+        assert [m for m in client.received[mark:] if m.get("method")] == []
 
         turn_id, _ = await client.run_turn(thread_id, "first")
         await client.result("thread/unsubscribe", {"threadId": thread_id})
@@ -200,3 +204,31 @@ async def test_thread_fork_copies_the_history_into_a_new_thread(kind: str) -> No
         assert "turn 2 of this thread" in answer
         listed = await client.result("thread/loaded/list", {})
         assert listed["data"] == [source_id, fork["id"]]
+
+
+async def test_a_renamed_feature_in_the_thread_config_gets_the_real_deprecation_notice(
+    kind: str,
+) -> None:
+    # codexed sends config.features.codex_hooks in thread/start and thread/resume
+    async with open_bridge(kind) as bridge:
+        client = await bridge.connect()
+        await client.initialize()
+        config = {"features": {"codex_hooks": True, "realtime_conversation": True}}
+        thread_id = await client.start_thread(config=config)
+        notices = await client.until(lambda m: m.get("method") == "deprecationNotice")
+        kinds = [m.get("method") for m in notices]
+        assert kinds.index("thread/started") < kinds.index("deprecationNotice")
+        assert notices[-1]["params"]["summary"] == (
+            "`[features].codex_hooks` is deprecated. Use `[features].hooks` instead."
+        )
+        assert notices[-1]["params"]["details"].startswith("Enable it with `--enable hooks`")
+        await client.result("thread/start", {"config": {"features": {"hooks": True}}})
+        await client.run_turn(thread_id, "one")
+        mark = len(client.received)
+        await client.result("thread/resume", {"threadId": thread_id, "config": config})
+        summaries = [
+            m["params"]["summary"]
+            for m in client.received[mark:]
+            if m.get("method") == "deprecationNotice"
+        ]
+        assert summaries == [RESUME_DEPRECATION, notices[-1]["params"]["summary"]]

@@ -5,7 +5,8 @@ responses and server requests), the final ``thread/read`` answers, and ``history
 ``codex-app-bridge history`` rebuilds from the real rollout against the real ``thread/read``).
 
 ``--clients`` adds the client matrix (:mod:`._matrix`): per client library, the outcome fields
-and wire messages compared and equal; they count in the total.
+and wire messages compared and equal; they count in the total. A client whose venv cannot be
+made here (no interpreter of the version it needs) is listed as unavailable, with the reason.
 
 Exit status: 0 when the total match percentage is at least ``--threshold`` (default 0), 1 below
 it, 2 on bad arguments. ``--details`` lists every difference under the table; ``--json FILE``
@@ -55,6 +56,9 @@ def format_table(
         sub = f"{'client':<16} {'compared':>8} {'equal':>6} {'match':>7}   outcome   wire"
         lines += ["-" * len(header), sub, "-" * len(header)]
         for c in clients:
+            if c.unavailable is not None:
+                lines.append(f"{c.client:<16} unavailable: {c.unavailable}")
+                continue
             t = c.total
             total.add(t)
             o, w = c.outcome, c.wire
@@ -113,7 +117,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument(
         "--clients",
         action="store_true",
-        help="also run the client matrix (openai-codex, codex-app-server-client)",
+        help="also run the client matrix (openai-codex, codex-app-server-client, "
+        "codex-app-server-sdk, codexed, codex-python-sdk)",
     )
     parser.add_argument("--json", type=Path, metavar="FILE", help="write the results as JSON")
     parser.add_argument("--scratch", type=Path, metavar="DIR", help="keep artefacts here")

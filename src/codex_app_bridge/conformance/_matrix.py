@@ -3,10 +3,13 @@
 returns and the wire traffic are compared.
 
 Role: ``python -m codex_app_bridge.conformance --clients`` adds these rows to the report. The
-flow itself is :mod:`._client_flows`, run in a subprocess per client and server; the wire is
-recorded by :mod:`.tee` between the client and the server it spawns. The bridge plays the core
-events derived from the real run's wire and rollout (the derivation of the scenario suite),
-paced so the interrupt lands mid-turn. Boundary: processes and files; judging is ``_compare``.
+flow itself is :mod:`._client_flows` for the clients of the ``test`` extra and
+:mod:`._venv_flows` for those in a venv of their own (:mod:`._client_venvs`: made on first use,
+cached; a client whose interpreter is missing is reported unavailable, not run). It runs in a
+subprocess per client and server, with a timeout; the wire is recorded by :mod:`.tee` between
+the client and the server it spawns. The bridge plays the core events derived from the real
+run's wire and rollout (the derivation of the scenario suite), paced so the interrupt lands
+mid-turn. Boundary: processes and files; judging is ``_compare``.
 """
 
 from __future__ import annotations
@@ -26,22 +29,52 @@ from codex_app_bridge.conformance import (
     real_codex_command,
     write_codex_config,
 )
+from codex_app_bridge.conformance._client_venvs import ClientUnavailable, VenvClient, ensure_venv
 from codex_app_bridge.conformance._compare import Comparison, compare, diff_paths, normalise_stream
 from codex_app_bridge.conformance._script import script_from_run
 from codex_app_bridge.conformance.real_codex import JsonObject
 
-__all__ = ["CLIENTS", "PENDING", "ClientResult", "run_client", "run_matrix"]
+__all__ = [
+    "CLIENTS",
+    "LABELS",
+    "PENDING",
+    "VENV_CLIENTS",
+    "ClientResult",
+    "ClientUnavailable",
+    "flow_command",
+    "run_client",
+    "run_matrix",
+]
 
 _SRC = str(Path(__file__).resolve().parents[2])
 """The ``src`` directory of this package, for the subprocesses' PYTHONPATH."""
-CLIENTS = ("official", "app_server_client")
+VENV_CLIENTS = {
+    "app_server_sdk": VenvClient("codex-app-server-sdk", "0.4.1", (3, 12)),
+    "codexed": VenvClient("codexed", "1.2.2", (3, 13)),
+    "python_sdk": VenvClient("codex-python-sdk", "0.2.1"),
+}
+"""Clients in a venv of their own: the interpreter they need, or ``None`` for this one."""
+CLIENTS = ("official", "app_server_client", *VENV_CLIENTS)
+LABELS = {
+    "official": "openai-codex 0.163.0",
+    "app_server_client": "codex-app-server-client 0.1.0",
+    **{name: f"{c.package} {c.version}" for name, c in VENV_CLIENTS.items()},
+}
 PENDING = {
-    "codex-app-server-sdk 0.4.1": "needs Python >= 3.12 (the project venv is 3.11)",
-    "codexed 1.2.2": "needs Python >= 3.13",
-    "codex-python-sdk 0.2.1": "not installed by the test extra (optional in spec/clients.md)",
     "codex-python-sdk-unofficial 0.128.0": "fails at thread/start against the real binary too",
 }
 TIMEOUT_S = 240
+_VENV_FLOWS = str(Path(__file__).with_name("_venv_flows.py"))
+
+
+def flow_command(client: str) -> list[str]:
+    """The argv prefix that runs ``client``'s flow (then CLIENT and SERVER_ARGV_JSON follow).
+    Makes the client's venv on first use; raises :class:`ClientUnavailable` when it cannot."""
+    venv = VENV_CLIENTS.get(client)
+    if venv is None:
+        return [sys.executable, "-m", "codex_app_bridge.conformance._client_flows"]
+    # -I: neither PYTHONPATH (the project's src, for the tee) nor the script's directory
+    return [str(ensure_venv(venv)), "-I", _VENV_FLOWS]
 
 
 @dataclass
@@ -59,6 +92,8 @@ class ClientResult:
     outcome: Comparison
     wire: Comparison
     outcome_diffs: list[str] = field(default_factory=list[str])
+    unavailable: str | None = None
+    """Why the client did not run (no interpreter for its venv); nothing was compared then."""
 
     @property
     def total(self) -> Comparison:
@@ -88,13 +123,7 @@ def _run_flow(client: str, server_argv: list[str], base: Path, home: Path) -> Si
     argv = [sys.executable, "-m", "codex_app_bridge.conformance.tee", str(log), "--", *server_argv]
     env = codex_env(home, extra={"PYTHONPATH": _SRC})
     proc = subprocess.run(
-        [
-            sys.executable,
-            "-m",
-            "codex_app_bridge.conformance._client_flows",
-            client,
-            json.dumps(argv),
-        ],
+        [*flow_command(client), client, json.dumps(argv)],
         cwd=work,
         env=env,
         capture_output=True,
@@ -176,4 +205,11 @@ def run_matrix(scratch: Path | None = None) -> list[ClientResult]:
     with tempfile.TemporaryDirectory(prefix="codex-client-matrix-") as temporary:
         root = scratch or Path(temporary)
         with MockResponses() as mock:
-            return [run_client(client, mock, root / "clients") for client in CLIENTS]
+            return [_run_or_unavailable(client, mock, root / "clients") for client in CLIENTS]
+
+
+def _run_or_unavailable(client: str, mock: MockResponses, scratch: Path) -> ClientResult:
+    try:
+        return run_client(client, mock, scratch)
+    except ClientUnavailable as exc:
+        return ClientResult(client, Comparison(), Comparison(), unavailable=str(exc))

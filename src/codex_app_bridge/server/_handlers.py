@@ -30,16 +30,19 @@ import time
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, replace
 from functools import partial
-from typing import TYPE_CHECKING, Any, Final, Self
+from typing import TYPE_CHECKING, Any, Final, Self, cast
 
 from codex_app_bridge.protocol.core import EventEnvelope, UserInput
 from codex_app_bridge.protocol.jsonrpc import JsonValue
 from codex_app_bridge.protocol.v2 import (
+    CollaborationMode,
     DeprecationNoticeNotification,
+    IdleThreadStatus,
     InitializeParams,
     InitializeResponse,
     ThreadForkParams,
     ThreadForkResponse,
+    ThreadGoalClearedNotification,
     ThreadLoadedListParams,
     ThreadLoadedListResponse,
     ThreadReadParams,
@@ -49,6 +52,7 @@ from codex_app_bridge.protocol.v2 import (
     ThreadStartedNotification,
     ThreadStartParams,
     ThreadStartResponse,
+    ThreadStatusChangedNotification,
     ThreadUnsubscribeParams,
     ThreadUnsubscribeResponse,
     Turn,
@@ -100,6 +104,27 @@ RESUME_DEPRECATION: Final = (
     "page with `thread/turns/list` and `thread/items/list`."
 )
 _INTERACTIVE_SOURCES: Final = frozenset({"cli", "vscode"})
+
+
+_RENAMED_FEATURES: Final = {"codex_hooks": "hooks"}
+"""Feature flags 0.163.0 answers with a deprecation notice when a thread's ``config.features``
+names them (as observed with codexed, which sends ``codex_hooks``), and their new names."""
+
+
+def _feature_deprecations(config: dict[str, Any] | None) -> list[DeprecationNoticeNotification]:
+    features = (config or {}).get("features")
+    if not isinstance(features, dict):
+        return []
+    named = cast("dict[str, Any]", features)
+    return [
+        DeprecationNoticeNotification(
+            summary=f"`[features].{old}` is deprecated. Use `[features].{new}` instead.",
+            details=f"Enable it with `--enable {new}` or `[features].{new}` in config.toml."
+            " See https://developers.openai.com/codex/config-basic#feature-flags for details.",
+        )
+        for old, new in _RENAMED_FEATURES.items()
+        if old in named
+    ]
 
 
 def _extra_flag(params: Any, name: str) -> bool:
@@ -309,23 +334,38 @@ class Handlers(StoredThreadMethods):
         record.listener.subscribe(ctx.connection, raw_events=record.raw_events)
         thread = record.thread()
         ctx.after_response(partial(self._broadcast_started, record))
+        notices = _feature_deprecations(params.config)
+        if notices:
+
+            async def deprecations() -> None:  # after thread/started, as the real binary
+                for notice in notices:
+                    await ctx.connection.notify("deprecationNotice", dump_json(notice))
+
+            ctx.after_response(deprecations)
         return ThreadStartResponse(thread=thread, **settings.response_fields())
 
     async def thread_resume(
         self, ctx: RequestContext, params: ThreadResumeParams
     ) -> ThreadResumeResponse:
+        known = self.server.store.get(parse_thread_id(params.thread_id))
+        loading = known is None or not known.loaded
         record = self.loaded_or_stored(params.thread_id, no_rollout)
+        # a thread with no turn yet has no rollout: the real binary answers so, with or
+        # without excludeTurns and before any deprecation notice (codex-python-sdk relies on it)
+        if not record.materialized:
+            raise no_rollout(record.id)
         exclude_turns = bool(params.exclude_turns)
         if not exclude_turns:
             await self._deprecation(ctx, RESUME_DEPRECATION)
-            if not record.materialized:
-                raise list_turns_unsupported()
-        elif not record.materialized:
-            raise no_rollout(record.id)
+        for notice in _feature_deprecations(params.config):
+            await ctx.connection.notify("deprecationNotice", dump_json(notice))
         record.settings = _Overrides.of_thread(params).apply(record.settings)
         if not record.loaded:
             self._reload(record)
         record.listener.subscribe(ctx.connection, raw_events=record.raw_events)
+        if loading:  # loaded now from its rollout: notLoaded -> idle, before the answer
+            status = ThreadStatusChangedNotification(thread_id=record.id, status=IdleThreadStatus())
+            await ctx.connection.notify("thread/status/changed", dump_json(status))
         runtime = record.runtime
         if runtime is not None and len(runtime.requests):
 
@@ -339,8 +379,27 @@ class Handlers(StoredThreadMethods):
             if exclude_turns
             else build_thread_turns(record.history, running=record.active_turn_id is not None)
         )
+
+        async def no_goal() -> None:  # 0.163.0 tells a resuming client the goal state; none here
+            cleared = ThreadGoalClearedNotification(thread_id=record.id)
+            await ctx.connection.notify("thread/goal/cleared", dump_json(cleared))
+
+        ctx.after_response(no_goal)
+        settings = record.settings
+        mode = CollaborationMode.model_validate(
+            {
+                "mode": "default",
+                "settings": {
+                    "model": settings.model,
+                    "reasoning_effort": settings.reasoning_effort,
+                    "developer_instructions": None,
+                },
+            }
+        )
         return ThreadResumeResponse(
-            thread=record.thread(turns=turns), **record.settings.response_fields()
+            thread=record.thread(turns=turns),
+            collaboration_mode=mode,
+            **settings.response_fields(),
         )
 
     async def thread_fork(

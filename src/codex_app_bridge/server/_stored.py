@@ -53,6 +53,39 @@ _log = logging.getLogger(__name__)
 
 Broadcast = Callable[[str, bytes], None]
 
+_TURN_STARTS = frozenset({"task_started", "turn_started"})
+
+
+def _kebab(name: str) -> str:
+    return "".join("-" + c.lower() if c.isupper() else c for c in name)
+
+
+def _snake(name: str) -> str:
+    return "".join("_" + c.lower() if c.isupper() else c for c in name)
+
+
+def turn_context(record: ThreadRecord, started: core.EventMsg) -> core.TurnContextItem:
+    """The ``turn_context`` line 0.163.0 writes after each turn's ``task_started``: the settings
+    the turn runs with, in the core's spelling (``danger-full-access``, ``writable_roots``), so
+    that a thread resumed after a restart gets its model back from the rollout."""
+    settings = record.settings
+    policy: dict[str, object] = orjson.loads(dump_json(settings.sandbox))
+    payload: dict[str, object] = {
+        "cwd": settings.cwd,
+        "approval_policy": settings.approval_policy,
+        "approvals_reviewer": settings.approvals_reviewer,
+        "sandbox_policy": {
+            _snake(k): (_kebab(v) if k == "type" and isinstance(v, str) else v)
+            for k, v in policy.items()
+        },
+        "model": settings.model,
+    }
+    if isinstance(started, core.TaskStartedEvent):
+        payload = {"turn_id": started.turn_id, **payload}
+    if settings.reasoning_effort is not None:
+        payload["effort"] = settings.reasoning_effort
+    return core.TurnContextItem.model_validate(payload)
+
 
 def _byte_offset_of(path: Path, ordinal: int) -> int:
     """Where the first line at or past ``ordinal`` starts in a rollout (its size if none)."""
@@ -154,7 +187,10 @@ class ThreadStorage:
         if record.ephemeral or envelope.msg.type not in PERSISTED_EVENT_TYPES:
             return
         try:
-            self._writer(record).append_event(envelope.msg)
+            writer = self._writer(record)
+            writer.append_event(envelope.msg)
+            if envelope.msg.type in _TURN_STARTS:
+                writer.append_turn_context(turn_context(record, envelope.msg))
         except StorageError as exc:
             self._report(record.id, exc)
 

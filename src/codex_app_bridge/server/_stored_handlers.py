@@ -30,7 +30,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import UTC, datetime
-from typing import TYPE_CHECKING, Any, Final
+from typing import TYPE_CHECKING, Any, Final, cast
 
 import anyio
 import anyio.to_thread
@@ -39,6 +39,7 @@ from codex_app_bridge._version import CODEX_PROTOCOL_VERSION
 from codex_app_bridge.mapping.thread_history import build_turns
 from codex_app_bridge.protocol import core
 from codex_app_bridge.protocol.v2 import (
+    AskForApproval,
     NotLoadedThreadStatus,
     Thread,
     ThreadArchivedNotification,
@@ -84,6 +85,8 @@ __all__ = ["StoredThreadMethods"]
 
 THREAD_LIST_DEFAULT_LIMIT: Final = 25
 _INTERACTIVE_SOURCES: Final = frozenset({"cli", "vscode"})
+_PLAIN_APPROVAL_POLICIES: Final = frozenset({"untrusted", "on-request", "never"})
+"""Approval policies a stored `turn_context` gives back to a resumed thread (not granular)."""
 
 
 @dataclass(frozen=True)
@@ -187,6 +190,10 @@ class StoredThreadMethods:
             model_provider=stored.meta.model_provider or defaults.model_provider,
             reasoning_effort=stored.reasoning_effort,
         )
+        if stored.approval_policy in _PLAIN_APPROVAL_POLICIES:
+            settings.approval_policy = cast("AskForApproval", stored.approval_policy)
+        if stored.approvals_reviewer is not None:
+            settings.approvals_reviewer = stored.approvals_reviewer
         record = self.new_record_for_storage(settings, thread_id=thread_id, history=history)
         record.originator = stored.meta.originator
         record.forked_from_id = stored.forked_from_id

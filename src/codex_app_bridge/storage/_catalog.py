@@ -6,7 +6,8 @@
   (``mapping.resolve_rollout_history``), bases found by rollout id anywhere in the home.
 * The summary ``thread/list`` shows (:class:`StoredThread`) comes from the resolved lines: the
   first file's ``session_meta`` (cwd, originator, source, provider, fork origin), the newest
-  ``thread_settings_applied`` / ``turn_context`` (model, reasoning effort), the first user message
+  ``thread_settings_applied`` / ``turn_context`` (model, reasoning effort; the last
+  ``turn_context``'s approval policy and reviewer), the first user message
   (preview), the file's modification time (``updatedAt``) and the name from ``session_index.jsonl``.
   Summaries are cached by (path, size, mtime), so a listing reads only files that changed.
 * A file without a ``session_meta`` or whose name is not a rollout name is not a thread.
@@ -66,6 +67,10 @@ class StoredThread:
     model: str | None
     reasoning_effort: str | None
     name: str | None
+    approval_policy: str | None = None
+    """The last ``turn_context``'s ``approval_policy`` when it is a plain mode (not granular)."""
+    approvals_reviewer: str | None = None
+    """The last ``turn_context``'s ``approvals_reviewer``."""
 
     @property
     def created_at_s(self) -> int:
@@ -130,6 +135,19 @@ def _summary_fields(lines: Sequence[core.RolloutLine]) -> tuple[str, str | None,
             if isinstance(extra.get("effort"), str):
                 effort = cast("str", extra["effort"])
     return preview or "", model, effort
+
+
+def _approvals(lines: Sequence[core.RolloutLine]) -> tuple[str | None, str | None]:
+    """``(approval_policy, approvals_reviewer)`` of the last ``turn_context`` line."""
+    for line in reversed(lines):
+        if isinstance(line, core.TurnContextLine):
+            policy = line.payload.approval_policy
+            reviewer = (line.payload.model_extra or {}).get("approvals_reviewer")
+            return (
+                policy if isinstance(policy, str) else None,
+                reviewer if isinstance(reviewer, str) else None,
+            )
+    return None, None
 
 
 def _reasoning_effort(settings: Mapping[str, Any], current: str | None) -> str | None:
@@ -240,6 +258,7 @@ class ThreadCatalog:
             _log.warning("%s: %s", entry.path, exc)
             lines = loaded.lines
         preview, model, effort = _summary_fields(lines)
+        approval_policy, approvals_reviewer = _approvals(lines)
         try:
             mtime = datetime.fromtimestamp(entry.path.stat().st_mtime, UTC)
         except OSError:
@@ -256,6 +275,8 @@ class ThreadCatalog:
             model=model,
             reasoning_effort=effort,
             name=names.get(thread_id),
+            approval_policy=approval_policy,
+            approvals_reviewer=approvals_reviewer,
         )
 
     def threads(self) -> list[StoredThread]:
