@@ -13,8 +13,8 @@ from codex_app_bridge.listener._hub import (
     ThreadListener,
     UnsubscribeStatus,
 )
-from codex_app_bridge.listener._reducer import (
-    APPROVAL_EVENT_TYPES,
+from codex_app_bridge.listener._reducer import APPROVAL_EVENT_TYPES, reduce
+from codex_app_bridge.listener._state import (
     Audience,
     Emission,
     ReduceContext,
@@ -22,7 +22,6 @@ from codex_app_bridge.listener._reducer import (
     ThreadState,
     ThreadWatch,
     TurnSummary,
-    reduce,
 )
 
 __all__ = [

@@ -4,7 +4,9 @@ Role: everything the real app-server's bespoke event handling does for one core 
 thread, as a pure function. ``ThreadState`` is immutable; a reduction returns the next state and
 the notifications to send, in order, each tagged with its audience. The clock is an input
 (``ReduceContext.now_ms``), never read. The stateless per-event mapping is delegated to
-``codex_app_bridge.mapping``; the reducer owns only the state around it.
+``codex_app_bridge.mapping``; the reducer owns only the state around it. The state and result
+types (``ThreadState``, ``Reduction``, ...) are ``_state``'s; they are re-exported here as the
+reducer's API.
 
 Boundary: no connections, no I/O, no locks (``_hub`` does the fan-out and serialization).
 
@@ -39,22 +41,35 @@ Rules (0.163.0; ``spec/event-mapping.md`` §2, ``spec/app-server-runtime.md`` §
 
 from __future__ import annotations
 
-import enum
 from collections.abc import Callable
-from dataclasses import dataclass, field, replace
-from typing import Any, TypeAlias
+from dataclasses import replace
+from typing import Any
 
-import orjson
 from pydantic import JsonValue
 
 from codex_app_bridge.listener import _convert as convert
 from codex_app_bridge.listener._realtime import realtime_notification
+from codex_app_bridge.listener._state import (
+    Audience,
+    Emission,
+    Handler,
+    Params,
+    ReduceContext,
+    Reduction,
+    ThreadState,
+    ThreadStatusModel,
+    ThreadWatch,
+    TurnSummary,
+    emit,
+    mapped,
+    status_change,
+    validated,
+)
 from codex_app_bridge.mapping import (
     build_command_execution_item,
-    map_event,
     thread_item_from_turn_item,
 )
-from codex_app_bridge.protocol._base import WireModel, dump_json, dump_jsonable
+from codex_app_bridge.protocol._base import WireModel, dump_jsonable
 from codex_app_bridge.protocol.core import (
     AgentMessageItem,
     AuthRecoveryCompletedEvent,
@@ -116,7 +131,6 @@ from codex_app_bridge.protocol.core import (
 )
 from codex_app_bridge.protocol.v2 import (
     AccountRateLimitsUpdatedNotification,
-    ActiveThreadStatus,
     AuthRecoveryNotification,
     CommandExecutionThreadItem,
     DeprecationNoticeNotification,
@@ -125,7 +139,6 @@ from codex_app_bridge.protocol.v2 import (
     GuardianWarningNotification,
     HookCompletedNotification,
     HookStartedNotification,
-    IdleThreadStatus,
     ItemCompletedNotification,
     ItemGuardianApprovalReviewCompletedNotification,
     ItemGuardianApprovalReviewStartedNotification,
@@ -134,17 +147,12 @@ from codex_app_bridge.protocol.v2 import (
     ModelReroutedNotification,
     ModelSafetyBufferingUpdatedNotification,
     ModelVerificationNotification,
-    NotLoadedThreadStatus,
     RawResponseCompletedNotification,
-    SystemErrorThreadStatus,
     ThreadGoalUpdatedNotification,
     ThreadRealtimeClosedNotification,
     ThreadRealtimeSdpNotification,
     ThreadRealtimeStartedNotification,
-    ThreadSettings,
     ThreadSettingsUpdatedNotification,
-    ThreadStatusChangedNotification,
-    ThreadTokenUsage,
     ThreadTokenUsageUpdatedNotification,
     Turn,
     TurnCompletedNotification,
@@ -164,141 +172,11 @@ __all__ = [
     "ReduceContext",
     "Reduction",
     "ThreadState",
+    "ThreadStatusModel",
     "ThreadWatch",
     "TurnSummary",
     "reduce",
 ]
-
-ThreadStatusModel: TypeAlias = (
-    NotLoadedThreadStatus | IdleThreadStatus | SystemErrorThreadStatus | ActiveThreadStatus
-)
-Params: TypeAlias = WireModel | dict[str, JsonValue]
-
-
-class Audience(enum.Enum):
-    """Who receives a notification (runtime spec §2.3)."""
-
-    SUBSCRIBERS = "subscribers"
-    """Connections subscribed to the thread (turn, item, error, token traffic)."""
-    BROADCAST = "broadcast"
-    """Every initialized connection (``thread/status/changed``, ``thread/goal/updated``)."""
-    RAW = "raw"
-    """Subscribers that opted in to raw events (``rawResponseItem/*``, ``rawResponse/*``)."""
-
-
-@dataclass(frozen=True, slots=True)
-class Emission:
-    """One notification the reduction produced: method, params and audience."""
-
-    method: str
-    params: Params
-    audience: Audience = Audience.SUBSCRIBERS
-
-    def params_json(self) -> bytes:
-        """The params as wire JSON (the model decides null versus absent)."""
-        return dump_json(self.params)
-
-    def params_dict(self) -> dict[str, Any]:
-        """The params as plain JSON data (tests and the CLI compare these)."""
-        loaded: dict[str, Any] = orjson.loads(self.params_json())
-        return loaded
-
-
-@dataclass(frozen=True, slots=True)
-class ReduceContext:
-    """What a reduction needs besides the state and the event."""
-
-    thread_id: str
-    now_ms: int
-    """Wall clock (unix ms) of this reduction; used only for the synthetic items' timestamps."""
-
-
-@dataclass(frozen=True, slots=True)
-class ThreadWatch:
-    """The facts the thread status is derived from (Codex ``ThreadWatchManager``)."""
-
-    loaded: bool = True
-    running: bool = False
-    system_error: bool = False
-    pending_approvals: int = 0
-    """Approval requests (command, file change, permissions, elicitation) not answered yet."""
-    pending_user_inputs: int = 0
-    """``item/tool/requestUserInput`` requests not answered yet."""
-
-    def active_flags(self) -> list[str]:
-        flags: list[str] = []
-        if self.pending_approvals:
-            flags.append("waitingOnApproval")
-        if self.pending_user_inputs:
-            flags.append("waitingOnUserInput")
-        return flags
-
-    def status(self) -> ThreadStatusModel:
-        if not self.loaded:
-            return NotLoadedThreadStatus()
-        flags = self.active_flags()
-        if self.running or flags:
-            return ActiveThreadStatus(active_flags=flags)  # pyright: ignore[reportArgumentType]
-        if self.system_error:
-            return SystemErrorThreadStatus()
-        return IdleThreadStatus()
-
-    def key(self) -> str:
-        """Equal for equal statuses (``thread/status/changed`` fires when it changes)."""
-        status = self.status()
-        if isinstance(status, ActiveThreadStatus):
-            return "active:" + ",".join(self.active_flags())
-        return status.type
-
-
-_EMPTY: frozenset[str] = frozenset()
-
-
-@dataclass(frozen=True, slots=True)
-class TurnSummary:
-    """Per-turn facts (Codex ``TurnSummary`` plus the item ledger of both generations)."""
-
-    turn_id: str | None = None
-    root_turn_id: str | None = None
-    started_at: int | None = None
-    last_error: TurnError | None = None
-    last_agent_message: WireModel | None = None
-    command_execution_started: frozenset[str] = _EMPTY
-    """Command item ids whose ``item/started`` was sent (core or synthetic), until completed."""
-    started_ids: frozenset[str] = _EMPTY
-    """Every item id an ``item/started`` was sent for in this turn."""
-    completed_ids: frozenset[str] = _EMPTY
-    """Every item id an ``item/completed`` was sent for in this turn."""
-    legacy_started_ids: frozenset[str] = _EMPTY
-    legacy_completed_ids: frozenset[str] = _EMPTY
-
-
-@dataclass(frozen=True, slots=True)
-class ThreadState:
-    """Everything the listener remembers about one thread."""
-
-    watch: ThreadWatch = field(default_factory=ThreadWatch)
-    turn: TurnSummary = field(default_factory=TurnSummary)
-    active_turn_id: str | None = None
-    first_class_kinds: frozenset[str] = _EMPTY
-    """TurnItem kinds this producer has sent as ``item_started`` / ``item_completed``."""
-    thread_settings: ThreadSettings | None = None
-    """The settings last reported (or seeded); ``None`` until the first is seen."""
-    token_usage: ThreadTokenUsage | None = None
-    """The last token usage reported (what a resuming client would be replayed; the server does
-    not replay it yet)."""
-
-
-@dataclass(frozen=True, slots=True)
-class Reduction:
-    """The result of reducing one event."""
-
-    state: ThreadState
-    emissions: tuple[Emission, ...] = ()
-    turn_ended: bool = False
-    """The event ended the active turn (``task_complete`` / ``turn_aborted``)."""
-    skipped: str | None = None
-    """Why the event was skipped (unknown, malformed, out of scope); ``None`` when handled."""
 
 
 APPROVAL_EVENT_TYPES: frozenset[str] = frozenset(
@@ -347,34 +225,6 @@ _LIVE_MAPPER_TYPES: frozenset[str] = frozenset(
         "patch_apply_updated",
     }
 )
-
-
-# ---------------------------------------------------------------------------------------------
-# Helpers
-# ---------------------------------------------------------------------------------------------
-
-
-def _status_change(before: ThreadWatch, after: ThreadWatch, thread_id: str) -> tuple[Emission, ...]:
-    if before.key() == after.key():
-        return ()
-    params = ThreadStatusChangedNotification(thread_id=thread_id, status=after.status())
-    return (Emission("thread/status/changed", params, Audience.BROADCAST),)
-
-
-def _emit(method: str, params: Params) -> Emission:
-    return Emission(method, params, Audience.SUBSCRIBERS)
-
-
-def _validated(model: type[WireModel], data: dict[str, Any]) -> WireModel:
-    return model.model_validate(data)
-
-
-def _mapped(msg: EventMsg, ctx: ReduceContext, turn_id: str) -> Emission | None:
-    """The stateless mapper's notification for ``msg`` as an emission (``None`` if none)."""
-    mapped = map_event(msg, ctx.thread_id, turn_id)
-    if mapped is None:
-        return None
-    return _emit(*mapped)
 
 
 def _item_id(emission: Emission) -> str | None:
@@ -449,7 +299,7 @@ def _task_started(
         thread_id=ctx.thread_id,
         turn=_turn(msg.turn_id, root_turn_id=root, status="inProgress", started_at=msg.started_at),
     )
-    emissions = (*_status_change(state.watch, watch, ctx.thread_id), _emit("turn/started", started))
+    emissions = (*status_change(state.watch, watch, ctx.thread_id), emit("turn/started", started))
     new_state = replace(state, watch=watch, turn=turn, active_turn_id=msg.turn_id)
     return Reduction(new_state, emissions)
 
@@ -489,8 +339,8 @@ def _turn_end(
         ),
     )
     emissions = (
-        *_status_change(state.watch, watch, ctx.thread_id),
-        _emit("turn/completed", completed),
+        *status_change(state.watch, watch, ctx.thread_id),
+        emit("turn/completed", completed),
     )
     new_state = replace(state, watch=watch, turn=TurnSummary(), active_turn_id=None)
     return Reduction(new_state, emissions, turn_ended=True)
@@ -540,7 +390,7 @@ def _error(
     state: ThreadState, envelope: EventEnvelope, msg: ErrorEvent, ctx: ReduceContext
 ) -> Reduction:
     watch = replace(state.watch, running=False, system_error=True)
-    status = _status_change(state.watch, watch, ctx.thread_id)
+    status = status_change(state.watch, watch, ctx.thread_id)
     new_state = replace(state, watch=watch)
     info = msg.codex_error_info
     if not convert.error_affects_turn_status(info):
@@ -553,7 +403,7 @@ def _error(
         error=error, will_retry=False, thread_id=ctx.thread_id, turn_id=envelope.id
     )
     new_state = replace(new_state, turn=replace(new_state.turn, last_error=error))
-    return Reduction(new_state, (*status, _emit("error", notification)))
+    return Reduction(new_state, (*status, emit("error", notification)))
 
 
 def _stream_error(
@@ -565,14 +415,14 @@ def _stream_error(
     notification = ErrorNotification(
         error=error, will_retry=True, thread_id=ctx.thread_id, turn_id=envelope.id
     )
-    return Reduction(state, (_emit("error", notification),))
+    return Reduction(state, (emit("error", notification),))
 
 
 def _shutdown(
     state: ThreadState, envelope: EventEnvelope, msg: ShutdownCompleteEvent, ctx: ReduceContext
 ) -> Reduction:
     watch = replace(state.watch, running=False, loaded=False)
-    return Reduction(replace(state, watch=watch), _status_change(state.watch, watch, ctx.thread_id))
+    return Reduction(replace(state, watch=watch), status_change(state.watch, watch, ctx.thread_id))
 
 
 # ---------------------------------------------------------------------------------------------
@@ -612,7 +462,7 @@ def _item_started(
         turn = replace(turn, command_execution_started=turn.command_execution_started | {item_id})
     emissions: tuple[Emission, ...] = ()
     if not suppressed:
-        emission = _mapped(msg, ctx, envelope.id)
+        emission = mapped(msg, ctx, envelope.id)
         if emission is not None:
             emissions = (emission,)
             turn = replace(turn, started_ids=turn.started_ids | {item_id})
@@ -632,7 +482,7 @@ def _item_completed(
         turn = replace(turn, last_agent_message=thread_item_from_turn_item(msg.item))
     emissions: tuple[Emission, ...] = ()
     if item_id not in turn.legacy_completed_ids:
-        emission = _mapped(msg, ctx, envelope.id)
+        emission = mapped(msg, ctx, envelope.id)
         if emission is not None:
             emissions = (emission,)
             turn = replace(turn, completed_ids=turn.completed_ids | {item_id})
@@ -644,7 +494,7 @@ def _legacy_item(
 ) -> Reduction:
     if _LEGACY_ITEM_KIND[type(msg)] in state.first_class_kinds:
         return Reduction(state)
-    emission = _mapped(msg, ctx, envelope.id)
+    emission = mapped(msg, ctx, envelope.id)
     if emission is None:
         return Reduction(state)
     item_id = _item_id(emission)
@@ -674,7 +524,7 @@ def _legacy_item(
 def _live_mapped(
     state: ThreadState, envelope: EventEnvelope, msg: EventMsg, ctx: ReduceContext
 ) -> Reduction:
-    emission = _mapped(msg, ctx, envelope.id)
+    emission = mapped(msg, ctx, envelope.id)
     return Reduction(state, (emission,) if emission is not None else ())
 
 
@@ -693,12 +543,12 @@ def _token_count(
         params = ThreadTokenUsageUpdatedNotification(
             thread_id=ctx.thread_id, turn_id=envelope.id, token_usage=usage
         )
-        emissions.append(_emit("thread/tokenUsage/updated", params))
+        emissions.append(emit("thread/tokenUsage/updated", params))
     if msg.rate_limits is not None:
         params_rl = AccountRateLimitsUpdatedNotification(
             rate_limits=convert.rate_limits(msg.rate_limits)
         )
-        emissions.append(_emit("account/rateLimits/updated", params_rl))
+        emissions.append(emit("account/rateLimits/updated", params_rl))
     return Reduction(replace(state, token_usage=usage), tuple(emissions))
 
 
@@ -714,7 +564,7 @@ def _thread_settings(
     if state.thread_settings == settings:
         return Reduction(new_state)
     params = ThreadSettingsUpdatedNotification(thread_id=ctx.thread_id, thread_settings=settings)
-    return Reduction(new_state, (_emit("thread/settings/updated", params),))
+    return Reduction(new_state, (emit("thread/settings/updated", params),))
 
 
 def _guardian_item(msg: GuardianAssessmentEvent, status: str) -> CommandExecutionThreadItem | None:
@@ -790,7 +640,7 @@ def _guardian_assessment(
             started = ItemStartedNotification(
                 item=item, thread_id=ctx.thread_id, turn_id=turn_id, started_at_ms=ctx.now_ms
             )
-            emissions.append(_emit("item/started", started))
+            emissions.append(emit("item/started", started))
             turn = replace(
                 turn,
                 command_execution_started=turn.command_execution_started | {target},
@@ -806,11 +656,11 @@ def _guardian_assessment(
         "action": convert.guardian_action(msg.action),
     }
     if in_progress:
-        params = _validated(ItemGuardianApprovalReviewStartedNotification, common)
-        emissions.append(_emit("item/autoApprovalReview/started", params))
+        params = validated(ItemGuardianApprovalReviewStartedNotification, common)
+        emissions.append(emit("item/autoApprovalReview/started", params))
     else:
         completed_at = msg.completed_at_ms if msg.completed_at_ms is not None else msg.started_at_ms
-        params = _validated(
+        params = validated(
             ItemGuardianApprovalReviewCompletedNotification,
             {
                 **common,
@@ -818,7 +668,7 @@ def _guardian_assessment(
                 "decisionSource": convert.camel(msg.decision_source or "agent"),
             },
         )
-        emissions.append(_emit("item/autoApprovalReview/completed", params))
+        emissions.append(emit("item/autoApprovalReview/completed", params))
     completion = _GUARDIAN_COMPLETION.get(msg.status)
     target_id = msg.target_item_id
     if (
@@ -831,7 +681,7 @@ def _guardian_assessment(
             done = ItemCompletedNotification(
                 item=item, thread_id=ctx.thread_id, turn_id=turn_id, completed_at_ms=ctx.now_ms
             )
-            emissions.append(_emit("item/completed", done))
+            emissions.append(emit("item/completed", done))
             turn = replace(
                 turn,
                 command_execution_started=turn.command_execution_started - {target_id},
@@ -850,7 +700,7 @@ def _realtime(
     if result is None:
         return Reduction(state)
     method, params = result
-    return Reduction(state, (_emit(method, params),))
+    return Reduction(state, (emit(method, params),))
 
 
 def _raw_item(
@@ -939,7 +789,7 @@ def _row_hook_completed(msg: HookCompletedEvent, env: EventEnvelope, ctx: Reduce
 
 def _row_mcp_startup(msg: McpStartupUpdateEvent, env: EventEnvelope, ctx: ReduceContext) -> Any:
     status, error, failure_reason = convert.mcp_startup(msg.status)
-    params = _validated(
+    params = validated(
         McpServerStatusUpdatedNotification,
         {
             "threadId": ctx.thread_id,
@@ -987,7 +837,7 @@ def _row_auth_completed(
 
 
 def _row_model_reroute(msg: ModelRerouteEvent, env: EventEnvelope, ctx: ReduceContext) -> Any:
-    params = _validated(
+    params = validated(
         ModelReroutedNotification,
         {
             "threadId": ctx.thread_id,
@@ -1003,7 +853,7 @@ def _row_model_reroute(msg: ModelRerouteEvent, env: EventEnvelope, ctx: ReduceCo
 def _row_model_verification(
     msg: ModelVerificationEvent, env: EventEnvelope, ctx: ReduceContext
 ) -> Any:
-    params = _validated(
+    params = validated(
         ModelVerificationNotification,
         {
             "threadId": ctx.thread_id,
@@ -1051,7 +901,7 @@ def _row_goal(msg: ThreadGoalUpdatedEvent, env: EventEnvelope, ctx: ReduceContex
 def _row_realtime_started(
     msg: RealtimeConversationStartedEvent, env: EventEnvelope, ctx: ReduceContext
 ) -> Any:
-    params = _validated(
+    params = validated(
         ThreadRealtimeStartedNotification,
         {
             "threadId": ctx.thread_id,
@@ -1076,9 +926,7 @@ def _row_realtime_closed(
     return "thread/realtime/closed", params, _S
 
 
-_Handler: TypeAlias = Callable[[ThreadState, EventEnvelope, Any, ReduceContext], Reduction]
-
-_HANDLERS: dict[type[Any], _Handler] = {
+_HANDLERS: dict[type[Any], Handler] = {
     TaskStartedEvent: _task_started,
     TaskCompleteEvent: _task_complete,
     TurnAbortedEvent: _turn_aborted,
@@ -1128,7 +976,7 @@ def reduce(state: ThreadState, envelope: EventEnvelope, ctx: ReduceContext) -> R
     if msg.type in APPROVAL_EVENT_TYPES:
         return Reduction(state, skipped=f"{msg.type}: server requests are not handled here")
     if msg.type in _LIVE_MAPPER_TYPES:
-        handler: _Handler | None = _live_mapped
+        handler: Handler | None = _live_mapped
     else:
         handler = _HANDLERS.get(type(msg))
     if handler is None:

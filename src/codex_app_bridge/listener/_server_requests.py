@@ -28,7 +28,8 @@ the client something (``exec_approval_request``, ``apply_patch_approval_request`
   ``serverRequest/resolved`` only; the turn's end itself clears the counters, and no ``Op`` is
   sent (the turn is over).
 
-Kept apart from ``_reducer`` (which owns the per-event table) so each side changes on its own.
+Kept apart from ``_reducer`` (which owns the per-event table) so each side changes on its own;
+the state types and ``status_change`` are ``_state``'s.
 Boundary: pure; no ids are allocated and nothing is sent here (``server`` does both).
 """
 
@@ -41,13 +42,13 @@ from typing import Any, Final, Literal
 
 from pydantic import JsonValue, ValidationError
 
-from codex_app_bridge.listener._reducer import (
-    Audience,
+from codex_app_bridge.listener._state import (
     Emission,
     ReduceContext,
     Reduction,
     ThreadState,
     ThreadWatch,
+    status_change,
 )
 from codex_app_bridge.mapping import (
     build_command_execution_approval_request_item,
@@ -81,7 +82,6 @@ from codex_app_bridge.protocol.v2 import (
     ItemStartedNotification,
     PermissionsRequestApprovalParams,
     ServerRequestResolvedNotification,
-    ThreadStatusChangedNotification,
     ToolRequestUserInputParams,
 )
 
@@ -169,13 +169,6 @@ def _watch(watch: ThreadWatch, flag: _Flag, delta: int) -> ThreadWatch:
     if flag == "userInput":
         return replace(watch, pending_user_inputs=max(0, watch.pending_user_inputs + delta))
     return watch
-
-
-def _status_change(before: ThreadWatch, after: ThreadWatch, thread_id: str) -> list[Emission]:
-    if before.key() == after.key():
-        return []
-    params = ThreadStatusChangedNotification(thread_id=thread_id, status=after.status())
-    return [Emission("thread/status/changed", params, Audience.BROADCAST)]
 
 
 def _resolved(raised: RaisedRequest, request_id: int, thread_id: str) -> list[Emission]:
@@ -468,7 +461,7 @@ def raise_request(
     assert isinstance(new_state, ThreadState)
     assert isinstance(raised, RaisedRequest)
     watch = _watch(new_state.watch, raised.flag, +1)
-    status = _status_change(state.watch, watch, ctx.thread_id)
+    status = status_change(state.watch, watch, ctx.thread_id)
     final = replace(new_state, watch=watch)
     return Reduction(final, (*status, *emissions)), raised
 
@@ -648,7 +641,7 @@ def resolve_request(
             legacy_completed_ids=turn.legacy_completed_ids | {raised.call_id},
         )
     # the status changes last: the real server drops its "waiting" guard after the item
-    emissions += _status_change(state.watch, watch, ctx.thread_id)
+    emissions += status_change(state.watch, watch, ctx.thread_id)
     return Reduction(replace(state, watch=watch, turn=turn), tuple(emissions)), op
 
 
