@@ -6,7 +6,7 @@ the notifications to send, in order, each tagged with its audience. The clock is
 (``ReduceContext.now_ms``), never read. The stateless per-event mapping is delegated to
 ``codex_app_bridge.mapping``; the reducer owns only the state around it. The state and result
 types (``ThreadState``, ``Reduction``, ...) are ``_state``'s; they are re-exported here as the
-reducer's API.
+reducer's API. The one-to-one rows are ``_rows``'s (``ROWS``, part of the dispatch table here).
 
 Boundary: no connections, no I/O, no locks (``_hub`` does the fan-out and serialization).
 
@@ -41,19 +41,15 @@ Rules (0.163.0; ``spec/event-mapping.md`` §2, ``spec/app-server-runtime.md`` §
 
 from __future__ import annotations
 
-from collections.abc import Callable
 from dataclasses import replace
 from typing import Any
 
-from pydantic import JsonValue
-
 from codex_app_bridge.listener import _convert as convert
-from codex_app_bridge.listener._realtime import realtime_notification
+from codex_app_bridge.listener._rows import ROWS, live_mapped
 from codex_app_bridge.listener._state import (
     Audience,
     Emission,
     Handler,
-    Params,
     ReduceContext,
     Reduction,
     ThreadState,
@@ -69,11 +65,9 @@ from codex_app_bridge.mapping import (
     build_command_execution_item,
     thread_item_from_turn_item,
 )
-from codex_app_bridge.protocol._base import WireModel, dump_jsonable
+from codex_app_bridge.protocol._base import WireModel
 from codex_app_bridge.protocol.core import (
     AgentMessageItem,
-    AuthRecoveryCompletedEvent,
-    AuthRecoveryStartedEvent,
     CollabAgentInteractionBeginEvent,
     CollabAgentInteractionEndEvent,
     CollabAgentSpawnBeginEvent,
@@ -84,85 +78,40 @@ from codex_app_bridge.protocol.core import (
     CollabResumeEndEvent,
     CollabWaitingBeginEvent,
     CollabWaitingEndEvent,
-    DeprecationNoticeEvent,
     DynamicToolCallResponseEvent,
-    EnvironmentConnectedEvent,
-    EnvironmentDisconnectedEvent,
     ErrorEvent,
     EventEnvelope,
     EventMsg,
     ExecCommandBeginEvent,
     ExecCommandEndEvent,
     GuardianAssessmentEvent,
-    GuardianWarningEvent,
-    HookCompletedEvent,
-    HookStartedEvent,
     ItemCompletedEvent,
     ItemStartedEvent,
-    McpStartupUpdateEvent,
     McpToolCallBeginEvent,
     McpToolCallEndEvent,
-    ModelRerouteEvent,
-    ModelVerificationEvent,
     PatchApplyBeginEvent,
     PatchApplyEndEvent,
-    PlanUpdateEvent,
-    RawResponseCompletedEvent,
-    RawResponseItemEvent,
-    RealtimeConversationClosedEvent,
-    RealtimeConversationRealtimeEvent,
-    RealtimeConversationSdpEvent,
-    RealtimeConversationStartedEvent,
-    SafetyBufferingEvent,
     ShutdownCompleteEvent,
     StreamErrorEvent,
     SubAgentActivityEvent,
     TaskCompleteEvent,
     TaskStartedEvent,
     TextAgentMessageContent,
-    ThreadGoalUpdatedEvent,
-    ThreadSettingsAppliedEvent,
-    TokenCountEvent,
     TurnAbortedEvent,
-    TurnDiffEvent,
-    TurnModerationMetadataEvent,
     UnknownEventMsg,
-    WarningEvent,
 )
 from codex_app_bridge.protocol.v2 import (
-    AccountRateLimitsUpdatedNotification,
-    AuthRecoveryNotification,
     CommandExecutionThreadItem,
-    DeprecationNoticeNotification,
-    EnvironmentConnectionNotification,
     ErrorNotification,
-    GuardianWarningNotification,
-    HookCompletedNotification,
-    HookStartedNotification,
     ItemCompletedNotification,
     ItemGuardianApprovalReviewCompletedNotification,
     ItemGuardianApprovalReviewStartedNotification,
     ItemStartedNotification,
-    McpServerStatusUpdatedNotification,
-    ModelReroutedNotification,
-    ModelSafetyBufferingUpdatedNotification,
-    ModelVerificationNotification,
-    RawResponseCompletedNotification,
-    ThreadGoalUpdatedNotification,
-    ThreadRealtimeClosedNotification,
-    ThreadRealtimeSdpNotification,
-    ThreadRealtimeStartedNotification,
-    ThreadSettingsUpdatedNotification,
-    ThreadTokenUsageUpdatedNotification,
     Turn,
     TurnCompletedNotification,
-    TurnDiffUpdatedNotification,
     TurnError,
-    TurnModerationMetadataNotification,
-    TurnPlanUpdatedNotification,
     TurnStartedNotification,
     UnknownCommandAction,
-    WarningNotification,
 )
 
 __all__ = [
@@ -521,50 +470,9 @@ def _legacy_item(
     return Reduction(replace(state, turn=turn), (emission,))
 
 
-def _live_mapped(
-    state: ThreadState, envelope: EventEnvelope, msg: EventMsg, ctx: ReduceContext
-) -> Reduction:
-    emission = mapped(msg, ctx, envelope.id)
-    return Reduction(state, (emission,) if emission is not None else ())
-
-
 # ---------------------------------------------------------------------------------------------
-# One-to-one bespoke rows
+# Guardian reviews (synthetic command items)
 # ---------------------------------------------------------------------------------------------
-
-
-def _token_count(
-    state: ThreadState, envelope: EventEnvelope, msg: TokenCountEvent, ctx: ReduceContext
-) -> Reduction:
-    emissions: list[Emission] = []
-    usage = state.token_usage
-    if msg.info is not None:
-        usage = convert.token_usage(msg.info)
-        params = ThreadTokenUsageUpdatedNotification(
-            thread_id=ctx.thread_id, turn_id=envelope.id, token_usage=usage
-        )
-        emissions.append(emit("thread/tokenUsage/updated", params))
-    if msg.rate_limits is not None:
-        params_rl = AccountRateLimitsUpdatedNotification(
-            rate_limits=convert.rate_limits(msg.rate_limits)
-        )
-        emissions.append(emit("account/rateLimits/updated", params_rl))
-    return Reduction(replace(state, token_usage=usage), tuple(emissions))
-
-
-def _thread_settings(
-    state: ThreadState, envelope: EventEnvelope, msg: ThreadSettingsAppliedEvent, ctx: ReduceContext
-) -> Reduction:
-    settings = convert.thread_settings(msg.thread_settings)
-    new_state = replace(state, thread_settings=settings)
-    if state.thread_settings is None:
-        # the first report seeds the baseline: the real server starts from the settings the
-        # thread was created with, which thread/start already returned to the client
-        return Reduction(new_state)
-    if state.thread_settings == settings:
-        return Reduction(new_state)
-    params = ThreadSettingsUpdatedNotification(thread_id=ctx.thread_id, thread_settings=settings)
-    return Reduction(new_state, (emit("thread/settings/updated", params),))
 
 
 def _guardian_item(msg: GuardianAssessmentEvent, status: str) -> CommandExecutionThreadItem | None:
@@ -690,242 +598,6 @@ def _guardian_assessment(
     return Reduction(replace(state, turn=turn), tuple(emissions))
 
 
-def _realtime(
-    state: ThreadState,
-    envelope: EventEnvelope,
-    msg: RealtimeConversationRealtimeEvent,
-    ctx: ReduceContext,
-) -> Reduction:
-    result = realtime_notification(msg.payload, ctx.thread_id)
-    if result is None:
-        return Reduction(state)
-    method, params = result
-    return Reduction(state, (emit(method, params),))
-
-
-def _raw_item(
-    state: ThreadState, envelope: EventEnvelope, msg: RawResponseItemEvent, ctx: ReduceContext
-) -> Reduction:
-    # the ResponseItem is passed through in core's own form, losslessly (unknown fields kept)
-    params: dict[str, JsonValue] = {
-        "threadId": ctx.thread_id,
-        "turnId": envelope.id,
-        "item": dump_jsonable(msg.item),
-    }
-    return Reduction(state, (Emission("rawResponseItem/completed", params, Audience.RAW),))
-
-
-def _raw_completed(
-    state: ThreadState, envelope: EventEnvelope, msg: RawResponseCompletedEvent, ctx: ReduceContext
-) -> Reduction:
-    params = RawResponseCompletedNotification.model_validate(
-        {
-            "threadId": ctx.thread_id,
-            "turnId": envelope.id,
-            "responseId": msg.response_id,
-            "usage": convert.usage_breakdown(msg.token_usage),
-            "usageMetadata": msg.usage_metadata,
-        }
-    )
-    return Reduction(state, (Emission("rawResponse/completed", params, Audience.RAW),))
-
-
-def _simple(
-    build: Callable[[Any, EventEnvelope, ReduceContext], tuple[str, Params, Audience]],
-) -> Callable[[ThreadState, EventEnvelope, Any, ReduceContext], Reduction]:
-    """A stateless row: one event -> one notification."""
-
-    def handler(
-        state: ThreadState, envelope: EventEnvelope, msg: Any, ctx: ReduceContext
-    ) -> Reduction:
-        method, params, audience = build(msg, envelope, ctx)
-        return Reduction(state, (Emission(method, params, audience),))
-
-    return handler
-
-
-_S = Audience.SUBSCRIBERS
-
-
-def _row_turn_diff(msg: TurnDiffEvent, env: EventEnvelope, ctx: ReduceContext) -> Any:
-    params = TurnDiffUpdatedNotification(
-        thread_id=ctx.thread_id, turn_id=env.id, diff=msg.unified_diff
-    )
-    return "turn/diff/updated", params, _S
-
-
-def _row_plan_update(msg: PlanUpdateEvent, env: EventEnvelope, ctx: ReduceContext) -> Any:
-    params = TurnPlanUpdatedNotification(
-        thread_id=ctx.thread_id,
-        turn_id=env.id,
-        explanation=msg.explanation,
-        plan=[convert.plan_step(step) for step in msg.plan],
-    )
-    return "turn/plan/updated", params, _S
-
-
-def _row_warning(msg: WarningEvent, env: EventEnvelope, ctx: ReduceContext) -> Any:
-    return "warning", WarningNotification(thread_id=ctx.thread_id, message=msg.message), _S
-
-
-def _row_guardian_warning(msg: GuardianWarningEvent, env: EventEnvelope, ctx: ReduceContext) -> Any:
-    params = GuardianWarningNotification(thread_id=ctx.thread_id, message=msg.message)
-    return "guardianWarning", params, _S
-
-
-def _row_hook_started(msg: HookStartedEvent, env: EventEnvelope, ctx: ReduceContext) -> Any:
-    params = HookStartedNotification(
-        thread_id=ctx.thread_id, turn_id=msg.turn_id, run=convert.hook_run(msg.run)
-    )
-    return "hook/started", params, _S
-
-
-def _row_hook_completed(msg: HookCompletedEvent, env: EventEnvelope, ctx: ReduceContext) -> Any:
-    params = HookCompletedNotification(
-        thread_id=ctx.thread_id, turn_id=msg.turn_id, run=convert.hook_run(msg.run)
-    )
-    return "hook/completed", params, _S
-
-
-def _row_mcp_startup(msg: McpStartupUpdateEvent, env: EventEnvelope, ctx: ReduceContext) -> Any:
-    status, error, failure_reason = convert.mcp_startup(msg.status)
-    params = validated(
-        McpServerStatusUpdatedNotification,
-        {
-            "threadId": ctx.thread_id,
-            "name": msg.server,
-            "status": status,
-            "error": error,
-            "failureReason": failure_reason,
-        },
-    )
-    return "mcpServer/startupStatus/updated", params, _S
-
-
-def _row_env_connected(
-    msg: EnvironmentConnectedEvent, env: EventEnvelope, ctx: ReduceContext
-) -> Any:
-    params = EnvironmentConnectionNotification(
-        thread_id=ctx.thread_id, environment_id=msg.environment_id
-    )
-    return "thread/environment/connected", params, _S
-
-
-def _row_env_disconnected(
-    msg: EnvironmentDisconnectedEvent, env: EventEnvelope, ctx: ReduceContext
-) -> Any:
-    params = EnvironmentConnectionNotification(
-        thread_id=ctx.thread_id, environment_id=msg.environment_id
-    )
-    return "thread/environment/disconnected", params, _S
-
-
-def _row_auth_started(msg: AuthRecoveryStartedEvent, env: EventEnvelope, ctx: ReduceContext) -> Any:
-    params = AuthRecoveryNotification(
-        thread_id=ctx.thread_id, turn_id=env.id, provider=msg.provider, message=msg.message
-    )
-    return "modelProvider/authRecoveryStarted", params, _S
-
-
-def _row_auth_completed(
-    msg: AuthRecoveryCompletedEvent, env: EventEnvelope, ctx: ReduceContext
-) -> Any:
-    params = AuthRecoveryNotification(
-        thread_id=ctx.thread_id, turn_id=env.id, provider=msg.provider, message=msg.message
-    )
-    return "modelProvider/authRecoveryCompleted", params, _S
-
-
-def _row_model_reroute(msg: ModelRerouteEvent, env: EventEnvelope, ctx: ReduceContext) -> Any:
-    params = validated(
-        ModelReroutedNotification,
-        {
-            "threadId": ctx.thread_id,
-            "turnId": env.id,
-            "fromModel": msg.from_model,
-            "toModel": msg.to_model,
-            "reason": convert.camel(msg.reason),
-        },
-    )
-    return "model/rerouted", params, _S
-
-
-def _row_model_verification(
-    msg: ModelVerificationEvent, env: EventEnvelope, ctx: ReduceContext
-) -> Any:
-    params = validated(
-        ModelVerificationNotification,
-        {
-            "threadId": ctx.thread_id,
-            "turnId": env.id,
-            "verifications": [convert.camel(v) for v in msg.verifications],
-        },
-    )
-    return "model/verification", params, _S
-
-
-def _row_moderation(
-    msg: TurnModerationMetadataEvent, env: EventEnvelope, ctx: ReduceContext
-) -> Any:
-    params = TurnModerationMetadataNotification(
-        thread_id=ctx.thread_id, turn_id=env.id, metadata=msg.metadata
-    )
-    return "turn/moderationMetadata", params, _S
-
-
-def _row_safety_buffering(msg: SafetyBufferingEvent, env: EventEnvelope, ctx: ReduceContext) -> Any:
-    params = ModelSafetyBufferingUpdatedNotification(
-        thread_id=ctx.thread_id,
-        turn_id=env.id,
-        model=msg.model,
-        use_cases=list(msg.use_cases),
-        reasons=list(msg.reasons),
-        show_buffering_ui=msg.show_buffering_ui,
-        faster_model=msg.faster_model,
-    )
-    return "model/safetyBuffering/updated", params, _S
-
-
-def _row_deprecation(msg: DeprecationNoticeEvent, env: EventEnvelope, ctx: ReduceContext) -> Any:
-    params = DeprecationNoticeNotification(summary=msg.summary, details=msg.details)
-    return "deprecationNotice", params, _S
-
-
-def _row_goal(msg: ThreadGoalUpdatedEvent, env: EventEnvelope, ctx: ReduceContext) -> Any:
-    params = ThreadGoalUpdatedNotification(
-        thread_id=msg.thread_id, turn_id=msg.turn_id, goal=convert.thread_goal(msg.goal)
-    )
-    return "thread/goal/updated", params, Audience.BROADCAST
-
-
-def _row_realtime_started(
-    msg: RealtimeConversationStartedEvent, env: EventEnvelope, ctx: ReduceContext
-) -> Any:
-    params = validated(
-        ThreadRealtimeStartedNotification,
-        {
-            "threadId": ctx.thread_id,
-            "realtimeSessionId": msg.realtime_session_id,
-            "version": msg.version,
-        },
-    )
-    return "thread/realtime/started", params, _S
-
-
-def _row_realtime_sdp(
-    msg: RealtimeConversationSdpEvent, env: EventEnvelope, ctx: ReduceContext
-) -> Any:
-    params = ThreadRealtimeSdpNotification(thread_id=ctx.thread_id, sdp=msg.sdp)
-    return "thread/realtime/sdp", params, _S
-
-
-def _row_realtime_closed(
-    msg: RealtimeConversationClosedEvent, env: EventEnvelope, ctx: ReduceContext
-) -> Any:
-    params = ThreadRealtimeClosedNotification(thread_id=ctx.thread_id, reason=msg.reason)
-    return "thread/realtime/closed", params, _S
-
-
 _HANDLERS: dict[type[Any], Handler] = {
     TaskStartedEvent: _task_started,
     TaskCompleteEvent: _task_complete,
@@ -935,32 +607,8 @@ _HANDLERS: dict[type[Any], Handler] = {
     ShutdownCompleteEvent: _shutdown,
     ItemStartedEvent: _item_started,
     ItemCompletedEvent: _item_completed,
-    TokenCountEvent: _token_count,
-    ThreadSettingsAppliedEvent: _thread_settings,
     GuardianAssessmentEvent: _guardian_assessment,
-    RealtimeConversationRealtimeEvent: _realtime,
-    RawResponseItemEvent: _raw_item,
-    RawResponseCompletedEvent: _raw_completed,
-    TurnDiffEvent: _simple(_row_turn_diff),
-    PlanUpdateEvent: _simple(_row_plan_update),
-    WarningEvent: _simple(_row_warning),
-    GuardianWarningEvent: _simple(_row_guardian_warning),
-    HookStartedEvent: _simple(_row_hook_started),
-    HookCompletedEvent: _simple(_row_hook_completed),
-    McpStartupUpdateEvent: _simple(_row_mcp_startup),
-    EnvironmentConnectedEvent: _simple(_row_env_connected),
-    EnvironmentDisconnectedEvent: _simple(_row_env_disconnected),
-    AuthRecoveryStartedEvent: _simple(_row_auth_started),
-    AuthRecoveryCompletedEvent: _simple(_row_auth_completed),
-    ModelRerouteEvent: _simple(_row_model_reroute),
-    ModelVerificationEvent: _simple(_row_model_verification),
-    TurnModerationMetadataEvent: _simple(_row_moderation),
-    SafetyBufferingEvent: _simple(_row_safety_buffering),
-    DeprecationNoticeEvent: _simple(_row_deprecation),
-    ThreadGoalUpdatedEvent: _simple(_row_goal),
-    RealtimeConversationStartedEvent: _simple(_row_realtime_started),
-    RealtimeConversationSdpEvent: _simple(_row_realtime_sdp),
-    RealtimeConversationClosedEvent: _simple(_row_realtime_closed),
+    **ROWS,
 }
 _HANDLERS.update(dict.fromkeys(_LEGACY_ITEM_KIND, _legacy_item))
 
@@ -976,7 +624,7 @@ def reduce(state: ThreadState, envelope: EventEnvelope, ctx: ReduceContext) -> R
     if msg.type in APPROVAL_EVENT_TYPES:
         return Reduction(state, skipped=f"{msg.type}: server requests are not handled here")
     if msg.type in _LIVE_MAPPER_TYPES:
-        handler: Handler | None = _live_mapped
+        handler: Handler | None = live_mapped
     else:
         handler = _HANDLERS.get(type(msg))
     if handler is None:
