@@ -4,20 +4,23 @@ Role: everything the real app-server's bespoke event handling does for one core 
 thread, as a pure function. ``ThreadState`` is immutable; a reduction returns the next state and
 the notifications to send, in order, each tagged with its audience. The clock is an input
 (``ReduceContext.now_ms``), never read. The stateless per-event mapping is delegated to
-``codex_app_bridge.mapping``; the reducer owns only the state around it. The state and result
-types (``ThreadState``, ``Reduction``, ...) are ``_state``'s; they are re-exported here as the
-reducer's API. The turn lifecycle (start, end, errors, shutdown, and the status they derive)
-is ``_turns``'s; the one-to-one rows are ``_rows``'s (``ROWS``, part of the dispatch table here).
+``codex_app_bridge.mapping``; the reducer owns only the state around it.
+
+This module is the entry point and the one dispatch table (event type -> handler); the
+handlers live with their concern, and the dependency goes one way (``_state`` <- concerns <-
+``_reducer``):
+
+* ``_state``: ``ThreadState`` and its parts, ``Reduction`` / ``Emission`` (re-exported here as
+  the reducer's API), the status derivation;
+* ``_turns``: the turn lifecycle (``task_started``, ``task_complete``, ``turn_aborted``,
+  ``error``, ``stream_error``, ``shutdown_complete``): status watch and ``TurnSummary``;
+* ``_items``: the item ledger (first-class and legacy item events, guardian reviews);
+* ``_rows``: the one-to-one rows (``ROWS``) and the live-path mapper row.
 
 Boundary: no connections, no I/O, no locks (``_hub`` does the fan-out and serialization).
 
-Rules (0.163.0; ``spec/event-mapping.md`` §2, ``spec/app-server-runtime.md`` §2.6 and §3):
+Rules that belong to no single concern:
 
-* Item lifecycle, both event generations (issue 4.4): see "The item ledger" below.
-* ``guardian_assessment`` (spec §3.4): a review of a command with a target item starts a
-  synthetic ``commandExecution`` item (``startedAtMs`` = ``ReduceContext.now_ms``) unless that
-  command already started; a denied/aborted (timed-out) review completes it as ``declined``
-  (``failed``). Core's own later ``item_started`` for the id is suppressed, as in Codex.
 * Approval and other server-request events (``exec_approval_request``,
   ``apply_patch_approval_request``, ``request_user_input``, ``elicitation_request``,
   ``request_permissions``) are not reduced here: ``_server_requests`` raises them (through
@@ -25,15 +28,21 @@ Rules (0.163.0; ``spec/event-mapping.md`` §2, ``spec/app-server-runtime.md`` §
   requests show as ``ThreadWatch`` counters (``waitingOnApproval`` / ``waitingOnUserInput``),
   which a turn's start and end clear.
 * Unknown event types and events whose conversion fails are skipped and counted; the state is
-  left untouched, so one bad event never stalls the thread.
+  left untouched, so one bad event never stalls the thread. A known event with no handler (legacy
+  messages, ``session_configured``, ...) gives nothing.
 """
 
 from __future__ import annotations
 
-from dataclasses import replace
 from typing import Any
 
-from codex_app_bridge.listener import _convert as convert
+from codex_app_bridge.listener._items import (
+    LEGACY_ITEM_KIND,
+    guardian_assessment,
+    item_completed,
+    item_started,
+    legacy_item,
+)
 from codex_app_bridge.listener._rows import ROWS, live_mapped
 from codex_app_bridge.listener._state import (
     Audience,
@@ -45,9 +54,6 @@ from codex_app_bridge.listener._state import (
     ThreadStatusModel,
     ThreadWatch,
     TurnSummary,
-    emit,
-    mapped,
-    validated,
 )
 from codex_app_bridge.listener._turns import (
     error_event,
@@ -57,51 +63,18 @@ from codex_app_bridge.listener._turns import (
     task_started,
     turn_aborted,
 )
-from codex_app_bridge.mapping import (
-    build_command_execution_item,
-    thread_item_from_turn_item,
-)
 from codex_app_bridge.protocol.core import (
-    AgentMessageItem,
-    CollabAgentInteractionBeginEvent,
-    CollabAgentInteractionEndEvent,
-    CollabAgentSpawnBeginEvent,
-    CollabAgentSpawnEndEvent,
-    CollabCloseBeginEvent,
-    CollabCloseEndEvent,
-    CollabResumeBeginEvent,
-    CollabResumeEndEvent,
-    CollabWaitingBeginEvent,
-    CollabWaitingEndEvent,
-    DynamicToolCallResponseEvent,
     ErrorEvent,
     EventEnvelope,
-    EventMsg,
-    ExecCommandBeginEvent,
-    ExecCommandEndEvent,
     GuardianAssessmentEvent,
     ItemCompletedEvent,
     ItemStartedEvent,
-    McpToolCallBeginEvent,
-    McpToolCallEndEvent,
-    PatchApplyBeginEvent,
-    PatchApplyEndEvent,
     ShutdownCompleteEvent,
     StreamErrorEvent,
-    SubAgentActivityEvent,
     TaskCompleteEvent,
     TaskStartedEvent,
-    TextAgentMessageContent,
     TurnAbortedEvent,
     UnknownEventMsg,
-)
-from codex_app_bridge.protocol.v2 import (
-    CommandExecutionThreadItem,
-    ItemCompletedNotification,
-    ItemGuardianApprovalReviewCompletedNotification,
-    ItemGuardianApprovalReviewStartedNotification,
-    ItemStartedNotification,
-    UnknownCommandAction,
 )
 
 __all__ = [
@@ -129,27 +102,6 @@ APPROVAL_EVENT_TYPES: frozenset[str] = frozenset(
 )
 """Events that become server -> client requests (R rows): out of the listener's scope."""
 
-# legacy begin/end events and the TurnItem kind their first-class counterpart carries
-_LEGACY_ITEM_KIND: dict[type[Any], str] = {
-    ExecCommandBeginEvent: "CommandExecution",
-    ExecCommandEndEvent: "CommandExecution",
-    PatchApplyBeginEvent: "FileChange",
-    PatchApplyEndEvent: "FileChange",
-    McpToolCallBeginEvent: "McpToolCall",
-    McpToolCallEndEvent: "McpToolCall",
-    DynamicToolCallResponseEvent: "DynamicToolCall",
-    CollabAgentSpawnBeginEvent: "CollabAgentToolCall",
-    CollabAgentSpawnEndEvent: "CollabAgentToolCall",
-    CollabAgentInteractionBeginEvent: "CollabAgentToolCall",
-    CollabAgentInteractionEndEvent: "CollabAgentToolCall",
-    CollabWaitingBeginEvent: "CollabAgentToolCall",
-    CollabWaitingEndEvent: "CollabAgentToolCall",
-    CollabCloseBeginEvent: "CollabAgentToolCall",
-    CollabCloseEndEvent: "CollabAgentToolCall",
-    CollabResumeBeginEvent: "CollabAgentToolCall",
-    CollabResumeEndEvent: "CollabAgentToolCall",
-    SubAgentActivityEvent: "SubAgentActivity",
-}
 
 # events the stateless mapper turns into a notification on the live path (deltas and friends)
 _LIVE_MAPPER_TYPES: frozenset[str] = frozenset(
@@ -166,252 +118,6 @@ _LIVE_MAPPER_TYPES: frozenset[str] = frozenset(
 )
 
 
-def _item_id(emission: Emission) -> str | None:
-    """The ``params.item.id`` of an ``item/started`` / ``item/completed`` emission."""
-    item: object = getattr(emission.params, "item", None)
-    item_id: object = getattr(item, "id", None)
-    return item_id if isinstance(item_id, str) else None
-
-
-def _turn_item_id(item: object) -> str:
-    """A turn item's id (an unknown item type may have none)."""
-    item_id: object = getattr(item, "id", None)
-    return item_id if isinstance(item_id, str) else ""
-
-
-def _is_summary_message(item: AgentMessageItem) -> bool:
-    """Codex's turn-summary rule: final answer (or no phase) with non-blank text."""
-    if item.phase not in (None, "final_answer"):
-        return False
-    return any(
-        isinstance(part, TextAgentMessageContent) and part.text.strip() for part in item.content
-    )
-
-
-# ---------------------------------------------------------------------------------------------
-# Items: both event generations
-# ---------------------------------------------------------------------------------------------
-#
-# The item ledger (issue 4.4). Codex 0.163.0 core sends every tool item twice: as first-class
-# item_started / item_completed (TurnItem) and as legacy begin/end events; older producers send
-# only the legacy events. The client must see exactly one item/started and one item/completed
-# per item in every case, in either arrival order:
-#
-# 1. First-class events are always mapped, as the real server does, except that an
-#    item_started is dropped when a legacy begin already started that id (and, as in Codex, a
-#    CommandExecution start is dropped while its id is in command_execution_started: an earlier
-#    core or synthetic start). item_completed is dropped when a legacy end already completed
-#    that id.
-# 2. Seeing a first-class event of a TurnItem kind marks the kind as first-class for the rest of
-#    the thread; from then on legacy events of that kind are dropped (the 0.163.0 server drops
-#    them all; dropping per kind keeps older producers, which mix first-class messages with
-#    legacy-only tools, working).
-# 3. Otherwise a legacy event goes through the mapper, and its item/started (item/completed) is
-#    sent unless that item id already got one in this turn.
-#
-# The ledger is per turn (reset by task_started and by the turn's end).
-
-
-def _item_started(
-    state: ThreadState, envelope: EventEnvelope, msg: ItemStartedEvent, ctx: ReduceContext
-) -> Reduction:
-    kind = msg.item.type
-    item_id = _turn_item_id(msg.item)
-    turn = state.turn
-    kinds = state.first_class_kinds | {kind}
-    suppressed = item_id in turn.legacy_started_ids
-    if kind == "CommandExecution":
-        suppressed = suppressed or item_id in turn.command_execution_started
-        turn = replace(turn, command_execution_started=turn.command_execution_started | {item_id})
-    emissions: tuple[Emission, ...] = ()
-    if not suppressed:
-        emission = mapped(msg, ctx, envelope.id)
-        if emission is not None:
-            emissions = (emission,)
-            turn = replace(turn, started_ids=turn.started_ids | {item_id})
-    return Reduction(replace(state, turn=turn, first_class_kinds=kinds), emissions)
-
-
-def _item_completed(
-    state: ThreadState, envelope: EventEnvelope, msg: ItemCompletedEvent, ctx: ReduceContext
-) -> Reduction:
-    kind = msg.item.type
-    item_id = _turn_item_id(msg.item)
-    turn = state.turn
-    kinds = state.first_class_kinds | {kind}
-    if kind == "CommandExecution":
-        turn = replace(turn, command_execution_started=turn.command_execution_started - {item_id})
-    if isinstance(msg.item, AgentMessageItem) and _is_summary_message(msg.item):
-        turn = replace(turn, last_agent_message=thread_item_from_turn_item(msg.item))
-    emissions: tuple[Emission, ...] = ()
-    if item_id not in turn.legacy_completed_ids:
-        emission = mapped(msg, ctx, envelope.id)
-        if emission is not None:
-            emissions = (emission,)
-            turn = replace(turn, completed_ids=turn.completed_ids | {item_id})
-    return Reduction(replace(state, turn=turn, first_class_kinds=kinds), emissions)
-
-
-def _legacy_item(
-    state: ThreadState, envelope: EventEnvelope, msg: EventMsg, ctx: ReduceContext
-) -> Reduction:
-    if _LEGACY_ITEM_KIND[type(msg)] in state.first_class_kinds:
-        return Reduction(state)
-    emission = mapped(msg, ctx, envelope.id)
-    if emission is None:
-        return Reduction(state)
-    item_id = _item_id(emission)
-    if item_id is None:
-        return Reduction(state, (emission,))
-    turn = state.turn
-    if emission.method == "item/started":
-        if item_id in turn.started_ids or item_id in turn.command_execution_started:
-            return Reduction(state)
-        turn = replace(
-            turn,
-            started_ids=turn.started_ids | {item_id},
-            legacy_started_ids=turn.legacy_started_ids | {item_id},
-        )
-    elif emission.method == "item/completed":
-        if item_id in turn.completed_ids:
-            return Reduction(state)
-        turn = replace(
-            turn,
-            completed_ids=turn.completed_ids | {item_id},
-            legacy_completed_ids=turn.legacy_completed_ids | {item_id},
-            command_execution_started=turn.command_execution_started - {item_id},
-        )
-    return Reduction(replace(state, turn=turn), (emission,))
-
-
-# ---------------------------------------------------------------------------------------------
-# Guardian reviews (synthetic command items)
-# ---------------------------------------------------------------------------------------------
-
-
-def _guardian_item(msg: GuardianAssessmentEvent, status: str) -> CommandExecutionThreadItem | None:
-    """The command item a guardian review of a command is about (Codex
-    ``build_item_from_guardian_event``): only ``command`` and ``execve`` actions with a target
-    item id have one. An ``execve`` argv is shown shell-quoted with one ``unknown`` action (Codex
-    parses it with its bash parser, which this bridge does not port)."""
-    action = msg.action
-    if msg.target_item_id is None or not isinstance(action, dict):
-        return None
-    extras = msg.model_extra or {}
-    plugin_id = extras.get("plugin_id")
-    script_path = extras.get("script_path")
-    kind = action.get("type")
-    if kind == "command" and isinstance(action.get("command"), str):
-        command = str(action["command"])
-        return CommandExecutionThreadItem.model_validate(
-            {
-                "id": msg.target_item_id,
-                "command": command,
-                "cwd": action.get("cwd"),
-                "commandActions": [{"type": "unknown", "command": command}],
-                "processId": None,
-                "source": "agent",
-                "status": status,
-                "aggregatedOutput": None,
-                "exitCode": None,
-                "durationMs": None,
-                "pluginId": plugin_id,
-                "scriptPath": script_path,
-            }
-        )
-    if kind == "execve" and isinstance(action.get("program"), str):
-        program = str(action["program"])
-        raw_argv = action.get("argv")
-        rest = [str(a) for a in raw_argv[1:]] if isinstance(raw_argv, list) else []
-        item = build_command_execution_item(
-            item_id=msg.target_item_id,
-            argv=[program, *rest],
-            cwd=str(action.get("cwd", "")),
-            parsed_cmd=[],
-            source="agent",
-            status=status,  # pyright: ignore[reportArgumentType]
-            plugin_id=plugin_id if isinstance(plugin_id, str) else None,
-            script_path=script_path if isinstance(script_path, str) else None,
-        )
-        return item.model_copy(
-            update={"command_actions": [UnknownCommandAction(command=item.command)]}
-        )
-    return None
-
-
-_GUARDIAN_COMPLETION: dict[str, str] = {
-    "denied": "declined",
-    "aborted": "declined",
-    "timed_out": "failed",
-}
-
-
-def _guardian_assessment(
-    state: ThreadState, envelope: EventEnvelope, msg: GuardianAssessmentEvent, ctx: ReduceContext
-) -> Reduction:
-    """An automatic approval review (spec §3.4): a synthetic command start while in progress,
-    the review notification, and a synthetic completion when the command will not run."""
-    turn_id = msg.turn_id or envelope.id
-    turn = state.turn
-    emissions: list[Emission] = []
-    in_progress = msg.status == "in_progress"
-    if in_progress:
-        item = _guardian_item(msg, "inProgress")
-        if item is not None and msg.target_item_id not in turn.command_execution_started:
-            target = str(msg.target_item_id)
-            started = ItemStartedNotification(
-                item=item, thread_id=ctx.thread_id, turn_id=turn_id, started_at_ms=ctx.now_ms
-            )
-            emissions.append(emit("item/started", started))
-            turn = replace(
-                turn,
-                command_execution_started=turn.command_execution_started | {target},
-                started_ids=turn.started_ids | {target},
-            )
-    common: dict[str, Any] = {
-        "threadId": ctx.thread_id,
-        "turnId": turn_id,
-        "reviewId": msg.id,
-        "startedAtMs": msg.started_at_ms,
-        "targetItemId": msg.target_item_id,
-        "review": convert.guardian_review(msg),
-        "action": convert.guardian_action(msg.action),
-    }
-    if in_progress:
-        params = validated(ItemGuardianApprovalReviewStartedNotification, common)
-        emissions.append(emit("item/autoApprovalReview/started", params))
-    else:
-        completed_at = msg.completed_at_ms if msg.completed_at_ms is not None else msg.started_at_ms
-        params = validated(
-            ItemGuardianApprovalReviewCompletedNotification,
-            {
-                **common,
-                "completedAtMs": completed_at,
-                "decisionSource": convert.camel(msg.decision_source or "agent"),
-            },
-        )
-        emissions.append(emit("item/autoApprovalReview/completed", params))
-    completion = _GUARDIAN_COMPLETION.get(msg.status)
-    target_id = msg.target_item_id
-    if (
-        completion is not None
-        and target_id is not None
-        and target_id in turn.command_execution_started
-    ):
-        item = _guardian_item(msg, completion)
-        if item is not None:
-            done = ItemCompletedNotification(
-                item=item, thread_id=ctx.thread_id, turn_id=turn_id, completed_at_ms=ctx.now_ms
-            )
-            emissions.append(emit("item/completed", done))
-            turn = replace(
-                turn,
-                command_execution_started=turn.command_execution_started - {target_id},
-                completed_ids=turn.completed_ids | {target_id},
-            )
-    return Reduction(replace(state, turn=turn), tuple(emissions))
-
-
 _HANDLERS: dict[type[Any], Handler] = {
     TaskStartedEvent: task_started,
     TaskCompleteEvent: task_complete,
@@ -419,12 +125,12 @@ _HANDLERS: dict[type[Any], Handler] = {
     ErrorEvent: error_event,
     StreamErrorEvent: stream_error,
     ShutdownCompleteEvent: shutdown_complete,
-    ItemStartedEvent: _item_started,
-    ItemCompletedEvent: _item_completed,
-    GuardianAssessmentEvent: _guardian_assessment,
+    ItemStartedEvent: item_started,
+    ItemCompletedEvent: item_completed,
+    GuardianAssessmentEvent: guardian_assessment,
     **ROWS,
 }
-_HANDLERS.update(dict.fromkeys(_LEGACY_ITEM_KIND, _legacy_item))
+_HANDLERS.update(dict.fromkeys(LEGACY_ITEM_KIND, legacy_item))
 
 
 def reduce(state: ThreadState, envelope: EventEnvelope, ctx: ReduceContext) -> Reduction:
