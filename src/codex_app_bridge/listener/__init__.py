@@ -17,6 +17,7 @@ from codex_app_bridge.listener._reducer import APPROVAL_EVENT_TYPES, reduce
 from codex_app_bridge.listener._state import (
     Audience,
     Emission,
+    ItemLedger,
     ReduceContext,
     Reduction,
     ThreadState,
@@ -28,6 +29,7 @@ __all__ = [
     "APPROVAL_EVENT_TYPES",
     "Audience",
     "Emission",
+    "ItemLedger",
     "ListenerHub",
     "ReduceContext",
     "Reduction",

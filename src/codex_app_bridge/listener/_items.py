@@ -2,7 +2,7 @@
 
 Role: the item events (first-class ``item_started`` / ``item_completed`` and the legacy
 begin/end events) and guardian reviews, which start and complete synthetic command items. This
-module owns the ledger: ``TurnSummary``'s item-id sets (what got ``item/started`` and
+module owns the ledger: ``TurnSummary.items`` (``ItemLedger``: what got ``item/started`` and
 ``item/completed`` in this turn, from which generation, and which commands are running),
 ``TurnSummary.last_agent_message`` (the turn's summary item, which ``_turns`` puts in
 ``turn/completed``) and ``ThreadState.first_class_kinds``. ``_server_requests`` records the
@@ -150,18 +150,19 @@ def item_started(
 ) -> Reduction:
     kind = msg.item.type
     item_id = _turn_item_id(msg.item)
-    turn = state.turn
+    ledger = state.turn.items
     kinds = state.first_class_kinds | {kind}
-    suppressed = item_id in turn.legacy_started_ids
-    if kind == "CommandExecution":
-        suppressed = suppressed or item_id in turn.command_execution_started
-        turn = replace(turn, command_execution_started=turn.command_execution_started | {item_id})
-    emissions: tuple[Emission, ...] = ()
-    if not suppressed:
-        emission = mapped(msg, ctx, envelope.id)
-        if emission is not None:
-            emissions = (emission,)
-            turn = replace(turn, started_ids=turn.started_ids | {item_id})
+    command = kind == "CommandExecution"
+    suppressed = item_id in ledger.legacy_started_ids or (
+        command and item_id in ledger.command_execution_started
+    )
+    emission = None if suppressed else mapped(msg, ctx, envelope.id)
+    if emission is not None:
+        ledger = ledger.start(item_id, command=command)
+    elif command:
+        ledger = ledger.command_started(item_id)
+    turn = replace(state.turn, items=ledger)
+    emissions = (emission,) if emission is not None else ()
     return Reduction(replace(state, turn=turn, first_class_kinds=kinds), emissions)
 
 
@@ -171,17 +172,19 @@ def item_completed(
     kind = msg.item.type
     item_id = _turn_item_id(msg.item)
     turn = state.turn
+    ledger = turn.items
     kinds = state.first_class_kinds | {kind}
-    if kind == "CommandExecution":
-        turn = replace(turn, command_execution_started=turn.command_execution_started - {item_id})
+    command = kind == "CommandExecution"
+    summary = turn.last_agent_message
     if isinstance(msg.item, AgentMessageItem) and _is_summary_message(msg.item):
-        turn = replace(turn, last_agent_message=thread_item_from_turn_item(msg.item))
-    emissions: tuple[Emission, ...] = ()
-    if item_id not in turn.legacy_completed_ids:
-        emission = mapped(msg, ctx, envelope.id)
-        if emission is not None:
-            emissions = (emission,)
-            turn = replace(turn, completed_ids=turn.completed_ids | {item_id})
+        summary = thread_item_from_turn_item(msg.item)
+    emission = None if item_id in ledger.legacy_completed_ids else mapped(msg, ctx, envelope.id)
+    if emission is not None:
+        ledger = ledger.complete(item_id, command=command)
+    elif command:
+        ledger = ledger.command_ended(item_id)
+    turn = replace(turn, items=ledger, last_agent_message=summary)
+    emissions = (emission,) if emission is not None else ()
     return Reduction(replace(state, turn=turn, first_class_kinds=kinds), emissions)
 
 
@@ -196,25 +199,16 @@ def legacy_item(
     item_id = _item_id(emission)
     if item_id is None:
         return Reduction(state, (emission,))
-    turn = state.turn
+    ledger = state.turn.items
     if emission.method == "item/started":
-        if item_id in turn.started_ids or item_id in turn.command_execution_started:
+        if item_id in ledger.started_ids or item_id in ledger.command_execution_started:
             return Reduction(state)
-        turn = replace(
-            turn,
-            started_ids=turn.started_ids | {item_id},
-            legacy_started_ids=turn.legacy_started_ids | {item_id},
-        )
+        ledger = ledger.start(item_id, legacy=True)
     elif emission.method == "item/completed":
-        if item_id in turn.completed_ids:
+        if item_id in ledger.completed_ids:
             return Reduction(state)
-        turn = replace(
-            turn,
-            completed_ids=turn.completed_ids | {item_id},
-            legacy_completed_ids=turn.legacy_completed_ids | {item_id},
-            command_execution_started=turn.command_execution_started - {item_id},
-        )
-    return Reduction(replace(state, turn=turn), (emission,))
+        ledger = ledger.complete(item_id, legacy=True, command=True)
+    return Reduction(replace(state, turn=replace(state.turn, items=ledger)), (emission,))
 
 
 def _guardian_item(msg: GuardianAssessmentEvent, status: str) -> CommandExecutionThreadItem | None:
@@ -280,22 +274,18 @@ def guardian_assessment(
     """An automatic approval review (spec §3.4): a synthetic command start while in progress,
     the review notification, and a synthetic completion when the command will not run."""
     turn_id = msg.turn_id or envelope.id
-    turn = state.turn
+    ledger = state.turn.items
     emissions: list[Emission] = []
     in_progress = msg.status == "in_progress"
     if in_progress:
         item = _guardian_item(msg, "inProgress")
-        if item is not None and msg.target_item_id not in turn.command_execution_started:
+        if item is not None and msg.target_item_id not in ledger.command_execution_started:
             target = str(msg.target_item_id)
             started = ItemStartedNotification(
                 item=item, thread_id=ctx.thread_id, turn_id=turn_id, started_at_ms=ctx.now_ms
             )
             emissions.append(emit("item/started", started))
-            turn = replace(
-                turn,
-                command_execution_started=turn.command_execution_started | {target},
-                started_ids=turn.started_ids | {target},
-            )
+            ledger = ledger.start(target, command=True)
     common: dict[str, Any] = {
         "threadId": ctx.thread_id,
         "turnId": turn_id,
@@ -324,7 +314,7 @@ def guardian_assessment(
     if (
         completion is not None
         and target_id is not None
-        and target_id in turn.command_execution_started
+        and target_id in ledger.command_execution_started
     ):
         item = _guardian_item(msg, completion)
         if item is not None:
@@ -332,9 +322,5 @@ def guardian_assessment(
                 item=item, thread_id=ctx.thread_id, turn_id=turn_id, completed_at_ms=ctx.now_ms
             )
             emissions.append(emit("item/completed", done))
-            turn = replace(
-                turn,
-                command_execution_started=turn.command_execution_started - {target_id},
-                completed_ids=turn.completed_ids | {target_id},
-            )
-    return Reduction(replace(state, turn=turn), tuple(emissions))
+            ledger = ledger.complete(target_id, command=True)
+    return Reduction(replace(state, turn=replace(state.turn, items=ledger)), tuple(emissions))

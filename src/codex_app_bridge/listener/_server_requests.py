@@ -227,23 +227,19 @@ def _command(
 ) -> tuple[ThreadState, list[Emission], RaisedRequest]:
     turn_id = msg.turn_id or envelope.id
     item = build_command_execution_approval_request_item(msg)
-    turn = state.turn
+    ledger = state.turn.items
     emissions: list[Emission] = []
     network = msg.network_approval_context is not None
     if (
         msg.approval_id is None
         and not network
-        and msg.call_id not in turn.command_execution_started
+        and msg.call_id not in ledger.command_execution_started
     ):
         started = ItemStartedNotification(
             item=item, thread_id=ctx.thread_id, turn_id=envelope.id, started_at_ms=ctx.now_ms
         )
         emissions.append(Emission("item/started", started))
-        turn = replace(
-            turn,
-            command_execution_started=turn.command_execution_started | {msg.call_id},
-            started_ids=turn.started_ids | {msg.call_id},
-        )
+        ledger = ledger.start(msg.call_id, command=True)
     fields: dict[str, Any] = {
         "threadId": ctx.thread_id,
         "turnId": turn_id,
@@ -273,7 +269,7 @@ def _command(
         approval_id=msg.approval_id,
         completion_item=None if network else item,
     )
-    return replace(state, turn=turn), emissions, raised
+    return replace(state, turn=replace(state.turn, items=ledger)), emissions, raised
 
 
 def _file_change(
@@ -282,19 +278,15 @@ def _file_change(
     msg: ApplyPatchApprovalRequestEvent,
     ctx: ReduceContext,
 ) -> tuple[ThreadState, list[Emission], RaisedRequest]:
-    turn = state.turn
+    ledger = state.turn.items
     emissions: list[Emission] = []
-    if msg.call_id not in turn.started_ids:
+    if msg.call_id not in ledger.started_ids:
         item = build_file_change_approval_request_item(msg)
         started = ItemStartedNotification(
             item=item, thread_id=ctx.thread_id, turn_id=envelope.id, started_at_ms=ctx.now_ms
         )
         emissions.append(Emission("item/started", started))
-        turn = replace(
-            turn,
-            started_ids=turn.started_ids | {msg.call_id},
-            legacy_started_ids=turn.legacy_started_ids | {msg.call_id},
-        )
+        ledger = ledger.start(msg.call_id, legacy=True)
     params = FileChangeRequestApprovalParams(
         thread_id=ctx.thread_id,
         turn_id=msg.turn_id or envelope.id,
@@ -304,7 +296,7 @@ def _file_change(
         started_at_ms=msg.started_at_ms if msg.started_at_ms is not None else ctx.now_ms,
     )
     raised = RaisedRequest(RequestKind.FILE_CHANGE, params, envelope.id, msg.call_id)
-    return replace(state, turn=turn), emissions, raised
+    return replace(state, turn=replace(state.turn, items=ledger)), emissions, raised
 
 
 def _permissions(
@@ -399,10 +391,10 @@ def _dynamic_tool(
     msg: DynamicToolCallRequestEvent,
     ctx: ReduceContext,
 ) -> tuple[ThreadState, list[Emission], RaisedRequest]:
-    turn = state.turn
+    ledger = state.turn.items
     emissions: list[Emission] = []
     turn_id = msg.turn_id or envelope.id
-    if msg.call_id not in turn.started_ids:
+    if msg.call_id not in ledger.started_ids:
         item = build_dynamic_tool_call_item(
             item_id=msg.call_id,
             namespace=msg.namespace,
@@ -418,11 +410,7 @@ def _dynamic_tool(
             item=item, thread_id=ctx.thread_id, turn_id=turn_id, started_at_ms=started_at
         )
         emissions.append(Emission("item/started", started))
-        turn = replace(
-            turn,
-            started_ids=turn.started_ids | {msg.call_id},
-            legacy_started_ids=turn.legacy_started_ids | {msg.call_id},
-        )
+        ledger = ledger.start(msg.call_id, legacy=True)
     params = DynamicToolCallParams(
         thread_id=ctx.thread_id,
         turn_id=turn_id,
@@ -432,7 +420,7 @@ def _dynamic_tool(
         arguments=msg.arguments,
     )
     raised = RaisedRequest(RequestKind.DYNAMIC_TOOL, params, envelope.id, msg.call_id)
-    return replace(state, turn=turn), emissions, raised
+    return replace(state, turn=replace(state.turn, items=ledger)), emissions, raised
 
 
 _RAISERS: dict[type[Any], Any] = {
@@ -620,28 +608,24 @@ def resolve_request(
     op, completion = _op(raised, answer)
     emissions = _resolved(raised, request_id, ctx.thread_id)
     watch = _watch(state.watch, raised.flag, -1)
-    turn = state.turn
+    ledger = state.turn.items
     item = raised.completion_item
     suppressed = raised.approval_id is not None
     if (
         completion is not None
         and item is not None
         and not suppressed
-        and raised.call_id in turn.command_execution_started
+        and raised.call_id in ledger.command_execution_started
     ):
         done = item.model_copy(update={"status": completion})
         completed = ItemCompletedNotification(
             item=done, thread_id=ctx.thread_id, turn_id=raised.turn_id, completed_at_ms=ctx.now_ms
         )
         emissions.append(Emission("item/completed", completed))
-        turn = replace(
-            turn,
-            command_execution_started=turn.command_execution_started - {raised.call_id},
-            completed_ids=turn.completed_ids | {raised.call_id},
-            legacy_completed_ids=turn.legacy_completed_ids | {raised.call_id},
-        )
+        ledger = ledger.complete(raised.call_id, legacy=True, command=True)
     # the status changes last: the real server drops its "waiting" guard after the item
     emissions += status_change(state.watch, watch, ctx.thread_id)
+    turn = replace(state.turn, items=ledger)
     return Reduction(replace(state, watch=watch, turn=turn), tuple(emissions)), op
 
 

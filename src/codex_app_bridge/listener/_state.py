@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import enum
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any, TypeAlias
 
 import orjson
@@ -40,6 +40,7 @@ __all__ = [
     "Audience",
     "Emission",
     "Handler",
+    "ItemLedger",
     "Params",
     "ReduceContext",
     "Reduction",
@@ -139,22 +140,76 @@ _EMPTY: frozenset[str] = frozenset()
 
 
 @dataclass(frozen=True, slots=True)
+class ItemLedger:
+    """Which of the turn's items were shown (``item/started``, ``item/completed``) and how.
+
+    ``_items`` keeps it by the rules of its docstring; ``_server_requests`` records the
+    synthetic items it starts and completes for approval requests.
+    """
+
+    started_ids: frozenset[str] = _EMPTY
+    """Every item id an ``item/started`` was sent for in this turn."""
+    completed_ids: frozenset[str] = _EMPTY
+    """Every item id an ``item/completed`` was sent for in this turn."""
+    legacy_started_ids: frozenset[str] = _EMPTY
+    """The ``started_ids`` a legacy begin event (or a synthetic start in its place) gave."""
+    legacy_completed_ids: frozenset[str] = _EMPTY
+    """The ``completed_ids`` a legacy end event (or a synthetic completion) gave."""
+    command_execution_started: frozenset[str] = _EMPTY
+    """Command item ids whose ``item/started`` was sent (core or synthetic), until completed."""
+
+    def start(self, item_id: str, *, legacy: bool = False, command: bool = False) -> ItemLedger:
+        """``item/started`` was sent for ``item_id`` (for a legacy event; for a command)."""
+        return ItemLedger(
+            started_ids=self.started_ids | {item_id},
+            completed_ids=self.completed_ids,
+            legacy_started_ids=(self.legacy_started_ids | {item_id})
+            if legacy
+            else self.legacy_started_ids,
+            legacy_completed_ids=self.legacy_completed_ids,
+            command_execution_started=(self.command_execution_started | {item_id})
+            if command
+            else self.command_execution_started,
+        )
+
+    def complete(self, item_id: str, *, legacy: bool = False, command: bool = False) -> ItemLedger:
+        """``item/completed`` was sent for ``item_id`` (for a legacy event; ends a command)."""
+        return ItemLedger(
+            started_ids=self.started_ids,
+            completed_ids=self.completed_ids | {item_id},
+            legacy_started_ids=self.legacy_started_ids,
+            legacy_completed_ids=(self.legacy_completed_ids | {item_id})
+            if legacy
+            else self.legacy_completed_ids,
+            command_execution_started=(self.command_execution_started - {item_id})
+            if command
+            else self.command_execution_started,
+        )
+
+    def command_started(self, item_id: str) -> ItemLedger:
+        """A command item started without an ``item/started`` of its own being sent."""
+        return replace(self, command_execution_started=self.command_execution_started | {item_id})
+
+    def command_ended(self, item_id: str) -> ItemLedger:
+        """A command item ended without an ``item/completed`` of its own being sent."""
+        return replace(self, command_execution_started=self.command_execution_started - {item_id})
+
+
+_NO_ITEMS = ItemLedger()
+
+
+@dataclass(frozen=True, slots=True)
 class TurnSummary:
-    """Per-turn facts (Codex ``TurnSummary`` plus the item ledger of both generations)."""
+    """Per-turn facts (Codex ``TurnSummary``): the lifecycle's (``_turns``) and, in ``items``
+    and ``last_agent_message``, the item ledger's (``_items``)."""
 
     turn_id: str | None = None
     root_turn_id: str | None = None
     started_at: int | None = None
     last_error: TurnError | None = None
     last_agent_message: WireModel | None = None
-    command_execution_started: frozenset[str] = _EMPTY
-    """Command item ids whose ``item/started`` was sent (core or synthetic), until completed."""
-    started_ids: frozenset[str] = _EMPTY
-    """Every item id an ``item/started`` was sent for in this turn."""
-    completed_ids: frozenset[str] = _EMPTY
-    """Every item id an ``item/completed`` was sent for in this turn."""
-    legacy_started_ids: frozenset[str] = _EMPTY
-    legacy_completed_ids: frozenset[str] = _EMPTY
+    """The turn's summary item so far (the last final-answer agent message)."""
+    items: ItemLedger = _NO_ITEMS
 
 
 @dataclass(frozen=True, slots=True)
