@@ -214,18 +214,26 @@ class TurnSummary:
 
 @dataclass(frozen=True, slots=True)
 class ThreadState:
-    """Everything the listener remembers about one thread."""
+    """Everything the listener remembers about one thread; each part has one concern that
+    changes it."""
 
     watch: ThreadWatch = field(default_factory=ThreadWatch)
+    """The status facts: ``_turns`` (``_server_requests`` moves the pending counters)."""
     turn: TurnSummary = field(default_factory=TurnSummary)
-    active_turn_id: str | None = None
+    """The running turn (empty between turns): ``_turns``, its ``items`` ``_items``."""
     first_class_kinds: frozenset[str] = _EMPTY
-    """TurnItem kinds this producer has sent as ``item_started`` / ``item_completed``."""
+    """TurnItem kinds this producer has sent as ``item_started`` / ``item_completed``
+    (``_items``)."""
     thread_settings: ThreadSettings | None = None
-    """The settings last reported (or seeded); ``None`` until the first is seen."""
+    """The settings last reported (or seeded); ``None`` until the first is seen (``_rows``)."""
     token_usage: ThreadTokenUsage | None = None
     """The last token usage reported (what a resuming client would be replayed; the server does
-    not replay it yet)."""
+    not replay it yet) (``_rows``)."""
+
+    @property
+    def active_turn_id(self) -> str | None:
+        """The running turn's id, ``None`` between turns."""
+        return self.turn.turn_id
 
 
 @dataclass(frozen=True, slots=True)

@@ -114,7 +114,7 @@ def task_started(
         turn=_turn(msg.turn_id, root_turn_id=root, status="inProgress", started_at=msg.started_at),
     )
     emissions = (*status_change(state.watch, watch, ctx.thread_id), emit("turn/started", started))
-    new_state = replace(state, watch=watch, turn=turn, active_turn_id=msg.turn_id)
+    new_state = replace(state, watch=watch, turn=turn)
     return Reduction(new_state, emissions)
 
 
@@ -156,7 +156,7 @@ def _turn_end(
         *status_change(state.watch, watch, ctx.thread_id),
         emit("turn/completed", completed),
     )
-    new_state = replace(state, watch=watch, turn=TurnSummary(), active_turn_id=None)
+    new_state = replace(state, watch=watch, turn=TurnSummary())
     return Reduction(new_state, emissions, turn_ended=True)
 
 
