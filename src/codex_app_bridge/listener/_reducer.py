@@ -119,18 +119,22 @@ _LIVE_MAPPER_TYPES: frozenset[str] = frozenset(
 
 
 _HANDLERS: dict[type[Any], Handler] = {
+    # turn lifecycle (_turns)
     TaskStartedEvent: task_started,
     TaskCompleteEvent: task_complete,
     TurnAbortedEvent: turn_aborted,
     ErrorEvent: error_event,
     StreamErrorEvent: stream_error,
     ShutdownCompleteEvent: shutdown_complete,
+    # item ledger (_items)
     ItemStartedEvent: item_started,
     ItemCompletedEvent: item_completed,
     GuardianAssessmentEvent: guardian_assessment,
+    **dict.fromkeys(LEGACY_ITEM_KIND, legacy_item),
+    # one-to-one rows (_rows)
     **ROWS,
 }
-_HANDLERS.update(dict.fromkeys(LEGACY_ITEM_KIND, legacy_item))
+"""Event type -> handler: the one dispatch table (the live mapper types are routed before it)."""
 
 
 def reduce(state: ThreadState, envelope: EventEnvelope, ctx: ReduceContext) -> Reduction:
