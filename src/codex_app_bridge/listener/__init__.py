@@ -13,22 +13,23 @@ from codex_app_bridge.listener._hub import (
     ThreadListener,
     UnsubscribeStatus,
 )
-from codex_app_bridge.listener._reducer import (
-    APPROVAL_EVENT_TYPES,
+from codex_app_bridge.listener._reducer import APPROVAL_EVENT_TYPES, reduce
+from codex_app_bridge.listener._state import (
     Audience,
     Emission,
+    ItemLedger,
     ReduceContext,
     Reduction,
     ThreadState,
     ThreadWatch,
     TurnSummary,
-    reduce,
 )
 
 __all__ = [
     "APPROVAL_EVENT_TYPES",
     "Audience",
     "Emission",
+    "ItemLedger",
     "ListenerHub",
     "ReduceContext",
     "Reduction",

@@ -28,7 +28,8 @@ the client something (``exec_approval_request``, ``apply_patch_approval_request`
   ``serverRequest/resolved`` only; the turn's end itself clears the counters, and no ``Op`` is
   sent (the turn is over).
 
-Kept apart from ``_reducer`` (which owns the per-event table) so each side changes on its own.
+Kept apart from ``_reducer`` (which owns the per-event table) so each side changes on its own;
+the state types and ``status_change`` are ``_state``'s.
 Boundary: pure; no ids are allocated and nothing is sent here (``server`` does both).
 """
 
@@ -41,13 +42,13 @@ from typing import Any, Final, Literal
 
 from pydantic import JsonValue, ValidationError
 
-from codex_app_bridge.listener._reducer import (
-    Audience,
+from codex_app_bridge.listener._state import (
     Emission,
     ReduceContext,
     Reduction,
     ThreadState,
     ThreadWatch,
+    status_change,
 )
 from codex_app_bridge.mapping import (
     build_command_execution_approval_request_item,
@@ -81,7 +82,6 @@ from codex_app_bridge.protocol.v2 import (
     ItemStartedNotification,
     PermissionsRequestApprovalParams,
     ServerRequestResolvedNotification,
-    ThreadStatusChangedNotification,
     ToolRequestUserInputParams,
 )
 
@@ -171,13 +171,6 @@ def _watch(watch: ThreadWatch, flag: _Flag, delta: int) -> ThreadWatch:
     return watch
 
 
-def _status_change(before: ThreadWatch, after: ThreadWatch, thread_id: str) -> list[Emission]:
-    if before.key() == after.key():
-        return []
-    params = ThreadStatusChangedNotification(thread_id=thread_id, status=after.status())
-    return [Emission("thread/status/changed", params, Audience.BROADCAST)]
-
-
 def _resolved(raised: RaisedRequest, request_id: int, thread_id: str) -> list[Emission]:
     if raised.kind is RequestKind.DYNAMIC_TOOL:
         return []  # the real server sends no serverRequest/resolved for item/tool/call
@@ -234,23 +227,19 @@ def _command(
 ) -> tuple[ThreadState, list[Emission], RaisedRequest]:
     turn_id = msg.turn_id or envelope.id
     item = build_command_execution_approval_request_item(msg)
-    turn = state.turn
+    ledger = state.turn.items
     emissions: list[Emission] = []
     network = msg.network_approval_context is not None
     if (
         msg.approval_id is None
         and not network
-        and msg.call_id not in turn.command_execution_started
+        and msg.call_id not in ledger.command_execution_started
     ):
         started = ItemStartedNotification(
             item=item, thread_id=ctx.thread_id, turn_id=envelope.id, started_at_ms=ctx.now_ms
         )
         emissions.append(Emission("item/started", started))
-        turn = replace(
-            turn,
-            command_execution_started=turn.command_execution_started | {msg.call_id},
-            started_ids=turn.started_ids | {msg.call_id},
-        )
+        ledger = ledger.start(msg.call_id, command=True)
     fields: dict[str, Any] = {
         "threadId": ctx.thread_id,
         "turnId": turn_id,
@@ -280,7 +269,7 @@ def _command(
         approval_id=msg.approval_id,
         completion_item=None if network else item,
     )
-    return replace(state, turn=turn), emissions, raised
+    return replace(state, turn=replace(state.turn, items=ledger)), emissions, raised
 
 
 def _file_change(
@@ -289,19 +278,15 @@ def _file_change(
     msg: ApplyPatchApprovalRequestEvent,
     ctx: ReduceContext,
 ) -> tuple[ThreadState, list[Emission], RaisedRequest]:
-    turn = state.turn
+    ledger = state.turn.items
     emissions: list[Emission] = []
-    if msg.call_id not in turn.started_ids:
+    if msg.call_id not in ledger.started_ids:
         item = build_file_change_approval_request_item(msg)
         started = ItemStartedNotification(
             item=item, thread_id=ctx.thread_id, turn_id=envelope.id, started_at_ms=ctx.now_ms
         )
         emissions.append(Emission("item/started", started))
-        turn = replace(
-            turn,
-            started_ids=turn.started_ids | {msg.call_id},
-            legacy_started_ids=turn.legacy_started_ids | {msg.call_id},
-        )
+        ledger = ledger.start(msg.call_id, legacy=True)
     params = FileChangeRequestApprovalParams(
         thread_id=ctx.thread_id,
         turn_id=msg.turn_id or envelope.id,
@@ -311,7 +296,7 @@ def _file_change(
         started_at_ms=msg.started_at_ms if msg.started_at_ms is not None else ctx.now_ms,
     )
     raised = RaisedRequest(RequestKind.FILE_CHANGE, params, envelope.id, msg.call_id)
-    return replace(state, turn=turn), emissions, raised
+    return replace(state, turn=replace(state.turn, items=ledger)), emissions, raised
 
 
 def _permissions(
@@ -406,10 +391,10 @@ def _dynamic_tool(
     msg: DynamicToolCallRequestEvent,
     ctx: ReduceContext,
 ) -> tuple[ThreadState, list[Emission], RaisedRequest]:
-    turn = state.turn
+    ledger = state.turn.items
     emissions: list[Emission] = []
     turn_id = msg.turn_id or envelope.id
-    if msg.call_id not in turn.started_ids:
+    if msg.call_id not in ledger.started_ids:
         item = build_dynamic_tool_call_item(
             item_id=msg.call_id,
             namespace=msg.namespace,
@@ -425,11 +410,7 @@ def _dynamic_tool(
             item=item, thread_id=ctx.thread_id, turn_id=turn_id, started_at_ms=started_at
         )
         emissions.append(Emission("item/started", started))
-        turn = replace(
-            turn,
-            started_ids=turn.started_ids | {msg.call_id},
-            legacy_started_ids=turn.legacy_started_ids | {msg.call_id},
-        )
+        ledger = ledger.start(msg.call_id, legacy=True)
     params = DynamicToolCallParams(
         thread_id=ctx.thread_id,
         turn_id=turn_id,
@@ -439,7 +420,7 @@ def _dynamic_tool(
         arguments=msg.arguments,
     )
     raised = RaisedRequest(RequestKind.DYNAMIC_TOOL, params, envelope.id, msg.call_id)
-    return replace(state, turn=turn), emissions, raised
+    return replace(state, turn=replace(state.turn, items=ledger)), emissions, raised
 
 
 _RAISERS: dict[type[Any], Any] = {
@@ -468,7 +449,7 @@ def raise_request(
     assert isinstance(new_state, ThreadState)
     assert isinstance(raised, RaisedRequest)
     watch = _watch(new_state.watch, raised.flag, +1)
-    status = _status_change(state.watch, watch, ctx.thread_id)
+    status = status_change(state.watch, watch, ctx.thread_id)
     final = replace(new_state, watch=watch)
     return Reduction(final, (*status, *emissions)), raised
 
@@ -627,28 +608,24 @@ def resolve_request(
     op, completion = _op(raised, answer)
     emissions = _resolved(raised, request_id, ctx.thread_id)
     watch = _watch(state.watch, raised.flag, -1)
-    turn = state.turn
+    ledger = state.turn.items
     item = raised.completion_item
     suppressed = raised.approval_id is not None
     if (
         completion is not None
         and item is not None
         and not suppressed
-        and raised.call_id in turn.command_execution_started
+        and raised.call_id in ledger.command_execution_started
     ):
         done = item.model_copy(update={"status": completion})
         completed = ItemCompletedNotification(
             item=done, thread_id=ctx.thread_id, turn_id=raised.turn_id, completed_at_ms=ctx.now_ms
         )
         emissions.append(Emission("item/completed", completed))
-        turn = replace(
-            turn,
-            command_execution_started=turn.command_execution_started - {raised.call_id},
-            completed_ids=turn.completed_ids | {raised.call_id},
-            legacy_completed_ids=turn.legacy_completed_ids | {raised.call_id},
-        )
+        ledger = ledger.complete(raised.call_id, legacy=True, command=True)
     # the status changes last: the real server drops its "waiting" guard after the item
-    emissions += _status_change(state.watch, watch, ctx.thread_id)
+    emissions += status_change(state.watch, watch, ctx.thread_id)
+    turn = replace(state.turn, items=ledger)
     return Reduction(replace(state, watch=watch, turn=turn), tuple(emissions)), op
 
 

@@ -84,7 +84,7 @@ from codex_app_bridge.server._threads import ThreadRecord, ThreadSettings, sandb
 from codex_app_bridge.sources import SessionConfig, input_text, open_session
 
 if TYPE_CHECKING:
-    from codex_app_bridge.server._server import BridgeServer
+    from codex_app_bridge.server._services import ServerServices
 
 __all__ = [
     "READ_DEPRECATION",
@@ -209,7 +209,7 @@ class _Overrides:
 class Handlers(StoredThreadMethods):
     """The supported methods, bound to one ``BridgeServer``."""
 
-    def __init__(self, server: BridgeServer) -> None:
+    def __init__(self, server: ServerServices) -> None:
         self.server = server
 
     # ------------------------------------------------------------------ helpers

@@ -23,7 +23,7 @@ import anyio
 from codex_app_bridge.protocol.v2 import ActiveThreadStatus
 
 if TYPE_CHECKING:
-    from codex_app_bridge.server._server import BridgeServer
+    from codex_app_bridge.server._services import ServerServices
     from codex_app_bridge.server._threads import ThreadRecord
 
 __all__ = ["DEFAULT_IDLE_UNLOAD_SECONDS", "IdleUnloader", "is_idle"]
@@ -49,7 +49,7 @@ def is_idle(record: ThreadRecord) -> bool:
 class IdleUnloader:
     """Unloads threads idle for ``timeout`` seconds (see the module docstring)."""
 
-    def __init__(self, server: BridgeServer, timeout: float) -> None:
+    def __init__(self, server: ServerServices, timeout: float) -> None:
         if timeout <= 0:
             raise ValueError("the idle timeout must be positive")
         self.server = server
@@ -81,7 +81,7 @@ class IdleUnloader:
             del self._idle_since[thread_id]
 
 
-async def unload_thread(server: BridgeServer, record: ThreadRecord) -> None:
+async def unload_thread(server: ServerServices, record: ThreadRecord) -> None:
     """Unload one thread now and tell every initialized connection (``notLoaded``, ``closed``)."""
     if not record.loaded:
         return

@@ -79,7 +79,7 @@ from codex_app_bridge.server._threads import THREAD_SOURCE, ThreadRecord, Thread
 from codex_app_bridge.storage import InvalidCursor, StorageError, StoredThread, page_threads
 
 if TYPE_CHECKING:
-    from codex_app_bridge.server._server import BridgeServer
+    from codex_app_bridge.server._services import ServerServices
 
 __all__ = ["StoredThreadMethods"]
 
@@ -121,7 +121,7 @@ def _storage_error(exc: StorageError) -> RpcError:
 class StoredThreadMethods:
     """Mixed into ``Handlers``: the methods that see stored threads."""
 
-    server: BridgeServer
+    server: ServerServices
 
     def new_record_for_storage(
         self, settings: ThreadSettings, *, thread_id: str, history: list[core.EventEnvelope]
