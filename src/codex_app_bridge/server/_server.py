@@ -28,7 +28,6 @@ import logging
 import os
 import socket
 import uuid
-from functools import cached_property
 from pathlib import Path
 from types import TracebackType
 from typing import TYPE_CHECKING, Self
@@ -93,9 +92,12 @@ class BridgeServer:
         codex_home: str | os.PathLike[str] | None = None,
         source_factory: Callable[[], EventSource | TurnSource] | None = None,
     ) -> None:
-        if source is not None:
-            self.source = source
+        self._source = source
         self._source_factory = source_factory
+        self._hub: ListenerHub | None = None
+        self._store: ThreadStore | None = None
+        self._storage: tuple[ThreadStorage | None] | None = None
+        self._handlers: Handlers | None = None
         self.default_cwd = os.path.abspath(default_cwd or os.getcwd())
         self.outbound_budget = outbound_budget
         """Per-connection backlog budget in bytes (``None``: the rpc layer's default per policy)."""
@@ -124,47 +126,62 @@ class BridgeServer:
     # The domain is created on first use, not with the server: answering ``initialize`` needs
     # none of it, and importing it is most of the start-up time.
 
-    @cached_property
+    # (plain properties over private slots, not ``cached_property``: ``ServerServices`` is a
+    # protocol of read-only properties, which a type checker matches against properties only)
+
+    @property
     def source(self) -> EventSource | TurnSource:
         """Where turns are played from (the built-in agent unless told otherwise)."""
-        if self._source_factory is not None:
-            return self._source_factory()
-        from codex_app_bridge.sources import DefaultAgent
+        if self._source is None:
+            if self._source_factory is not None:
+                self._source = self._source_factory()
+            else:
+                from codex_app_bridge.sources import DefaultAgent
 
-        return DefaultAgent()
+                self._source = DefaultAgent()
+        return self._source
 
-    @cached_property
+    @property
     def hub(self) -> ListenerHub:
         """Per-thread state, subscriptions and broadcasts."""
-        from codex_app_bridge.listener import ListenerHub
+        if self._hub is None:
+            from codex_app_bridge.listener import ListenerHub
 
-        hub = ListenerHub()
-        for connection in self._welcomed.values():
-            hub.add_connection(connection)
-        self._welcomed.clear()
-        return hub
+            hub = ListenerHub()
+            for connection in self._welcomed.values():
+                hub.add_connection(connection)
+            self._welcomed.clear()
+            self._hub = hub
+        return self._hub
 
-    @cached_property
+    @property
     def store(self) -> ThreadStore:
         """The threads of this process (loaded or known from storage)."""
-        from codex_app_bridge.server._threads import ThreadStore
+        if self._store is None:
+            from codex_app_bridge.server._threads import ThreadStore
 
-        return ThreadStore()
+            self._store = ThreadStore()
+        return self._store
 
-    @cached_property
+    @property
     def storage(self) -> ThreadStorage | None:
         """Stored threads under ``codex_home``; ``None``: threads live in memory only."""
-        if self._codex_home is None:
-            return None
-        from codex_app_bridge.server._stored import ThreadStorage
+        if self._storage is None:
+            storage = None
+            if self._codex_home is not None:
+                from codex_app_bridge.server._stored import ThreadStorage
 
-        return ThreadStorage(self._codex_home, self.hub.offer_broadcast)
+                storage = ThreadStorage(self._codex_home, self.hub.offer_broadcast)
+            self._storage = (storage,)
+        return self._storage[0]
 
-    @cached_property
+    @property
     def handlers(self) -> Handlers:
-        from codex_app_bridge.server._handlers import Handlers
+        if self._handlers is None:
+            from codex_app_bridge.server._handlers import Handlers
 
-        return Handlers(self)
+            self._handlers = Handlers(self)
+        return self._handlers
 
     @property
     def interrupt_grace(self) -> float:
@@ -203,8 +220,8 @@ class BridgeServer:
         try:
             return await group.__aexit__(exc_type, exc, tb)
         finally:
-            storage = self.__dict__.get("storage")  # never created: nothing to close
-            if storage is not None:
+            storage = self._storage[0] if self._storage is not None else None
+            if storage is not None:  # never created: nothing to close
                 storage.close()
 
     @property
@@ -239,10 +256,7 @@ class BridgeServer:
             await connection.run()
         finally:
             del self._connections[connection.connection_id]
-            if (
-                self._welcomed.pop(connection.connection_id, None) is None
-                and "hub" in self.__dict__
-            ):
+            if self._welcomed.pop(connection.connection_id, None) is None and self._hub is not None:
                 self.hub.remove_connection(connection.connection_id)
             logger.info("connection %s closed", connection.connection_id)
 
@@ -282,8 +296,8 @@ class BridgeServer:
     def add_connection(self, connection: Connection) -> None:
         """Register an initialized connection for broadcasts (kept until the hub exists: before
         it, no thread can have anything to broadcast)."""
-        if "hub" in self.__dict__:
-            self.hub.add_connection(connection)
+        if self._hub is not None:
+            self._hub.add_connection(connection)
         else:
             self._welcomed[connection.connection_id] = connection
 

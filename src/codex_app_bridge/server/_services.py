@@ -15,7 +15,8 @@ from __future__ import annotations
 from typing import Protocol
 
 from codex_app_bridge.listener import ListenerHub
-from codex_app_bridge.rpc import ServerRequests
+from codex_app_bridge.protocol.v2 import InitializeParams, InitializeResponse
+from codex_app_bridge.rpc import RequestContext, ServerRequests
 from codex_app_bridge.server._runtime import ThreadRuntime
 from codex_app_bridge.server._stored import ThreadStorage
 from codex_app_bridge.server._threads import ThreadStore
@@ -27,18 +28,34 @@ __all__ = ["ServerServices"]
 class ServerServices(Protocol):
     """The server as the handlers see it (``BridgeServer`` satisfies it)."""
 
-    source: EventSource | TurnSource
     default_cwd: str
-    hub: ListenerHub
-    store: ThreadStore
-    storage: ThreadStorage | None
-    """Stored threads under ``codex_home``; ``None``: threads live in memory only."""
     server_requests: ServerRequests
     originator: str | None
     """The first client name that initialized (``initialize`` sets it once)."""
     server_name: str
     installation_id: str
-    interrupt_grace: float
+
+    # built on first use by ``BridgeServer`` (nothing of the domain before ``initialize``)
+    @property
+    def source(self) -> EventSource | TurnSource: ...
+
+    @property
+    def hub(self) -> ListenerHub: ...
+
+    @property
+    def store(self) -> ThreadStore: ...
+
+    @property
+    def storage(self) -> ThreadStorage | None:
+        """Stored threads under ``codex_home``; ``None``: threads live in memory only."""
+        ...
+
+    @property
+    def interrupt_grace(self) -> float: ...
+
+    async def initialize(self, ctx: RequestContext, params: InitializeParams) -> InitializeResponse:
+        """Answer ``initialize`` (the server does it itself, before the domain is loaded)."""
+        ...
 
     def unhandled_requests(self, method: str, thread_id: str) -> int:
         """Requests for ``method`` on ``thread_id`` received and not handled yet."""
