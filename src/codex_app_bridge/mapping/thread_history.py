@@ -184,6 +184,14 @@ class ThreadHistoryBuilder:
         record = self._active_record()
         return None if record is None else record.id
 
+    @property
+    def active_turn_position(self) -> int | None:
+        """The index of the turn still in progress among :meth:`turns`, if any."""
+        record = self._active_record()
+        if record is None:
+            return None
+        return next(i for i, turn in enumerate(self._records()) if turn is record)
+
     def active_turn(self) -> Turn | None:
         """The turn still in progress, with every item, if any."""
         record = self._active_record()

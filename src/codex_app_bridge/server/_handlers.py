@@ -18,9 +18,12 @@ Rules they share (probed from the 0.163.0 binary, see the errors in ``_errors``)
   the terminal notifications, so the request does not hold the thread's request queue while the
   turn winds down (a second interrupt is answered the same way).
 
-Not implemented (documented deviations): ``thread/goal/cleared`` after a resume, token-usage
-replay to a resuming connection, ``thread/readState/changed``; thread ``path`` is ``null`` (threads
-live in memory).
+``thread/resume`` and ``thread/fork`` replay the thread's last token usage to the requesting
+connection right after the response (``_token_replay`` says when), before a fork's
+``thread/started`` and a resume's replay of pending server requests.
+
+Not implemented (documented deviations): ``thread/goal/cleared`` after a resume,
+``thread/readState/changed``; thread ``path`` is ``null`` when threads live in memory.
 """
 
 from __future__ import annotations
@@ -85,6 +88,7 @@ from codex_app_bridge.server._inputs import core_inputs
 from codex_app_bridge.server._runtime import ThreadRuntime, TurnOrder
 from codex_app_bridge.server._stored_handlers import StoredThreadMethods
 from codex_app_bridge.server._threads import ThreadRecord, ThreadSettings, sandbox_policy
+from codex_app_bridge.server._token_replay import replayed_token_usage
 from codex_app_bridge.sources import SessionConfig, input_text, open_session
 
 if TYPE_CHECKING:
@@ -214,6 +218,21 @@ class Handlers(StoredThreadMethods):
     async def _broadcast_started(self, record: ThreadRecord) -> None:
         notification = ThreadStartedNotification(thread=record.thread())
         await self.server.hub.broadcast("thread/started", dump_json(notification))
+
+    @staticmethod
+    def _replay_usage(
+        ctx: RequestContext, thread_id: str, events: list[EventEnvelope], turns: list[Turn]
+    ) -> None:
+        """After the response: ``thread/tokenUsage/updated`` with the thread's last usage, to
+        this connection only (``_token_replay``)."""
+        notification = replayed_token_usage(thread_id, events, turns)
+        if notification is None:
+            return
+
+        async def replay() -> None:
+            await ctx.connection.notify("thread/tokenUsage/updated", dump_json(notification))
+
+        ctx.after_response(replay)
 
     @staticmethod
     async def _deprecation(ctx: RequestContext, summary: str) -> None:
@@ -346,6 +365,8 @@ class Handlers(StoredThreadMethods):
     async def thread_resume(
         self, ctx: RequestContext, params: ThreadResumeParams
     ) -> ThreadResumeResponse:
+        known = self.server.store.get(parse_thread_id(params.thread_id))
+        was_loaded = known is not None and known.loaded
         record = self.loaded_or_stored(params.thread_id, no_rollout)
         exclude_turns = bool(params.exclude_turns)
         if not exclude_turns:
@@ -358,6 +379,10 @@ class Handlers(StoredThreadMethods):
         if not record.loaded:
             self._reload(record)
         record.listener.subscribe(ctx.connection, raw_events=record.raw_events)
+        all_turns = build_thread_turns(record.history, running=record.active_turn_id is not None)
+        if not (was_loaded and exclude_turns):
+            # a cold resume always replays the usage, a loaded thread only with its turns
+            self._replay_usage(ctx, record.id, record.history, all_turns)
         runtime = record.runtime
         if runtime is not None and len(runtime.requests):
 
@@ -366,11 +391,7 @@ class Handlers(StoredThreadMethods):
                 runtime.requests.replay_to(ctx.connection)
 
             ctx.after_response(replay)
-        turns = (
-            None
-            if exclude_turns
-            else build_thread_turns(record.history, running=record.active_turn_id is not None)
-        )
+        turns = None if exclude_turns else all_turns
         return ThreadResumeResponse(
             thread=record.thread(turns=turns), **record.settings.response_fields()
         )
@@ -402,6 +423,8 @@ class Handlers(StoredThreadMethods):
             self.server.storage.write_all(record)
         record.listener.subscribe(ctx.connection, raw_events=record.raw_events)
         turns = None if exclude_turns else build_thread_turns(events)
+        if turns is not None:
+            self._replay_usage(ctx, record.id, events, turns)
         ctx.after_response(partial(self._broadcast_started, record))
         return ThreadForkResponse(thread=record.thread(turns=turns), **settings.response_fields())
 
