@@ -252,7 +252,9 @@ class StoredThreadMethods:
                 rows[stored.thread_id] = _Row(
                     thread_id=stored.thread_id,
                     cwd=stored.meta.cwd,
-                    model_provider=stored.meta.model_provider,
+                    # a rollout without one is the default provider's (shown and filtered so)
+                    model_provider=stored.meta.model_provider
+                    or self.server.source.defaults.model_provider,
                     source_kind=stored.source_kind,
                     originator=stored.meta.originator,
                     text=(stored.name or "") + "\n" + stored.preview,
@@ -272,6 +274,9 @@ class StoredThreadMethods:
         if params.cwd is not None:
             wanted = {params.cwd} if isinstance(params.cwd, str) else set(params.cwd)
             rows = [row for row in rows if row.cwd in wanted]
+        # 0.163.0: absent or null lists only its configured provider's threads, [] every
+        # provider's; the bridge, which has no configuration of its own, lists every provider's
+        # for both (README "Known differences")
         if params.model_providers:
             providers = set(params.model_providers)
             rows = [row for row in rows if row.model_provider in providers]
