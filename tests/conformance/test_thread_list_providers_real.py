@@ -60,7 +60,7 @@ def _lists(peer: Peer, default: str) -> dict[str, Any]:
             (
                 THREADS.index(t["id"]),
                 "default" if t["modelProvider"] == default else t["modelProvider"],
-            )  # fmt: skip
+            )
             for t in data
         )
     return shown
