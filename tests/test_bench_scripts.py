@@ -54,6 +54,7 @@ RUNS: dict[str, list[str]] = {
     "latency": ["latency.py", "--rates", "1000,20000", "--seconds", "0.05"],
     "fanout": ["fanout.py", "--subscribers", "1,3", "--deltas", "50"],
     "serve_script": ["serve_script.py", "--lines", "40", "--turns", "2"],
+    "offline_memory": ["offline_memory.py", "--lines", "100", "--deltas-per-turn", "5"],
     "serve_rollout": ["serve_script.py", "--lines", "40", "--turns", "2", "--kind", "rollout"],
 }
 REAL_RUNS: dict[str, list[str]] = {
@@ -116,6 +117,7 @@ def output(runs: dict[str, Future[subprocess.CompletedProcess[str]]]) -> Read:
         ("first_turn", r"src( +\d+){4}\n"),
         ("serve_script", r"initialize +\d+ ms, idle RSS"),
         ("serve_rollout", r"rollout .* peak RSS +\d+ MiB"),
+        ("offline_memory", r"(?m)^  inspect truncate --last-fork-turns N - +peak RSS +[\d,]+ MB"),
     ],
 )
 def test_benchmark_script_runs_and_prints_figures(output: Read, name: str, expected: str) -> None:

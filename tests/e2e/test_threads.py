@@ -192,6 +192,7 @@ async def test_thread_fork_copies_the_history_into_a_new_thread(kind: str) -> No
         assert methods(client.received[mark:]) == [
             "deprecationNotice",
             "response",
+            "thread/tokenUsage/updated",  # the source's usage, replayed for the fork
             "thread/started",
         ]
         fork = reply["result"]["thread"]

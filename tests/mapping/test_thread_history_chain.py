@@ -3,6 +3,7 @@ each base are kept, how rollouts are named, and what happens when the chain is b
 
 from __future__ import annotations
 
+from collections.abc import Iterator
 from typing import Any
 
 import pytest
@@ -11,6 +12,8 @@ from codex_app_bridge.mapping.thread_history import (
     HistoryBase,
     HistoryBaseError,
     history_base_of,
+    history_chain,
+    iter_rollout_history,
     resolve_rollout_history,
     rollout_id_from_filename,
 )
@@ -129,3 +132,39 @@ def test_a_chain_that_loops_is_refused() -> None:
     looping = {A: parse([meta(base(B, 1))]), B: parse([meta(base(A, 1))])}
     with pytest.raises(HistoryBaseError, match="loops"):
         resolve_rollout_history(looping[A], looping.get)
+
+
+def test_streamed_history_follows_the_chain_from_first_lines_and_reads_each_base_once() -> None:
+    first = parse([meta(ordinal=0), token_count(1), token_count(2)])
+    revert = parse([meta(base(A, 2), ordinal=2), token_count(3)])
+    fork = parse([meta(base(B, 4), ordinal=4), token_count(5)])
+    rollouts = {A: first, B: revert}
+    chain = history_chain(history_base_of(fork), lambda rid: history_base_of(rollouts[rid]))
+    assert chain == [HistoryBase(B, 4), HistoryBase(A, 2)]
+    reads: list[str] = []
+
+    def read(rollout_id: str) -> Iterator[core.RolloutLine]:
+        reads.append(rollout_id)
+        yield from rollouts[rollout_id]
+
+    streamed = iter_rollout_history(chain, iter(fork), read)
+    assert reads == []  # nothing is read before the history is consumed
+    head = next(streamed)
+    assert reads == [A]  # the deepest base comes first, the others when they are due
+    history = [head, *streamed]
+    assert reads == [A, B]
+    assert history == resolve_rollout_history(fork, rollouts.get)
+    assert stamps(history) == ["t", "line 1", "t", "line 3", "t", "line 5"]
+
+
+def test_the_chain_reports_a_missing_base_a_loop_and_a_chain_too_deep() -> None:
+    def missing(rollout_id: str) -> HistoryBase | None:
+        raise HistoryBaseError(rollout_id, "rollout not found")
+
+    with pytest.raises(HistoryBaseError, match="rollout not found"):
+        history_chain(HistoryBase(B, 1), missing)
+    loop = {A: HistoryBase(B, 1), B: HistoryBase(A, 1)}
+    with pytest.raises(HistoryBaseError, match="loops"):
+        history_chain(HistoryBase(A, 1), loop.get)
+    with pytest.raises(HistoryBaseError, match="more than 64 history bases"):
+        history_chain(HistoryBase("r0", 1), lambda rid: HistoryBase(f"r{int(rid[1:]) + 1}", 1))

@@ -22,7 +22,11 @@ from codex_app_bridge import (
     truncate_rollout_to_last_n_fork_turns,
     user_message_positions_in_rollout,
 )
-from codex_app_bridge.projection import projects_to_user_message
+from codex_app_bridge.projection import (
+    last_n_fork_turns_start,
+    nth_user_message_cut,
+    projects_to_user_message,
+)
 from codex_app_bridge.protocol.core import (
     TURN_ITEM_ADAPTER,
     EventMsgLine,
@@ -430,3 +434,34 @@ def test_user_message_predicate_agrees_with_parse_turn_item_on_captures() -> Non
                 assert projects_to_user_message(entry.payload) == isinstance(
                     parse_turn_item(entry.payload), UserMessageItem
                 )
+
+
+# --------------------------------------------------------------------------- streamed input
+
+
+STREAM_CASES = [
+    lines(
+        Uo("u1"),
+        IACM(True),
+        item({"type": "agent_message", "author": "/root", "recipient": "/root/w", "content": []}),
+        A("a"),
+        RB(1),
+    ),
+    lines(Uo("u1"), A("a1"), IA("triggered task", True), A("a2"), Uo("u2"), RB(1), Uo("u3")),
+    lines(D("startup"), Uo("u1"), IA("t", True), RB(9), Uo("u2")),
+    lines(D("startup"), A("a")),
+]
+
+
+@pytest.mark.parametrize("rollout", STREAM_CASES)
+def test_positions_and_cuts_of_a_generator_equal_those_of_the_list(
+    rollout: list[RolloutLine],
+) -> None:
+    assert user_message_positions_in_rollout(iter(rollout)) == user_message_positions_in_rollout(
+        rollout
+    )
+    assert fork_turn_positions_in_rollout(iter(rollout)) == fork_turn_positions_in_rollout(rollout)
+    for n in (None, 0, 1, 2, 9):
+        assert nth_user_message_cut(iter(rollout), n) == nth_user_message_cut(rollout, n)
+    for n in (0, 1, 2, 9):
+        assert last_n_fork_turns_start(iter(rollout), n) == last_n_fork_turns_start(rollout, n)

@@ -1,5 +1,5 @@
 """Helpers shared by the CLI commands: codex-compatible ignored flags, exit statuses and JSONL
-input reading."""
+input reading (streamed, with progress: ``_input``)."""
 
 from __future__ import annotations
 
@@ -10,6 +10,8 @@ from pathlib import Path
 from typing import BinaryIO, Final
 
 from pydantic import ValidationError
+
+from codex_app_bridge.cli._input import InputFile, warn
 
 EXIT_BAD_INPUT: Final = 1
 """Some input lines were bad (each reported on stderr); the rest was still processed."""
@@ -61,17 +63,22 @@ def open_input(path: str) -> BinaryIO:
     return Path(path).open("rb")
 
 
-def with_input(command: str, path: str, body: Callable[[BinaryIO], int]) -> int:
-    """``body(stream)`` on the opened input, closed afterwards (standard input is left open); an
-    input that cannot be opened is reported on stderr and gives ``EXIT_USAGE``."""
+def with_input(
+    command: str, path: str, body: Callable[[InputFile], int], *, rereadable: bool = False
+) -> int:
+    """``body(input)`` on the opened input (an ``InputFile``: streamed, with progress; see
+    ``_input``), closed afterwards (standard input is left open); an input that cannot be opened
+    is reported on stderr and gives ``EXIT_USAGE``. ``rereadable``: ``body`` reads it twice."""
     try:
         stream = open_input(path)
     except OSError as exc:
-        print(f"{command}: cannot read {path}: {exc.strerror or exc}", file=sys.stderr)
+        warn(f"{command}: cannot read {path}: {exc.strerror or exc}")
         return EXIT_USAGE
+    source = InputFile(stream, path, rereadable=rereadable)
     try:
-        return body(stream)
+        return body(source)
     finally:
+        source.close()
         if stream is not sys.stdin.buffer:
             stream.close()
 
@@ -86,7 +93,7 @@ def iter_lines(stream: BinaryIO) -> Iterator[tuple[int, bytes]]:
 
 def report_bad_line(command: str, number: int, reason: str) -> None:
     """Report an input line that could not be processed, with its line number, on stderr."""
-    print(f"{command}: line {number}: {reason}", file=sys.stderr)
+    warn(f"{command}: line {number}: {reason}")
 
 
 def describe_validation_error(error: ValidationError, limit: int = 3) -> str:

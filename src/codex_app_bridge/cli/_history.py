@@ -9,6 +9,10 @@ never ended are ``interrupted``; ``--keep-in-progress`` keeps them ``inProgress`
 A 0.163.0 revert or fork segment starts from a base rollout (``history_base``): bases are looked
 up by rollout id in the input file's directory, then under ``CODEX_HOME/sessions``.
 
+Every file is streamed: lines are parsed and folded into the turns one at a time, so memory
+follows the turns shown, not the length of the files; while a file is read and stderr is a
+terminal, a progress bar shows the bytes read.
+
 A line that is not JSON or not a rollout line is reported on stderr with its line number and
 skipped; the other lines are still used and the exit status is 1. A missing history base is
 reported the same way (the file's own lines are used). Exit status 2: bad usage or unreadable
@@ -20,10 +24,11 @@ from __future__ import annotations
 import argparse
 import os
 import sys
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Iterator
+from contextlib import ExitStack
 from functools import partial
 from pathlib import Path
-from typing import Any, BinaryIO
+from typing import Any
 
 import orjson
 from pydantic import ValidationError
@@ -32,14 +37,17 @@ from codex_app_bridge.cli._common import (
     EXIT_BAD_INPUT,
     EXIT_USAGE,
     describe_validation_error,
-    iter_lines,
     report_bad_line,
     with_input,
 )
+from codex_app_bridge.cli._input import InputFile, numbered, warn
 from codex_app_bridge.mapping.thread_history import (
+    HistoryBase,
     HistoryBaseError,
     ThreadHistoryBuilder,
-    resolve_rollout_history,
+    history_base_of,
+    history_chain,
+    iter_rollout_history,
     rollout_id_from_filename,
 )
 from codex_app_bridge.protocol.core import RolloutLine, SessionMetaLine, parse_rollout_line
@@ -51,29 +59,31 @@ _COMMAND = "history"
 
 
 class _Reader:
-    """Parses rollout files, reporting bad lines; remembers whether any line was bad."""
+    """Parses rollout inputs line by line, reporting bad lines; remembers whether any was bad."""
 
     def __init__(self) -> None:
         self.failed = False
 
-    def parse(self, stream: BinaryIO, label: str) -> list[RolloutLine]:
-        lines: list[RolloutLine] = []
-        for number, raw in iter_lines(stream):
+    def parse(self, given: InputFile, label: str, progress: str) -> Iterator[RolloutLine]:
+        for number, raw in numbered(given.lines(progress=progress)):
             try:
-                lines.append(parse_rollout_line(raw))
+                yield parse_rollout_line(raw)
             except ValidationError as exc:
                 self.failed = True
                 report_bad_line(label, number, describe_validation_error(exc))
-        return lines
 
-    def parse_file(self, path: Path) -> list[RolloutLine] | None:
+
+def _own_base(given: InputFile) -> HistoryBase | None:
+    """The ``history_base`` of the input's first ``session_meta`` (read up to it, silently: the
+    lines are parsed and reported when they are folded)."""
+    for _number, raw in numbered(given.lines()):
         try:
-            with path.open("rb") as stream:
-                return self.parse(stream, f"{_COMMAND}: {path}")
-        except OSError as exc:
-            self.failed = True
-            print(f"{_COMMAND}: cannot read {path}: {exc.strerror or exc}", file=sys.stderr)
-            return None
+            line = parse_rollout_line(raw)
+        except ValidationError:
+            continue
+        if isinstance(line, SessionMetaLine):
+            return history_base_of([line])
+    return None
 
 
 def _codex_home(explicit: str | None) -> Path:
@@ -131,32 +141,58 @@ def _run(args: argparse.Namespace) -> int:
         source = str(found)
     else:
         source = args.file if args.file is not None else "-"
-    return with_input(_COMMAND, source, partial(_rebuild, args, source, sessions))
+    return with_input(_COMMAND, source, partial(_rebuild, args, source, sessions), rereadable=True)
 
 
-def _rebuild(args: argparse.Namespace, source: str, sessions: Path, stream: BinaryIO) -> int:
-    """Print the turns of the rollout read from ``stream`` (``source``), bases resolved."""
+def _rebuild(args: argparse.Namespace, source: str, sessions: Path, given: InputFile) -> int:
+    """Print the turns of the rollout ``given`` (``source``), bases resolved, streaming every file.
+
+    The chain of bases is followed first, from each file's first ``session_meta``; then the
+    retained lines of the deepest base, ..., then the input's own lines are parsed and folded into
+    the history one at a time. Only the turns are held, never the lines.
+    """
     reader = _Reader()
-    lines = reader.parse(stream, _COMMAND)
     beside = [] if source == "-" else [Path(source).resolve().parent]
+    bases: dict[str, tuple[Path, InputFile]] = {}
+    with ExitStack() as stack:
 
-    def load(rollout_id: str) -> Sequence[RolloutLine] | None:
-        # Looked up only when a segment names a base: the sessions tree can be large.
-        for directories, recursive in ((beside, False), ([sessions], True)):
-            for path in _rollout_files(directories, recursive=recursive):
-                if rollout_id_from_filename(path.name) == rollout_id:
-                    return reader.parse_file(path)
-        return None
+        def find(rollout_id: str) -> Path | None:
+            # Looked up only when a segment names a base: the sessions tree can be large.
+            for directories, recursive in ((beside, False), ([sessions], True)):
+                for path in _rollout_files(directories, recursive=recursive):
+                    if rollout_id_from_filename(path.name) == rollout_id:
+                        return path
+            return None
 
-    try:
-        history = resolve_rollout_history(lines, load)
-    except HistoryBaseError as exc:
-        reader.failed = True
-        print(f"{_COMMAND}: {exc}; using the file's own lines only", file=sys.stderr)
-        history = lines
+        def base_of(rollout_id: str) -> HistoryBase | None:
+            path = find(rollout_id)
+            if path is None:
+                raise HistoryBaseError(rollout_id, "rollout not found")
+            try:
+                stream = stack.enter_context(path.open("rb"))
+            except OSError as exc:
+                reader.failed = True
+                warn(f"{_COMMAND}: cannot read {path}: {exc.strerror or exc}")
+                raise HistoryBaseError(rollout_id, "rollout not found") from None
+            base = InputFile(stream, str(path))
+            stack.callback(base.close)
+            bases[rollout_id] = (path, base)
+            return _own_base(base)
 
-    builder = ThreadHistoryBuilder(args.history_mode)
-    builder.handle_rollout_lines(history)
+        def read(rollout_id: str) -> Iterator[RolloutLine]:
+            path, base = bases[rollout_id]
+            return reader.parse(base, f"{_COMMAND}: {path}", f"{_COMMAND}: base {path.name}")
+
+        try:
+            chain = history_chain(_own_base(given), base_of)
+        except HistoryBaseError as exc:
+            reader.failed = True
+            warn(f"{_COMMAND}: {exc}; using the file's own lines only")
+            chain = []
+        own = reader.parse(given, _COMMAND, f"{_COMMAND}: {Path(source).name}")
+        builder = ThreadHistoryBuilder(args.history_mode)
+        builder.handle_rollout_lines(iter_rollout_history(chain, own, read))
+
     turns = builder.turns(items_view=args.items_view, interrupt_stale=not args.keep_in_progress)
     document: dict[str, Any] = {"turns": [dump_dict(turn) for turn in turns]}
     sys.stdout.buffer.write(orjson.dumps(document) + b"\n")

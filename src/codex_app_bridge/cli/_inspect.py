@@ -18,6 +18,10 @@ A line that is not JSON, or not the expected shape, is reported on stderr with i
 produces no output line; every other line is still processed, and the command exits 1. In
 ``truncate`` output such a line is copied through unchanged when it falls in the kept range (it
 counts as neither a user message nor a fork turn).
+
+Inputs are streamed: lines are parsed one at a time and only positions are held; ``truncate``
+reads its input twice (standard input from a pipe is spooled to a temporary file for the second
+reading). While the input is read and stderr is a terminal, a progress bar shows the bytes read.
 """
 
 from __future__ import annotations
@@ -26,7 +30,7 @@ import argparse
 import sys
 from collections.abc import Callable, Iterator
 from functools import cache
-from typing import Any, BinaryIO, cast
+from typing import Any, cast
 
 import orjson
 from pydantic import ValidationError
@@ -34,10 +38,10 @@ from pydantic import ValidationError
 from codex_app_bridge.cli._common import (
     EXIT_BAD_INPUT,
     describe_validation_error,
-    iter_lines,
     report_bad_line,
     with_input,
 )
+from codex_app_bridge.cli._input import InputFile, numbered
 from codex_app_bridge.projection import (
     is_user_turn_boundary,
     last_n_fork_turns_start,
@@ -74,9 +78,9 @@ def _write(data: bytes) -> None:
 # --------------------------------------------------------------------------- ResponseItem JSONL
 
 
-def _response_items(command: str, stream: BinaryIO) -> Iterator[ResponseItem | None]:
+def _response_items(command: str, given: InputFile) -> Iterator[ResponseItem | None]:
     """Each line's ResponseItem, or ``None`` for a line already reported as bad."""
-    for number, line in iter_lines(stream):
+    for number, line in numbered(given.lines(progress=command)):
         try:
             data: Any = orjson.loads(line)
         except orjson.JSONDecodeError as exc:
@@ -99,9 +103,9 @@ def _response_items(command: str, stream: BinaryIO) -> Iterator[ResponseItem | N
 def _per_response_item(command: str, path: str, render: Callable[[ResponseItem], bytes]) -> int:
     """One output line, ``render(item)``, per good ResponseItem line of the input."""
 
-    def body(stream: BinaryIO) -> int:
+    def body(given: InputFile) -> int:
         failed = False
-        for item in _response_items(command, stream):
+        for item in _response_items(command, given):
             if item is None:
                 failed = True
             else:
@@ -137,56 +141,66 @@ def _unparsed() -> UnknownRolloutLine:
     return UnknownRolloutLine(type="<unparsed>")
 
 
-def _read_rollout(command: str, stream: BinaryIO) -> tuple[list[bytes], list[RolloutLine], bool]:
-    """Raw physical lines, parsed lines aligned with them, and whether any line was bad.
+class _RolloutPass:
+    """One reading of a rollout input: each physical line parsed, in order, none held.
 
-    Blank and bad lines are kept as placeholders so that indices stay physical line indices.
+    Blank and bad lines give a placeholder so that indices stay physical line indices; bad lines
+    are reported as they are read and remembered in :attr:`failed`.
     """
-    raw_lines: list[bytes] = []
-    parsed: list[RolloutLine] = []
-    failed = False
-    for number, raw in enumerate(stream, start=1):
-        raw_lines.append(raw)
-        text = raw.rstrip(b"\r\n")
-        if not text.strip():
-            parsed.append(_unparsed())
-            continue
-        try:
-            parsed.append(parse_rollout_line(text))
-        except ValidationError as exc:
-            report_bad_line(
-                command, number, f"not a rollout line: {describe_validation_error(exc)}"
-            )
-            parsed.append(_unparsed())
-            failed = True
-    return raw_lines, parsed, failed
+
+    def __init__(self, command: str, given: InputFile) -> None:
+        self._command = command
+        self._given = given
+        self.failed = False
+
+    def __iter__(self) -> Iterator[RolloutLine]:
+        command = self._command
+        for number, raw in enumerate(self._given.lines(progress=command), start=1):
+            text = raw.rstrip(b"\r\n")
+            if not text.strip():
+                yield _unparsed()
+                continue
+            try:
+                yield parse_rollout_line(text)
+            except ValidationError as exc:
+                report_bad_line(
+                    command, number, f"not a rollout line: {describe_validation_error(exc)}"
+                )
+                self.failed = True
+                yield _unparsed()
 
 
 def _run_user_positions(args: argparse.Namespace) -> int:
     command = "inspect user-positions"
 
-    def body(stream: BinaryIO) -> int:
-        _raw, lines, failed = _read_rollout(command, stream)
+    def body(given: InputFile) -> int:
+        lines = _RolloutPass(command, given)
         _write(orjson.dumps(user_message_positions_in_rollout(lines)) + b"\n")
-        return EXIT_BAD_INPUT if failed else 0
+        return EXIT_BAD_INPUT if lines.failed else 0
 
     return with_input(command, args.file, body)
 
 
 def _run_truncate(args: argparse.Namespace) -> int:
+    """Two passes: the first finds where to cut (positions only), the second copies the kept
+    lines byte for byte (standard input from a pipe is spooled for it)."""
     command = "inspect truncate"
 
-    def body(stream: BinaryIO) -> int:
-        raw, lines, failed = _read_rollout(command, stream)
+    def body(given: InputFile) -> int:
+        lines = _RolloutPass(command, given)
         if args.before_user is not None:
-            kept = raw[: nth_user_message_cut(lines, args.before_user)]
+            keep = range(nth_user_message_cut(lines, args.before_user))
         else:
-            kept = raw[last_n_fork_turns_start(lines, args.last_fork_turns) :]
-        for line in kept:
-            _write(line if line.endswith(b"\n") else line + b"\n")
-        return EXIT_BAD_INPUT if failed else 0
+            keep = range(last_n_fork_turns_start(lines, args.last_fork_turns), sys.maxsize)
+        if keep:
+            for index, line in enumerate(given.lines(progress=f"{command}: writing")):
+                if index >= keep.stop:
+                    break
+                if index >= keep.start:
+                    _write(line if line.endswith(b"\n") else line + b"\n")
+        return EXIT_BAD_INPUT if lines.failed else 0
 
-    return with_input(command, args.file, body)
+    return with_input(command, args.file, body, rereadable=True)
 
 
 # --------------------------------------------------------------------------- wiring

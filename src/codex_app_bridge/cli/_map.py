@@ -17,8 +17,12 @@ clients, as ``rawResponseItem/completed``). An older rollout has no ``item_compl
 a turn that recorded no ``item_started``/``item_completed`` event at all, each response item is
 therefore recorded the way Codex core records one (``ThreadListener.record_response_item``: the
 raw event plus ``item/started`` and ``item/completed`` for the items ``parse_turn_item``
-recognises). To apply that rule rollout lines are buffered per turn (``task_started`` to
-``task_complete``/``turn_aborted``), so output for a rollout arrives turn by turn.
+recognises). To apply that rule the lines of a turn are buffered until it is decided: at the
+turn's first item event (0.163.0 rollouts; later lines go as they come) or at its end
+(``task_complete``/``turn_aborted``), so output for an older rollout arrives turn by turn.
+
+The input is streamed (memory flat in its length); while it is read and stderr is a terminal, a
+progress bar shows the bytes read.
 
 Output: the JSONL notifications exactly as the server writes them to one initialized,
 subscribed client (``{"method","params","emittedAtMs"}``; ``--no-timestamps`` leaves
@@ -47,10 +51,10 @@ from pydantic import ValidationError
 from codex_app_bridge.cli._common import (
     EXIT_BAD_INPUT,
     describe_validation_error,
-    iter_lines,
     report_bad_line,
     with_input,
 )
+from codex_app_bridge.cli._input import InputFile, numbered, warn
 from codex_app_bridge.listener import APPROVAL_EVENT_TYPES, ListenerHub, ThreadListener
 from codex_app_bridge.mapping import item_event_to_server_notification
 from codex_app_bridge.protocol.core import (
@@ -233,7 +237,7 @@ class _Mapper:
         if isinstance(msg, UnknownEventMsg) or (
             msg is not None and msg.type in APPROVAL_EVENT_TYPES
         ):
-            print(f"{_COMMAND}: line {number}: note: event skipped ({reason})", file=sys.stderr)
+            warn(f"{_COMMAND}: line {number}: note: event skipped ({reason})")
         else:
             self.bad_line(number, f"event skipped ({reason})")
 
@@ -282,9 +286,9 @@ def _run(args: argparse.Namespace) -> int:
     )
     out = sys.stdout.buffer
 
-    def body(stream: BinaryIO) -> int:
+    def body(given: InputFile) -> int:
         try:
-            bad = anyio.run(map_lines, iter_lines(stream), options, out)
+            bad = anyio.run(map_lines, numbered(given.lines(progress=_COMMAND)), options, out)
         finally:
             out.flush()
         return EXIT_BAD_INPUT if bad else 0

@@ -12,13 +12,18 @@ the ``revert_fork`` capture: the revert segment's base is the thread id, the for
 revert segment's id). ``end_byte_offset`` is not used: ordinals say the same thing and survive
 rewriting of the base file.
 
-Boundary: pure. Reading files is the caller's business (``load`` callback).
+:func:`resolve_rollout_history` assembles it in memory; for long rollouts, :func:`history_chain`
+follows the bases from their first lines only and :func:`iter_rollout_history` then streams the
+history one line at a time, reading each file once (``codex-app-bridge history``).
+
+Boundary: pure. Reading files is the caller's business (``load`` / ``base_of`` / ``read``
+callbacks).
 """
 
 from __future__ import annotations
 
 import re
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from typing import cast
 
@@ -28,6 +33,8 @@ __all__ = [
     "HistoryBase",
     "HistoryBaseError",
     "history_base_of",
+    "history_chain",
+    "iter_rollout_history",
     "resolve_rollout_history",
     "rollout_id_from_filename",
 ]
@@ -83,6 +90,50 @@ def history_base_of(lines: Sequence[RolloutLine]) -> HistoryBase | None:
     return None
 
 
+def history_chain(
+    base: HistoryBase | None, base_of: Callable[[str], HistoryBase | None]
+) -> list[HistoryBase]:
+    """The bases a segment's history goes through, its own ``base`` first, then the base of that
+    base's rollout, and so on.
+
+    ``base_of(rollout_id)`` gives that rollout's own ``history_base`` (``None`` if it has none) and
+    raises :class:`HistoryBaseError` (``"rollout not found"``) when the rollout cannot be found. A
+    chain that loops, or is deeper than ``MAX_BASE_DEPTH``, raises :class:`HistoryBaseError`.
+    """
+    chain: list[HistoryBase] = []
+    while base is not None:
+        if any(link.rollout_id == base.rollout_id for link in chain):
+            raise HistoryBaseError(base.rollout_id, "the chain of history bases loops")
+        if len(chain) >= MAX_BASE_DEPTH:
+            raise HistoryBaseError(base.rollout_id, f"more than {MAX_BASE_DEPTH} history bases")
+        chain.append(base)
+        base = base_of(base.rollout_id)
+    return chain
+
+
+def iter_rollout_history(
+    chain: Sequence[HistoryBase],
+    own: Iterable[RolloutLine],
+    read: Callable[[str], Iterable[RolloutLine]],
+) -> Iterator[RolloutLine]:
+    """:func:`resolve_rollout_history`, one line at a time: the retained lines of the bases of
+    ``chain`` (from :func:`history_chain`), deepest first, then the segment's ``own`` lines.
+
+    ``read(rollout_id)`` gives a base rollout's lines; it is called once per base, when its lines
+    are due, and they are read to the end (a base line's ``ordinal`` decides, not its position).
+    """
+
+    def level(depth: int) -> Iterator[RolloutLine]:
+        if depth < len(chain):
+            end = chain[depth].end_ordinal_exclusive
+            for position, line in enumerate(level(depth + 1)):
+                if (position if line.ordinal is None else line.ordinal) < end:
+                    yield line
+        yield from own if depth == 0 else read(chain[depth - 1].rollout_id)
+
+    return level(0)
+
+
 def resolve_rollout_history(
     lines: Sequence[RolloutLine],
     load: Callable[[str], Sequence[RolloutLine] | None],
@@ -93,28 +144,14 @@ def resolve_rollout_history(
     found (then :class:`HistoryBaseError` is raised). A rollout without ``history_base`` is
     returned as is. A base line without an ``ordinal`` (older writers) is placed by its position.
     """
-    return _resolve(lines, load, seen=())
+    loaded: dict[str, Sequence[RolloutLine]] = {}
 
+    def base_of(rollout_id: str) -> HistoryBase | None:
+        base_lines = load(rollout_id)
+        if base_lines is None:
+            raise HistoryBaseError(rollout_id, "rollout not found")
+        loaded[rollout_id] = base_lines
+        return history_base_of(base_lines)
 
-def _resolve(
-    lines: Sequence[RolloutLine],
-    load: Callable[[str], Sequence[RolloutLine] | None],
-    seen: tuple[str, ...],
-) -> list[RolloutLine]:
-    base = history_base_of(lines)
-    if base is None:
-        return list(lines)
-    if base.rollout_id in seen:
-        raise HistoryBaseError(base.rollout_id, "the chain of history bases loops")
-    if len(seen) >= MAX_BASE_DEPTH:
-        raise HistoryBaseError(base.rollout_id, f"more than {MAX_BASE_DEPTH} history bases")
-    base_lines = load(base.rollout_id)
-    if base_lines is None:
-        raise HistoryBaseError(base.rollout_id, "rollout not found")
-    resolved = _resolve(base_lines, load, (*seen, base.rollout_id))
-    kept = [
-        line
-        for position, line in enumerate(resolved)
-        if (position if line.ordinal is None else line.ordinal) < base.end_ordinal_exclusive
-    ]
-    return [*kept, *lines]
+    chain = history_chain(history_base_of(lines), base_of)
+    return list(iter_rollout_history(chain, lines, loaded.__getitem__))

@@ -6,7 +6,7 @@ What ``thread/read {includeTurns}``, ``thread/resume``, ``thread/fork``, ``threa
 (:meth:`~ThreadHistoryBuilder.handle_event`, :meth:`~ThreadHistoryBuilder.handle_envelope`) one at a
 time and take :meth:`~ThreadHistoryBuilder.turns` at any point; :func:`build_turns` does it in one
 call. For a 0.163.0 revert or fork segment, assemble the full rollout first with
-:func:`resolve_rollout_history`.
+:func:`resolve_rollout_history` (or stream it: :func:`history_chain`, :func:`iter_rollout_history`).
 
 Codex 0.163.0 rebuilds history two ways, picked by the thread's ``history_mode`` (the
 ``session_meta`` line says ``"paginated"`` for every thread 0.163.0 creates; older rollouts are
@@ -45,6 +45,8 @@ from codex_app_bridge.mapping._rollout_chain import (
     HistoryBase,
     HistoryBaseError,
     history_base_of,
+    history_chain,
+    iter_rollout_history,
     resolve_rollout_history,
     rollout_id_from_filename,
 )
@@ -58,6 +60,8 @@ __all__ = [
     "ThreadHistoryBuilder",
     "build_turns",
     "history_base_of",
+    "history_chain",
+    "iter_rollout_history",
     "merge_active_turn",
     "resolve_rollout_history",
     "rollout_id_from_filename",
@@ -179,6 +183,14 @@ class ThreadHistoryBuilder:
         """The id of the turn still in progress (opened and not ended), if any."""
         record = self._active_record()
         return None if record is None else record.id
+
+    @property
+    def active_turn_position(self) -> int | None:
+        """The index of the turn still in progress among :meth:`turns`, if any."""
+        record = self._active_record()
+        if record is None:
+            return None
+        return next(i for i, turn in enumerate(self._records()) if turn is record)
 
     def active_turn(self) -> Turn | None:
         """The turn still in progress, with every item, if any."""

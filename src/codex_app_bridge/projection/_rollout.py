@@ -16,14 +16,16 @@ Three consumers count "turns" differently, exactly as Codex does:
 * :func:`drop_last_n_user_turns` (in-memory history rollback) counts every
   :func:`is_user_turn_boundary` item and then trims contextual messages right above the cut.
 
-Positions are indices into the given sequence. Rollout lines are the protocol layer's
+Positions are indices into the given lines. The position functions and the two ``*_start`` /
+``*_cut`` functions take any iterable and read it once, in order, holding only the positions (a
+streaming caller passes a generator; ``codex-app-bridge inspect`` does). Rollout lines are the protocol layer's
 ``RolloutLine`` models; a caller that could not parse a line can pass ``UnknownRolloutLine`` in its
 place to keep indices aligned (such lines never count).
 """
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Iterable, Iterator, Sequence
 from typing import NamedTuple
 
 from codex_app_bridge.projection._boundaries import (
@@ -92,7 +94,20 @@ def _check_count(name: str, value: int) -> None:
         raise ValueError(f"{name} must not be negative, got {value}")
 
 
-def user_message_positions_in_rollout(lines: Sequence[RolloutLine]) -> list[int]:
+class _Counted:
+    """Iterates ``lines`` once, counting them."""
+
+    def __init__(self, lines: Iterable[RolloutLine]) -> None:
+        self._lines = lines
+        self.count = 0
+
+    def __iter__(self) -> Iterator[RolloutLine]:
+        for line in self._lines:
+            self.count += 1
+            yield line
+
+
+def user_message_positions_in_rollout(lines: Iterable[RolloutLine]) -> list[int]:
     """Indices of the effective user messages of a rollout, rollbacks applied."""
     positions: list[int] = []
     for index, line in enumerate(lines):
@@ -106,17 +121,17 @@ def user_message_positions_in_rollout(lines: Sequence[RolloutLine]) -> list[int]
     return positions
 
 
-def fork_turn_positions_in_rollout(lines: Sequence[RolloutLine]) -> list[int]:
+def fork_turn_positions_in_rollout(lines: Iterable[RolloutLine]) -> list[int]:
     """Indices of the fork-turn boundaries of a rollout, rollbacks applied."""
     instruction_turns: list[int] = []
     fork_turns: list[int] = []
+    previous: RolloutLine | None = None
     for index, line in enumerate(lines):
+        before, previous = previous, line
         if isinstance(line, ResponseItemLine):
             item = line.payload
-            delivered_with_metadata = (
-                isinstance(item, AgentMessageResponseItem)
-                and index > 0
-                and isinstance(lines[index - 1], InterAgentCommunicationMetadataLine)
+            delivered_with_metadata = isinstance(item, AgentMessageResponseItem) and isinstance(
+                before, InterAgentCommunicationMetadataLine
             )
             if is_user_turn_boundary(item) and not delivered_with_metadata:
                 instruction_turns.append(index)
@@ -140,14 +155,16 @@ def fork_turn_positions_in_rollout(lines: Sequence[RolloutLine]) -> list[int]:
     return fork_turns
 
 
-def nth_user_message_cut(lines: Sequence[RolloutLine], n_from_start: int | None) -> int:
-    """Where :func:`truncate_rollout_before_nth_user_message_from_start` cuts (``len`` = no cut)."""
+def nth_user_message_cut(lines: Iterable[RolloutLine], n_from_start: int | None) -> int:
+    """Where :func:`truncate_rollout_before_nth_user_message_from_start` cuts (the number of
+    lines = no cut)."""
+    counted = _Counted(lines)
     if n_from_start is None:
-        return len(lines)
+        return sum(1 for _line in counted)
     _check_count("n_from_start", n_from_start)
-    positions = user_message_positions_in_rollout(lines)
+    positions = user_message_positions_in_rollout(counted)
     if len(positions) <= n_from_start:
-        return len(lines)
+        return counted.count
     return positions[n_from_start]
 
 
@@ -163,14 +180,16 @@ def truncate_rollout_before_nth_user_message_from_start(
     return list(lines[: nth_user_message_cut(lines, n_from_start)])
 
 
-def last_n_fork_turns_start(lines: Sequence[RolloutLine], n_from_end: int) -> int:
-    """Where :func:`truncate_rollout_to_last_n_fork_turns` starts keeping (``len`` = nothing)."""
+def last_n_fork_turns_start(lines: Iterable[RolloutLine], n_from_end: int) -> int:
+    """Where :func:`truncate_rollout_to_last_n_fork_turns` starts keeping (the number of lines =
+    nothing)."""
     _check_count("n_from_end", n_from_end)
+    counted = _Counted(lines)
     if n_from_end == 0:
-        return len(lines)
-    positions = fork_turn_positions_in_rollout(lines)
+        return sum(1 for _line in counted)
+    positions = fork_turn_positions_in_rollout(counted)
     if not positions:
-        return len(lines)
+        return counted.count
     if len(positions) >= n_from_end:
         return positions[len(positions) - n_from_end]
     return positions[0]

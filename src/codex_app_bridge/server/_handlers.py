@@ -18,9 +18,12 @@ Rules they share (probed from the 0.163.0 binary, see the errors in ``_errors``)
   the terminal notifications, so the request does not hold the thread's request queue while the
   turn winds down (a second interrupt is answered the same way).
 
-Not implemented (documented deviations): ``thread/goal/cleared`` after a resume, token-usage
-replay to a resuming connection, ``thread/readState/changed``; thread ``path`` is ``null`` (threads
-live in memory).
+``thread/resume`` and ``thread/fork`` replay the thread's last token usage to the requesting
+connection right after the response (``_token_replay`` says when), before a fork's
+``thread/started`` and a resume's replay of pending server requests.
+
+Not implemented (documented deviations): ``thread/goal/cleared`` after a resume,
+``thread/readState/changed``; thread ``path`` is ``null`` when threads live in memory.
 """
 
 from __future__ import annotations
@@ -81,6 +84,7 @@ from codex_app_bridge.server._inputs import core_inputs
 from codex_app_bridge.server._runtime import ThreadRuntime, TurnOrder
 from codex_app_bridge.server._stored_handlers import StoredThreadMethods
 from codex_app_bridge.server._threads import ThreadRecord, ThreadSettings, sandbox_policy
+from codex_app_bridge.server._token_replay import replayed_token_usage
 from codex_app_bridge.sources import SessionConfig, input_text, open_session
 
 if TYPE_CHECKING:
@@ -233,6 +237,21 @@ class Handlers(StoredThreadMethods):
         await self.server.hub.broadcast("thread/started", dump_json(notification))
 
     @staticmethod
+    def _replay_usage(
+        ctx: RequestContext, thread_id: str, events: list[EventEnvelope], turns: list[Turn]
+    ) -> None:
+        """After the response: ``thread/tokenUsage/updated`` with the thread's last usage, to
+        this connection only (``_token_replay``)."""
+        notification = replayed_token_usage(thread_id, events, turns)
+        if notification is None:
+            return
+
+        async def replay() -> None:
+            await ctx.connection.notify("thread/tokenUsage/updated", dump_json(notification))
+
+        ctx.after_response(replay)
+
+    @staticmethod
     async def _deprecation(ctx: RequestContext, summary: str) -> None:
         notice = DeprecationNoticeNotification(summary=summary, details=None)
         await ctx.connection.notify("deprecationNotice", dump_json(notice))
@@ -366,6 +385,10 @@ class Handlers(StoredThreadMethods):
         if loading:  # loaded now from its rollout: notLoaded -> idle, before the answer
             status = ThreadStatusChangedNotification(thread_id=record.id, status=IdleThreadStatus())
             await ctx.connection.notify("thread/status/changed", dump_json(status))
+        all_turns = build_thread_turns(record.history, running=record.active_turn_id is not None)
+        if loading or not exclude_turns:
+            # a cold resume always replays the usage, a loaded thread only with its turns
+            self._replay_usage(ctx, record.id, record.history, all_turns)
         runtime = record.runtime
         if runtime is not None and len(runtime.requests):
 
@@ -374,11 +397,7 @@ class Handlers(StoredThreadMethods):
                 runtime.requests.replay_to(ctx.connection)
 
             ctx.after_response(replay)
-        turns = (
-            None
-            if exclude_turns
-            else build_thread_turns(record.history, running=record.active_turn_id is not None)
-        )
+        turns = None if exclude_turns else all_turns
 
         async def no_goal() -> None:  # 0.163.0 tells a resuming client the goal state; none here
             cleared = ThreadGoalClearedNotification(thread_id=record.id)
@@ -429,6 +448,8 @@ class Handlers(StoredThreadMethods):
             self.server.storage.write_all(record)
         record.listener.subscribe(ctx.connection, raw_events=record.raw_events)
         turns = None if exclude_turns else build_thread_turns(events)
+        if turns is not None:
+            self._replay_usage(ctx, record.id, events, turns)
         ctx.after_response(partial(self._broadcast_started, record))
         return ThreadForkResponse(thread=record.thread(turns=turns), **settings.response_fields())
 

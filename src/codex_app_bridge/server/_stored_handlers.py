@@ -19,8 +19,13 @@ Rules (0.163.0, probed on the binary with scratch homes):
   ``archived_sessions/`` and unloads the thread (``thread/archived``); ``thread/unarchive`` moves
   them back and answers the thread (``thread/unarchived``); ``thread/delete`` removes them
   (``thread/deleted``). Unknown or unstored: ``-32600 no rollout found for thread id <id>``
-  (``no archived rollout found ...`` for unarchive). ``thread/metadata/update`` answers the thread
-  (git info is not stored).
+  (``no archived rollout found ...`` for unarchive).
+* ``thread/metadata/update {gitInfo}``: the fields given replace the thread's (``null`` clears
+  one, an absent one stays); no ``gitInfo``, or one without a field, is ``-32600 thread metadata
+  update must include at least one field`` / ``-32600 gitInfo must include at least one field``.
+  Shown by later ``thread/read``, ``thread/list``, ``thread/resume``, also after a restart:
+  0.163.0 keeps it in its state database, the bridge in ``GIT_INFO_FILE`` of the home (the
+  binary does not read that file, nor the bridge the binary's database).
 
 Boundary: request handling only; files are ``storage``'s, writers ``_stored``'s.
 """
@@ -40,6 +45,7 @@ from codex_app_bridge.mapping.thread_history import build_turns
 from codex_app_bridge.protocol import core
 from codex_app_bridge.protocol.v2 import (
     AskForApproval,
+    GitInfo,
     NotLoadedThreadStatus,
     Thread,
     ThreadArchivedNotification,
@@ -167,10 +173,15 @@ class StoredThreadMethods:
             thread_source=None,
             agent_nickname=None,
             agent_role=None,
-            git_info=None,
+            git_info=self._stored_git_info(stored.thread_id),
             name=stored.name,
             turns=turns or [],
         )
+
+    def _stored_git_info(self, thread_id: str) -> GitInfo | None:
+        storage = self._storage
+        info = None if storage is None else storage.catalog.git_infos().get(thread_id)
+        return None if info is None else GitInfo.model_validate(info)
 
     def load_stored(self, thread_id: str) -> ThreadRecord | None:
         """Load a stored, unarchived thread that is not loaded yet (``None`` if there is none)."""
@@ -198,6 +209,7 @@ class StoredThreadMethods:
         record.originator = stored.meta.originator
         record.forked_from_id = stored.forked_from_id
         record.name = stored.name
+        record.git_info = self._stored_git_info(thread_id)
         record.preview = stored.preview
         record.created_at = stored.created_at_s
         record.updated_at = stored.updated_at_s
@@ -259,7 +271,9 @@ class StoredThreadMethods:
                 rows[stored.thread_id] = _Row(
                     thread_id=stored.thread_id,
                     cwd=stored.meta.cwd,
-                    model_provider=stored.meta.model_provider,
+                    # a rollout without one is the default provider's (shown and filtered so)
+                    model_provider=stored.meta.model_provider
+                    or self.server.source.defaults.model_provider,
                     source_kind=stored.source_kind,
                     originator=stored.meta.originator,
                     text=(stored.name or "") + "\n" + stored.preview,
@@ -279,6 +293,9 @@ class StoredThreadMethods:
         if params.cwd is not None:
             wanted = {params.cwd} if isinstance(params.cwd, str) else set(params.cwd)
             rows = [row for row in rows if row.cwd in wanted]
+        # 0.163.0: absent or null lists only its configured provider's threads, [] every
+        # provider's; the bridge, which has no configuration of its own, lists every provider's
+        # for both (README "Known differences")
         if params.model_providers:
             providers = set(params.model_providers)
             rows = [row for row in rows if row.model_provider in providers]
@@ -505,11 +522,38 @@ class StoredThreadMethods:
     async def thread_metadata_update(
         self, ctx: RequestContext, params: ThreadMetadataUpdateParams
     ) -> ThreadMetadataUpdateResponse:
+        update = params.git_info
+        if update is None:
+            raise invalid_request("thread metadata update must include at least one field")
+        changes = {name: getattr(update, name) for name in update.model_fields_set}
+        if not changes:
+            raise invalid_request("gitInfo must include at least one field")
         thread_id = parse_thread_id(params.thread_id)
         record = self.server.store.get(thread_id)
+        stored = None
+        if record is None:
+            stored = self._find_stored(thread_id)
+            if stored is None or stored.archived:
+                raise no_rollout(thread_id)
+            current = self._stored_git_info(thread_id)
+        else:
+            current = record.git_info
+        merged = (current or GitInfo(sha=None, branch=None, origin_url=None)).model_copy(
+            update=changes
+        )
+        storage = self._storage
+        if storage is not None and (stored is not None or (record is not None and record.path)):
+            try:
+                fields = {
+                    "sha": merged.sha,
+                    "branch": merged.branch,
+                    "originUrl": merged.origin_url,
+                }
+                storage.catalog.set_git_info(thread_id, fields)
+            except StorageError as exc:
+                raise _storage_error(exc) from None
         if record is not None:
+            record.git_info = merged
             return ThreadMetadataUpdateResponse(thread=record.thread())
-        stored = self._find_stored(thread_id)
-        if stored is None or stored.archived:
-            raise no_rollout(thread_id)
+        assert stored is not None
         return ThreadMetadataUpdateResponse(thread=self.stored_thread_object(stored))

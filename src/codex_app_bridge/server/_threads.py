@@ -26,6 +26,7 @@ from codex_app_bridge.protocol.v2 import (
     ActiveThreadStatus,
     AskForApproval,
     DangerFullAccessSandboxPolicy,
+    GitInfo,
     NotLoadedThreadStatus,
     ReadOnlySandboxPolicy,
     SandboxMode,
@@ -112,6 +113,8 @@ class ThreadRecord:
     """The thread's current rollout file, once it is stored (``Thread.path``)."""
     loaded: bool = True
     """False once unloaded (idle, ``server._idle``): status ``notLoaded`` until resumed."""
+    git_info: GitInfo | None = None
+    """As ``thread/metadata/update`` last set it."""
 
     def __post_init__(self) -> None:
         if not self.updated_at:
@@ -174,7 +177,7 @@ class ThreadRecord:
             thread_source=self.thread_source,
             agent_nickname=None,
             agent_role=None,
-            git_info=None,
+            git_info=self.git_info,
             name=self.name,
             turns=turns or [],
         )

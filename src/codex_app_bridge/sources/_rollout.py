@@ -17,8 +17,9 @@ A rollout (``rollout-*.jsonl``) holds lines ``{"timestamp", "type", "payload"}``
   event and is passed over.
 
 ``RolloutReader`` applies these rules line by line (what ``codex-app-bridge map`` does): since
-the response-item rule depends on the whole turn, it buffers one turn (``task_started`` to
-``task_complete``/``turn_aborted``) and gives its entries when the turn ends.
+the response-item rule depends on the whole turn, it buffers a turn (from ``task_started``) until
+the rule is decided: at its first item event (0.163.0 rollouts: early in the turn; from then on
+every line goes as it comes) or at its end (``task_complete``/``turn_aborted``: older rollouts).
 
 Replay (``RolloutSource``, ``--script ROLLOUT``): ``index_rollout`` makes one pass that records
 where each turn starts (byte offsets, a turn per ``task_started``), whether it holds item events
@@ -209,6 +210,8 @@ class RolloutReader:
             item = _item(payload)
             turn_id = self.current_turn or passthrough_turn_id(payload) or ""
             self._segment.append(RolloutEntry(number, item=item, turn_id=turn_id))
+            if self._first_class:
+                return self._release()
         return []
 
     def _event(self, number: int, payload: object) -> list[RolloutEntry]:
@@ -226,13 +229,22 @@ class RolloutReader:
             self._first_class = True
         if isinstance(msg, TaskCompleteEvent | TurnAbortedEvent):
             ready += self.flush()
+        elif self._first_class:
+            ready += self._release()
         return ready
 
     def flush(self) -> list[RolloutEntry]:
         """The buffered turn's entries (response items resolved by the rule); the buffer empties."""
-        segment, first_class = self._segment, self._first_class
-        self._segment, self._first_class = [], False
-        if not first_class:
+        ready = self._release()
+        self._first_class = False
+        return ready
+
+    def _release(self) -> list[RolloutEntry]:
+        # Once the turn has an item event the rule is decided: what is buffered goes, and every
+        # later line of the turn goes as it comes (memory flat in the turn's length).
+        segment = self._segment
+        self._segment = []
+        if not self._first_class:
             return segment
         return [
             RolloutEntry(

@@ -330,7 +330,43 @@ class ThreadCatalog:
         now = datetime.now(UTC)
         stamp = f"{now:%Y-%m-%dT%H:%M:%S}.{now.microsecond:06d}Z"
         line = orjson.dumps({"id": thread_id, "thread_name": name, "updated_at": stamp}) + b"\n"
-        path = self.home.session_index
+        self._append(self.home.session_index, line)
+
+    # ------------------------------------------------------------------ git info
+
+    def git_infos(self) -> dict[str, dict[str, str | None]]:
+        """Each thread's git info as ``thread/metadata/update`` last set it (``sha``,
+        ``branch``, ``originUrl``), from the bridge's ``GIT_INFO_FILE``; the last entry wins."""
+        try:
+            data = self.home.git_info.read_bytes()
+        except OSError:
+            return {}
+        found: dict[str, dict[str, str | None]] = {}
+        for raw in data.splitlines():
+            try:
+                entry = orjson.loads(raw)
+            except orjson.JSONDecodeError:
+                continue  # a torn line of a crashed writer
+            if not isinstance(entry, dict):
+                continue
+            record = cast("dict[str, Any]", entry)
+            thread_id, info = record.get("id"), record.get("git_info")
+            if isinstance(thread_id, str) and isinstance(info, dict):
+                fields = cast("dict[str, Any]", info)
+                found[thread_id] = {
+                    key: fields[key] if isinstance(fields.get(key), str) else None
+                    for key in ("sha", "branch", "originUrl")
+                }
+        return found
+
+    def set_git_info(self, thread_id: str, git_info: dict[str, str | None]) -> None:
+        """Append the thread's whole git info (one whole-line write)."""
+        self._append(
+            self.home.git_info, orjson.dumps({"id": thread_id, "git_info": git_info}) + b"\n"
+        )
+
+    @staticmethod
+    def _append(path: Path, line: bytes) -> None:
         try:
             path.parent.mkdir(parents=True, exist_ok=True)
             fd = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT | os.O_CLOEXEC, 0o644)

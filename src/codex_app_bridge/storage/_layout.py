@@ -22,6 +22,7 @@ from pathlib import Path
 
 __all__ = [
     "ARCHIVED_SESSIONS_SUBDIR",
+    "GIT_INFO_FILE",
     "SESSIONS_SUBDIR",
     "SESSION_INDEX_FILE",
     "CodexHome",
@@ -33,6 +34,9 @@ __all__ = [
 SESSIONS_SUBDIR = "sessions"
 ARCHIVED_SESSIONS_SUBDIR = "archived_sessions"
 SESSION_INDEX_FILE = "session_index.jsonl"
+GIT_INFO_FILE = "codex-app-bridge/thread_git_info.jsonl"
+"""The bridge's own record of ``thread/metadata/update`` git info (0.163.0 keeps it in its
+state database, ``state_5.sqlite``, which the bridge does not write)."""
 
 _UUID = r"[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}"
 _NAME = re.compile(
@@ -95,6 +99,10 @@ class CodexHome:
     @property
     def session_index(self) -> Path:
         return self.root / SESSION_INDEX_FILE
+
+    @property
+    def git_info(self) -> Path:
+        return self.root / GIT_INFO_FILE
 
     def new_rollout_path(
         self, thread_id: str, created: datetime, segment_id: str | None = None
