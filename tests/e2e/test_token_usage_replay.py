@@ -15,6 +15,8 @@ from tests.e2e._harness import Session, methods, open_bridge
 pytestmark = pytest.mark.anyio
 
 USAGE = "thread/tokenUsage/updated"
+GOAL = "thread/goal/cleared"  # 0.163.0 tells every resuming client there is no goal
+STATUS = "thread/status/changed"
 
 
 def usage_of(messages: list[dict[str, Any]]) -> list[dict[str, Any]]:
@@ -51,11 +53,11 @@ async def test_resume_and_fork_replay_the_last_usage_only_with_turns(kind: str) 
         assert live[1]["turnId"] == turns[1]
 
         seen = await step(client, "thread/resume", {"threadId": thread_id})
-        assert methods(seen) == ["response", USAGE]
+        assert methods(seen) == ["response", USAGE, GOAL]
         assert usage_of(seen) == [live[1]]
 
         seen = await step(client, "thread/resume", {"threadId": thread_id, "excludeTurns": True})
-        assert methods(seen) == ["response"]
+        assert methods(seen) == ["response", GOAL]
 
         seen = await step(client, "thread/fork", {"threadId": thread_id})
         fork_id = seen[0]["result"]["thread"]["id"]
@@ -82,8 +84,8 @@ async def test_a_cold_resume_replays_the_stored_usage_even_without_turns(
         client = await bridge.connect()
         await client.initialize()
         seen = await step(client, "thread/resume", {"threadId": thread_id, "excludeTurns": True})
-        assert methods(seen) == ["response", USAGE]
+        assert methods(seen) == [STATUS, "response", USAGE, GOAL]
         assert usage_of(seen) == [live[1]]
-        # now loaded: without turns, nothing more
+        # now loaded: without turns, no usage
         seen = await step(client, "thread/resume", {"threadId": thread_id, "excludeTurns": True})
-        assert methods(seen) == ["response"]
+        assert methods(seen) == ["response", GOAL]
