@@ -69,6 +69,17 @@ def test_paths_are_replaced_longest_first() -> None:
     }
 
 
+def test_the_time_in_a_rollout_path_is_masked_but_the_thread_id_is_kept() -> None:
+    n = Normaliser({"/s/home": "<home>"})
+    path = f"/s/home/sessions/2026/12/01/rollout-2026-12-01T20-58-56-{T1}.jsonl"
+    other = f"/s/home/sessions/2026/12/02/rollout-2026-12-02T00-00-01-{T2}.jsonl"
+    assert n.value({"path": path, "other": other}) == {
+        "path": "<home>/sessions/<date>/rollout-<time>-<uuid>.jsonl",
+        "other": "<home>/sessions/<date>/rollout-<time>-<uuid>.jsonl",
+    }
+    assert n.value({"threadId": T1, "path": path})["path"].endswith("-<thread:1>.jsonl")
+
+
 def test_consecutive_deltas_of_one_item_merge_but_other_items_do_not() -> None:
     merged = merge_deltas([delta("a", "Hel"), delta("a", "lo"), delta("b", "!"), delta("a", "?")])
     assert [(m["params"]["itemId"], m["params"]["delta"]) for m in merged] == [

@@ -12,7 +12,8 @@ behaviour; the text is). Only what must differ between two runs is rewritten:
 - times (``emittedAtMs``, ``startedAt``, ``completedAtMs``, ``createdAt``, ``durationMs``, ...)
   -> ``<time>`` unless null;
 - scratch paths (the run's cwd, CODEX_HOME, scratch root) -> ``<cwd>``, ``<home>``,
-  ``<scratch>``; ``userAgent`` -> ``<user-agent>``.
+  ``<scratch>``, and the time in a rollout file's path (``sessions/<date>/rollout-<time>-...``);
+  ``userAgent`` -> ``<user-agent>``.
 
 :func:`compare` aligns the two unit lists (``difflib``) and counts equal units; every unequal
 pair is described by the JSON paths where it differs. :func:`thread_read_units` splits a
@@ -46,6 +47,10 @@ __all__ = [
 JsonObject = dict[str, Any]
 
 _UUID: Final = re.compile(r"[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}")
+_ROLLOUT_TIME: Final = re.compile(
+    r"sessions/\d{4}/\d{2}/\d{2}/rollout-\d{4}-\d{2}-\d{2}T\d{2}-\d{2}-\d{2}-"
+)
+"""The date directories and creation time in a rollout file's path (``Thread.path``)."""
 TIME_KEYS: Final = frozenset(
     {
         "emittedAtMs",
@@ -106,6 +111,7 @@ class Normaliser:
         for path, name in self._paths:
             if path and path in value:
                 value = value.replace(path, name)
+        value = _ROLLOUT_TIME.sub("sessions/<date>/rollout-<time>-", value)
         return _UUID.sub(lambda m: self._known_or_uuid(m.group(0)), value)
 
     def _known_or_uuid(self, value: str) -> str:

@@ -30,6 +30,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import UTC, datetime
+from functools import partial
 from typing import TYPE_CHECKING, Any, Final
 
 import anyio
@@ -74,6 +75,7 @@ from codex_app_bridge.server._ids import parse_thread_id
 from codex_app_bridge.server._pages import HistoryPages, positioned_events
 from codex_app_bridge.server._runtime import HISTORY_EVENT_TYPES
 from codex_app_bridge.server._stored import ThreadStorage, envelopes_of
+from codex_app_bridge.server._thread_extras import thread_extras
 from codex_app_bridge.server._threads import THREAD_SOURCE, ThreadRecord, ThreadSettings
 from codex_app_bridge.storage import InvalidCursor, StorageError, StoredThread, page_threads
 
@@ -167,6 +169,7 @@ class StoredThreadMethods:
             git_info=None,
             name=stored.name,
             turns=turns or [],
+            **thread_extras(meta.cwd, loaded=False),
         )
 
     def load_stored(self, thread_id: str) -> ThreadRecord | None:
@@ -241,7 +244,7 @@ class StoredThreadMethods:
                     text=(record.name or "") + "\n" + record.preview,
                     created_at=_iso(record.created_at),
                     updated_at=_iso(record.updated_at),
-                    thread=record.thread,
+                    thread=partial(record.thread, listed=True),
                 )
         if stored_threads:
             for stored in stored_threads:

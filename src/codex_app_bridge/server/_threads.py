@@ -35,6 +35,7 @@ from codex_app_bridge.protocol.v2 import (
     Turn,
     WorkspaceWriteSandboxPolicy,
 )
+from codex_app_bridge.server._thread_extras import response_extras, thread_extras
 
 if TYPE_CHECKING:
     from codex_app_bridge.listener import ThreadListener
@@ -58,7 +59,8 @@ def sandbox_policy(mode: SandboxMode | None, cwd: str) -> SandboxPolicy:
     if mode == "danger-full-access":
         return DangerFullAccessSandboxPolicy()
     if mode == "workspace-write":
-        return WorkspaceWriteSandboxPolicy(writable_roots=[cwd])
+        # the cwd is writable implicitly: the real server lists no root for it
+        return WorkspaceWriteSandboxPolicy(writable_roots=[])
     return ReadOnlySandboxPolicy()
 
 
@@ -86,6 +88,7 @@ class ThreadSettings:
             "approvals_reviewer": self.approvals_reviewer,
             "sandbox": self.sandbox,
             "reasoning_effort": self.reasoning_effort,
+            **response_extras(self.cwd),
         }
 
 
@@ -148,8 +151,9 @@ class ThreadRecord:
             return ActiveThreadStatus(active_flags=[])
         return status
 
-    def thread(self, *, turns: list[Turn] | None = None) -> Thread:
-        """The v2 ``Thread`` object (``turns`` only for read/resume/fork with history)."""
+    def thread(self, *, turns: list[Turn] | None = None, listed: bool = False) -> Thread:
+        """The v2 ``Thread`` object (``turns`` only for read/resume/fork with history;
+        ``listed``: as a thread/list entry)."""
         return Thread(
             id=self.id,
             session_id=self.session_id,
@@ -177,6 +181,7 @@ class ThreadRecord:
             git_info=None,
             name=self.name,
             turns=turns or [],
+            **thread_extras(self.settings.cwd, listed=listed),
         )
 
 
