@@ -43,6 +43,17 @@ def test_ids_are_numbered_per_kind_so_an_extra_uuid_does_not_shift_the_rest() ->
     }
 
 
+def test_an_id_quoted_before_its_own_key_is_still_recognised() -> None:
+    n = Normaliser({})
+    cursor = '{"requestedThreadId":"' + T1 + '","rolloutOrdinal":3}'
+    value = n.value({"itemsBackwardsCursor": cursor, "thread": {"id": T1}, "revision": T2})
+    assert value == {
+        "itemsBackwardsCursor": '{"requestedThreadId":"<thread:1>","rolloutOrdinal":3}',
+        "thread": {"id": "<thread:1>"},
+        "revision": "<uuid>",
+    }
+
+
 def test_items_in_a_list_get_item_numbers_and_times_are_masked_unless_null() -> None:
     n = Normaliser({})
     value = n.value(

@@ -130,6 +130,29 @@ class Normaliser:
         return None
 
     def value(self, value: object, key: str | None = None, owner: str | None = None) -> object:
+        """``value`` normalised. The ids it holds under id keys are numbered first, so that an
+        id quoted in a string before its own key (a cursor before the thread, in a server's
+        key order) is still recognised."""
+        self._register(value, key, owner)
+        return self._value(value, key, owner)
+
+    def _register(self, value: object, key: str | None, owner: str | None) -> None:
+        if key in TIME_KEYS or key in ID_KEYS:
+            return
+        if isinstance(value, str):
+            kind = self._kind(key, owner)
+            if kind is not None and value:
+                self._id(kind, value)
+        elif isinstance(value, dict):
+            here = key if key is not None else owner
+            for k, v in cast(dict[str, object], value).items():
+                self._register(v, k, here)
+        elif isinstance(value, list):
+            element_owner = "item" if key == "items" else ("turn" if key == "turns" else owner)
+            for v in cast(list[object], value):
+                self._register(v, None, element_owner)
+
+    def _value(self, value: object, key: str | None = None, owner: str | None = None) -> object:
         if key in TIME_KEYS and value is not None:
             return "<time>"
         if key == "userAgent" and isinstance(value, str):
@@ -144,11 +167,11 @@ class Normaliser:
         if isinstance(value, dict):
             here = key if key is not None else owner
             items = cast(dict[str, object], value).items()
-            return {k: self.value(v, k, here) for k, v in items}
+            return {k: self._value(v, k, here) for k, v in items}
         if isinstance(value, list):
             # a list's elements belong to the list's owner ("items": [...] holds items)
             element_owner = "item" if key == "items" else ("turn" if key == "turns" else owner)
-            return [self.value(v, None, element_owner) for v in cast(list[object], value)]
+            return [self._value(v, None, element_owner) for v in cast(list[object], value)]
         return value
 
 

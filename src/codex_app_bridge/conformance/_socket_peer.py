@@ -13,9 +13,10 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 import tempfile
-from collections.abc import AsyncGenerator, Callable, Mapping
-from contextlib import AbstractAsyncContextManager, AsyncExitStack, asynccontextmanager
+from collections.abc import AsyncGenerator, Awaitable, Callable, Mapping
+from contextlib import asynccontextmanager
 from pathlib import Path
 from typing import Final
 
@@ -46,31 +47,6 @@ class SocketPeer(StdioPeer):
         super().__init__(process, handler)
         self._ws = ws
 
-    @classmethod
-    @asynccontextmanager
-    async def open(
-        cls,
-        process: anyio.abc.Process,
-        path: str,
-        *,
-        handler: ServerRequestHandler = default_server_request_handler,
-        timeout_s: float = CONNECT_TIMEOUT_S,
-    ) -> AsyncGenerator[SocketPeer]:
-        """Connect to the socket at ``path`` (waiting up to ``timeout_s`` for the server to bind
-        it) and serve the connection until the block ends."""
-        ws = await _connect(process, path, timeout_s)
-        peer = cls(process, ws, handler)
-        async with anyio.create_task_group() as tg:
-            tg.start_soon(peer._read_loop, tg)
-            try:
-                yield peer
-            finally:
-                with anyio.move_on_after(5):
-                    await ws.close()
-                with anyio.move_on_after(5):
-                    await peer._closed.wait()
-                tg.cancel_scope.cancel()
-
     async def _read_loop(self, tg: anyio.abc.TaskGroup) -> None:
         try:
             while True:
@@ -95,6 +71,15 @@ class SocketPeer(StdioPeer):
         async with self._send_lock:
             await self._ws.send(json.dumps(message), text=True)
 
+    def start_reading(self, tg: anyio.abc.TaskGroup) -> None:
+        """Read the connection in ``tg`` (server requests are answered there too)."""
+        tg.start_soon(self._read_loop, tg)
+
+    async def close(self) -> None:
+        """Close the connection and wait until its reader has seen the end."""
+        await self._ws.close()
+        await self._closed.wait()
+
 
 async def _connect(process: anyio.abc.Process, path: str, timeout_s: float) -> ClientConnection:
     with anyio.fail_after(timeout_s):
@@ -109,7 +94,8 @@ async def _connect(process: anyio.abc.Process, path: str, timeout_s: float) -> C
                 await anyio.sleep(_RETRY_S)  # the server is still binding its socket
 
 
-Connect = Callable[[], AbstractAsyncContextManager[SocketPeer]]
+Connect = Callable[[], Awaitable[SocketPeer]]
+"""Opens one more client on the server's socket (served until the server's block ends)."""
 
 
 @asynccontextmanager
@@ -119,12 +105,14 @@ async def listening_server(
     env: Mapping[str, str],
     cwd: str | os.PathLike[str],
     stderr_path: str | os.PathLike[str] | None = None,
+    handler: ServerRequestHandler = default_server_request_handler,
     close_timeout_s: float = 10.0,
-) -> AsyncGenerator[tuple[Connect, AsyncExitStack]]:
-    """Spawn ``argv`` followed by ``--listen unix://<a short private path>``; yield ``connect``
-    (each call a context for one more client) and an exit stack the caller may enter clients on
-    (closed before the server is stopped). The server is sent SIGTERM at the end."""
-    # sun_path is about 100 bytes: a scratch directory of its own, short, under the temp dir
+) -> AsyncGenerator[Connect]:
+    """Spawn ``argv`` followed by ``--listen unix://<a short private path>``; yield ``connect``,
+    which opens one more client (waiting for the server to bind its socket). Every client is
+    read in this block's task group, so a client opened under a narrower cancel scope outlives
+    it; at the end the clients close, then the server gets SIGTERM."""
+    # sun_path is about 100 bytes: a directory of its own, short, under the temp dir
     sockdir = Path(tempfile.mkdtemp(prefix="cab-"))
     path = str(sockdir / "s.sock")
     stderr_file = open(stderr_path, "wb") if stderr_path is not None else None  # noqa: ASYNC230, SIM115
@@ -137,24 +125,34 @@ async def listening_server(
             cwd=str(cwd),
             env=dict(env),
         )
+        peers: list[SocketPeer] = []
         try:
-            async with AsyncExitStack() as clients:
+            async with anyio.create_task_group() as tg:
 
-                def connect() -> AbstractAsyncContextManager[SocketPeer]:
-                    return SocketPeer.open(process, path)
+                async def connect() -> SocketPeer:
+                    ws = await _connect(process, path, CONNECT_TIMEOUT_S)
+                    peer = SocketPeer(process, ws, handler)
+                    peers.append(peer)
+                    peer.start_reading(tg)
+                    return peer
 
-                yield connect, clients
+                try:
+                    yield connect
+                finally:
+                    with anyio.move_on_after(close_timeout_s, shield=True):
+                        for peer in peers:
+                            await peer.close()
+                    tg.cancel_scope.cancel()
         finally:
             if process.returncode is None:
                 process.terminate()
-            with anyio.move_on_after(close_timeout_s) as scope:
+            with anyio.move_on_after(close_timeout_s, shield=True) as scope:
                 await process.wait()
             if scope.cancelled_caught:
                 process.kill()
-                await process.wait()
+                with anyio.CancelScope(shield=True):
+                    await process.wait()
     finally:
         if stderr_file is not None:
             stderr_file.close()
-        for leftover in sockdir.iterdir():
-            leftover.unlink(missing_ok=True)
-        sockdir.rmdir()
+        shutil.rmtree(sockdir, ignore_errors=True)

@@ -18,9 +18,9 @@ Rules they share (probed from the 0.163.0 binary, see the errors in ``_errors``)
   the terminal notifications, so the request does not hold the thread's request queue while the
   turn winds down (a second interrupt is answered the same way).
 
-Not implemented (documented deviations): ``thread/goal/cleared`` after a resume, token-usage
-replay to a resuming connection, ``thread/readState/changed``; thread ``path`` is ``null`` (threads
-live in memory).
+Goals are not kept: a ``thread/resume`` is followed by ``thread/goal/cleared`` to every connection,
+as the real server does for a thread without a goal. Not implemented (documented deviations):
+token-usage replay to a resuming connection, ``thread/readState/changed``.
 """
 
 from __future__ import annotations
@@ -35,12 +35,15 @@ from typing import TYPE_CHECKING, Any, Final, Self
 from codex_app_bridge.protocol.core import EventEnvelope, UserInput
 from codex_app_bridge.protocol.jsonrpc import JsonValue
 from codex_app_bridge.protocol.v2 import (
+    CollaborationMode,
     DeprecationNoticeNotification,
     InitializeParams,
     InitializeResponse,
     RemoteControlStatusChangedNotification,
+    Settings,
     ThreadForkParams,
     ThreadForkResponse,
+    ThreadGoalClearedNotification,
     ThreadLoadedListParams,
     ThreadLoadedListResponse,
     ThreadReadParams,
@@ -84,6 +87,7 @@ from codex_app_bridge.server._ids import new_uuid7, parse_thread_id
 from codex_app_bridge.server._inputs import core_inputs
 from codex_app_bridge.server._runtime import ThreadRuntime, TurnOrder
 from codex_app_bridge.server._stored_handlers import StoredThreadMethods
+from codex_app_bridge.server._thread_extras import resume_extras
 from codex_app_bridge.server._threads import ThreadRecord, ThreadSettings, sandbox_policy
 from codex_app_bridge.sources import SessionConfig, input_text, open_session
 
@@ -371,8 +375,21 @@ class Handlers(StoredThreadMethods):
             if exclude_turns
             else build_thread_turns(record.history, running=record.active_turn_id is not None)
         )
+        turns_cursor, items_cursor = self.backwards_cursors(record.id)
+        # the bridge keeps no goals: every resume tells every connection there is none
+        cleared = ThreadGoalClearedNotification(thread_id=record.id)
+        ctx.after_response(partial(self.server.hub.broadcast, "thread/goal/cleared", cleared))
+        settings = record.settings
         return ThreadResumeResponse(
-            thread=record.thread(turns=turns), **record.settings.response_fields()
+            thread=record.thread(turns=turns),
+            **settings.response_fields(),
+            collaboration_mode=CollaborationMode(
+                mode="default",
+                settings=Settings(model=settings.model, reasoning_effort=settings.reasoning_effort),
+            ),
+            turns_backwards_cursor=turns_cursor,
+            items_backwards_cursor=items_cursor,
+            **resume_extras(),
         )
 
     async def thread_fork(

@@ -354,6 +354,14 @@ class StoredThreadMethods:
             data=page.rows, next_cursor=page.next_cursor, backwards_cursor=page.backwards_cursor
         )
 
+    def backwards_cursors(self, thread_id: str) -> tuple[str | None, str | None]:
+        """The ``turnsBackwardsCursor`` and ``itemsBackwardsCursor`` of a thread/resume or
+        thread/revert answer: from the first turn, and from the last item, backwards."""
+        pages, _ = self._pages(thread_id, no_rollout)
+        turns = pages.turns(items_view=None, direction=None, cursor=None, limit=1)
+        items = pages.items(turn_id=None, direction="desc", cursor=None, limit=1)
+        return turns.backwards_cursor, items.backwards_cursor
+
     # ------------------------------------------------------------------ revert
 
     async def thread_revert(
@@ -389,17 +397,15 @@ class StoredThreadMethods:
             1 for e in record.runtime.history if e.msg.type in ("task_started", "turn_started")
         )
         record.touch()
-        pages, _ = self._pages(record.id, no_rollout)
-        turns = pages.turns(items_view=None, direction=None, cursor=None, limit=1)
-        items = pages.items(turn_id=None, direction="desc", cursor=None, limit=1)
+        turns_cursor, items_cursor = self.backwards_cursors(record.id)
         notification = ThreadRevertedNotification(thread_id=record.id)
         ctx.after_response(
             lambda: self.server.hub.broadcast("thread/reverted", dump_json(notification))
         )
         return ThreadRevertResponse(
             thread=record.thread(),
-            turns_backwards_cursor=turns.backwards_cursor,
-            items_backwards_cursor=items.backwards_cursor,
+            turns_backwards_cursor=turns_cursor,
+            items_backwards_cursor=items_cursor,
         )
 
     # ------------------------------------------------------------------ name, archive, delete

@@ -8,6 +8,7 @@ as extras under their wire names:
 - ``thread/start``, ``thread/resume``, ``thread/fork`` answers: ``runtimeWorkspaceRoots``
   (``[cwd]``), ``activePermissionProfile`` (``null``), ``multiAgentMode``
   (``"explicitRequestOnly"``);
+- ``thread/resume`` answers also: ``initialTurnsPage`` (``null`` when no page was asked for);
 - the ``Thread`` object: ``environments``, ``extra`` (``null``), ``canAcceptDirectInput``,
   ``daybreakEnabled`` (``null``). A loaded thread has one ``local`` environment at its cwd and
   accepts direct input (``true``), except in a ``thread/list`` entry, where the real binary
@@ -21,7 +22,7 @@ from __future__ import annotations
 
 from typing import Any, Final
 
-__all__ = ["LOCAL_ENVIRONMENT_ID", "response_extras", "thread_extras"]
+__all__ = ["LOCAL_ENVIRONMENT_ID", "response_extras", "resume_extras", "thread_extras"]
 
 LOCAL_ENVIRONMENT_ID: Final = "local"
 MULTI_AGENT_MODE: Final = "explicitRequestOnly"
@@ -34,6 +35,11 @@ def response_extras(cwd: str) -> dict[str, Any]:
         "activePermissionProfile": None,
         "multiAgentMode": MULTI_AGENT_MODE,
     }
+
+
+def resume_extras() -> dict[str, Any]:
+    """The extra fields of a thread/resume answer, beyond :func:`response_extras`."""
+    return {"initialTurnsPage": None}
 
 
 def thread_extras(cwd: str, *, loaded: bool = True, listed: bool = False) -> dict[str, Any]:
