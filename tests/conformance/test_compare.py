@@ -54,6 +54,12 @@ def test_an_id_quoted_before_its_own_key_is_still_recognised() -> None:
     }
 
 
+def test_an_objects_own_id_is_numbered_before_the_ids_it_refers_to() -> None:
+    real = Normaliser({}).value({"thread": {"id": T1, "forkedFromId": T2}})
+    ours = Normaliser({}).value({"thread": {"forkedFromId": T2, "id": T1}})
+    assert real == ours == {"thread": {"id": "<thread:1>", "forkedFromId": "<thread:2>"}}
+
+
 def test_items_in_a_list_get_item_numbers_and_times_are_masked_unless_null() -> None:
     n = Normaliser({})
     value = n.value(

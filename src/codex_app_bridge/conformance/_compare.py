@@ -130,9 +130,10 @@ class Normaliser:
         return None
 
     def value(self, value: object, key: str | None = None, owner: str | None = None) -> object:
-        """``value`` normalised. The ids it holds under id keys are numbered first, so that an
-        id quoted in a string before its own key (a cursor before the thread, in a server's
-        key order) is still recognised."""
+        """``value`` normalised. The ids it holds under id keys are numbered first (in each
+        object its own ``id`` before the other keys), so that the numbering does not depend on
+        a server's key order and an id quoted in a string before its own key (a cursor before
+        the thread) is still recognised."""
         self._register(value, key, owner)
         return self._value(value, key, owner)
 
@@ -145,7 +146,10 @@ class Normaliser:
                 self._id(kind, value)
         elif isinstance(value, dict):
             here = key if key is not None else owner
-            for k, v in cast(dict[str, object], value).items():
+            # an object's own id first: servers order keys differently (ours alphabetically,
+            # so a thread's ``forkedFromId`` would otherwise be numbered before its ``id``)
+            items = sorted(cast(dict[str, object], value).items(), key=lambda kv: kv[0] != "id")
+            for k, v in items:
                 self._register(v, k, here)
         elif isinstance(value, list):
             element_owner = "item" if key == "items" else ("turn" if key == "turns" else owner)

@@ -412,7 +412,8 @@ class Handlers(StoredThreadMethods):
             thread_source=params.thread_source,
             history=events,
         )
-        record.preview = source.preview
+        # the real fork has no preview until its own first turn (probed, with and without a
+        # revert before)
         record.turns_started = source.turns_started
         record.raw_events = source.raw_events
         if self.server.storage is not None:

@@ -61,6 +61,7 @@ from codex_app_bridge.protocol.v2 import (
     ThreadRevertResponse,
     ThreadSetNameParams,
     ThreadSetNameResponse,
+    ThreadStatusChangedNotification,
     ThreadTurnsListParams,
     ThreadTurnsListResponse,
     ThreadUnarchivedNotification,
@@ -70,7 +71,12 @@ from codex_app_bridge.protocol.v2 import (
     dump_json,
 )
 from codex_app_bridge.rpc import METHOD_NOT_FOUND, RequestContext, RpcError, invalid_request
-from codex_app_bridge.server._errors import invalid_cursor, no_rollout, thread_not_loaded
+from codex_app_bridge.server._errors import (
+    invalid_cursor,
+    no_rollout,
+    thread_not_found,
+    thread_not_loaded,
+)
 from codex_app_bridge.server._ids import parse_thread_id
 from codex_app_bridge.server._pages import HistoryPages, positioned_events
 from codex_app_bridge.server._runtime import HISTORY_EVENT_TYPES
@@ -367,7 +373,9 @@ class StoredThreadMethods:
     async def thread_revert(
         self, ctx: RequestContext, params: ThreadRevertParams
     ) -> ThreadRevertResponse:
-        record = self.loaded_or_stored(params.thread_id, no_rollout)
+        record = self.loaded_or_stored(params.thread_id, thread_not_found)
+        if not record.materialized:
+            raise no_rollout(record.id)
         before = params.before_turn_id
         if record.active_turn_id is not None:
             raise invalid_request(f"cannot revert thread {record.id} while a turn is running")
@@ -393,10 +401,14 @@ class StoredThreadMethods:
                 except StorageError as exc:
                     raise _storage_error(exc) from None
         record.runtime.history[:] = history[:cut]
-        record.turns_started = sum(
-            1 for e in record.runtime.history if e.msg.type in ("task_started", "turn_started")
-        )
+        # turns_started still counts every turn/start (a source's turn index): the n-th
+        # turn/start after a revert plays recorded turn n, and a fork continues from there
         record.touch()
+        # the real server unloads and reloads the thread to cut it: both statuses, to every
+        # connection, before the answer
+        for status in (NotLoadedThreadStatus(), record.status()):
+            changed = ThreadStatusChangedNotification(thread_id=record.id, status=status)
+            await self.server.hub.broadcast("thread/status/changed", changed)
         turns_cursor, items_cursor = self.backwards_cursors(record.id)
         notification = ThreadRevertedNotification(thread_id=record.id)
         ctx.after_response(
