@@ -13,6 +13,7 @@ from codex_app_bridge.listener._hub import (
     ThreadListener,
     UnsubscribeStatus,
 )
+from codex_app_bridge.listener._read_state import ReadState
 from codex_app_bridge.listener._reducer import (
     APPROVAL_EVENT_TYPES,
     Audience,
@@ -30,6 +31,7 @@ __all__ = [
     "Audience",
     "Emission",
     "ListenerHub",
+    "ReadState",
     "ReduceContext",
     "Reduction",
     "ThreadExistsError",

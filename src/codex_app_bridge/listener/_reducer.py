@@ -40,7 +40,7 @@ Rules (0.163.0; ``spec/event-mapping.md`` §2, ``spec/app-server-runtime.md`` §
 from __future__ import annotations
 
 import enum
-from collections.abc import Callable
+from collections.abc import Callable, Collection
 from dataclasses import dataclass, field, replace
 from typing import Any, TypeAlias
 
@@ -48,6 +48,7 @@ import orjson
 from pydantic import JsonValue
 
 from codex_app_bridge.listener import _convert as convert
+from codex_app_bridge.listener._read_state import READ_STATE_CHANGED, ReadState
 from codex_app_bridge.listener._realtime import realtime_notification
 from codex_app_bridge.mapping import (
     build_command_execution_item,
@@ -167,6 +168,7 @@ __all__ = [
     "ThreadWatch",
     "TurnSummary",
     "reduce",
+    "revert_read_state",
 ]
 
 ThreadStatusModel: TypeAlias = (
@@ -287,6 +289,9 @@ class ThreadState:
     token_usage: ThreadTokenUsage | None = None
     """The last token usage reported (what a resuming client would be replayed; the server does
     not replay it yet)."""
+    read_state: ReadState = field(default_factory=ReadState)
+    """``firstUnread`` and revision (``_read_state``): moved by each turn that ends completed or
+    failed."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -488,12 +493,31 @@ def _turn_end(
             summary=summary,
         ),
     )
+    read_state = state.read_state
+    read: tuple[Emission, ...] = ()
+    if status != "interrupted":  # an interrupted turn is no unread activity (0.163.0)
+        read_state = read_state.after_turn(ctx.thread_id, envelope.id, ctx.now_ms)
+        read = (_emit(READ_STATE_CHANGED, read_state.changed(ctx.thread_id)),)
     emissions = (
+        *read,
         *_status_change(state.watch, watch, ctx.thread_id),
         _emit("turn/completed", completed),
     )
-    new_state = replace(state, watch=watch, turn=TurnSummary(), active_turn_id=None)
+    new_state = replace(
+        state, watch=watch, turn=TurnSummary(), active_turn_id=None, read_state=read_state
+    )
     return Reduction(new_state, emissions, turn_ended=True)
+
+
+def revert_read_state(
+    state: ThreadState, kept_turn_ids: Collection[str], ctx: ReduceContext
+) -> Reduction:
+    """A revert kept ``kept_turn_ids``: the read state forgets a dropped unread turn."""
+    after = state.read_state.after_revert(ctx.thread_id, kept_turn_ids, ctx.now_ms)
+    if after is None:
+        return Reduction(state)
+    changed = _emit(READ_STATE_CHANGED, after.changed(ctx.thread_id))
+    return Reduction(replace(state, read_state=after), (changed,))
 
 
 def _task_complete(

@@ -87,7 +87,7 @@ from codex_app_bridge.server._ids import new_uuid7, parse_thread_id
 from codex_app_bridge.server._inputs import core_inputs
 from codex_app_bridge.server._runtime import ThreadRuntime, TurnOrder
 from codex_app_bridge.server._stored_handlers import StoredThreadMethods
-from codex_app_bridge.server._thread_extras import resume_extras
+from codex_app_bridge.server._thread_extras import read_extras, resume_extras
 from codex_app_bridge.server._threads import ThreadRecord, ThreadSettings, sandbox_policy
 from codex_app_bridge.sources import SessionConfig, input_text, open_session
 
@@ -434,12 +434,14 @@ class Handlers(StoredThreadMethods):
                 await self._deprecation(ctx, READ_DEPRECATION)
             return stored
         if not params.include_turns:
-            return ThreadReadResponse(thread=record.thread())
+            return ThreadReadResponse(thread=record.thread(), **read_extras(record.read_state()))
         if not record.materialized:
             raise list_turns_unsupported()
         await self._deprecation(ctx, READ_DEPRECATION)
         turns = build_thread_turns(record.history, running=record.active_turn_id is not None)
-        return ThreadReadResponse(thread=record.thread(turns=turns))
+        return ThreadReadResponse(
+            thread=record.thread(turns=turns), **read_extras(record.read_state())
+        )
 
     async def thread_loaded_list(
         self, ctx: RequestContext, params: ThreadLoadedListParams

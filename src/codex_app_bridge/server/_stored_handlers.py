@@ -81,7 +81,12 @@ from codex_app_bridge.server._ids import parse_thread_id
 from codex_app_bridge.server._pages import HistoryPages, positioned_events
 from codex_app_bridge.server._runtime import HISTORY_EVENT_TYPES
 from codex_app_bridge.server._stored import ThreadStorage, envelopes_of
-from codex_app_bridge.server._thread_extras import thread_extras
+from codex_app_bridge.server._thread_extras import (
+    list_extras,
+    read_extras,
+    read_state_json,
+    thread_extras,
+)
 from codex_app_bridge.server._threads import THREAD_SOURCE, ThreadRecord, ThreadSettings
 from codex_app_bridge.storage import InvalidCursor, StorageError, StoredThread, page_threads
 
@@ -107,6 +112,7 @@ class _Row:
     created_at: str
     updated_at: str
     thread: Callable[[], Thread]
+    read_state: Callable[[], dict[str, Any]]
 
 
 def _iso(seconds: int) -> str:
@@ -251,6 +257,7 @@ class StoredThreadMethods:
                     created_at=_iso(record.created_at),
                     updated_at=_iso(record.updated_at),
                     thread=partial(record.thread, listed=True),
+                    read_state=record.read_state,
                 )
         if stored_threads:
             for stored in stored_threads:
@@ -268,6 +275,7 @@ class StoredThreadMethods:
                     created_at=stored.created_at,
                     updated_at=stored.updated_at,
                     thread=lambda stored=stored: self.stored_thread_object(stored),
+                    read_state=partial(read_state_json, stored.thread_id, None),
                 )
         return list(rows.values())
 
@@ -310,6 +318,7 @@ class StoredThreadMethods:
             raise invalid_cursor(exc.cursor) from None
         return ThreadListResponse(
             data=[row.thread() for row in page.rows],
+            **list_extras({row.thread_id: row.read_state() for row in page.rows}),
             next_cursor=page.next_cursor,
             backwards_cursor=page.backwards_cursor,
         )
@@ -324,7 +333,10 @@ class StoredThreadMethods:
         turns = None
         if include_turns:
             turns = build_turns(storage.catalog.history(stored), interrupt_stale=True)
-        return ThreadReadResponse(thread=self.stored_thread_object(stored, turns))
+        return ThreadReadResponse(
+            thread=self.stored_thread_object(stored, turns),
+            **read_extras(read_state_json(stored.thread_id, None)),
+        )
 
     # ------------------------------------------------------------------ history pages
 
@@ -406,9 +418,14 @@ class StoredThreadMethods:
         record.touch()
         # the real server unloads and reloads the thread to cut it: both statuses, to every
         # connection, before the answer
-        for status in (NotLoadedThreadStatus(), record.status()):
-            changed = ThreadStatusChangedNotification(thread_id=record.id, status=status)
-            await self.server.hub.broadcast("thread/status/changed", changed)
+        kept = {e.id for e in record.runtime.history}
+        unloaded = ThreadStatusChangedNotification(
+            thread_id=record.id, status=NotLoadedThreadStatus()
+        )
+        await self.server.hub.broadcast("thread/status/changed", unloaded)
+        record.listener.revert_read_state(kept)  # a dropped unread turn is forgotten
+        reloaded = ThreadStatusChangedNotification(thread_id=record.id, status=record.status())
+        await self.server.hub.broadcast("thread/status/changed", reloaded)
         turns_cursor, items_cursor = self.backwards_cursors(record.id)
         notification = ThreadRevertedNotification(thread_id=record.id)
         ctx.after_response(

@@ -13,7 +13,9 @@ as extras under their wire names:
   ``daybreakEnabled`` (``null``). A loaded thread has one ``local`` environment at its cwd and
   accepts direct input (``true``), except in a ``thread/list`` entry, where the real binary
   says ``canAcceptDirectInput: null``; a thread that is not loaded (read from its rollout) has
-  ``environments: null`` and ``canAcceptDirectInput: null``.
+  ``environments: null`` and ``canAcceptDirectInput: null``;
+- ``thread/read``'s ``readState`` and ``thread/list``'s ``readStates`` (in the schema of later
+  versions, not of 0.163.0's answers): :func:`read_state_json`.
 
 Boundary: pure; values only.
 """
@@ -22,7 +24,18 @@ from __future__ import annotations
 
 from typing import Any, Final
 
-__all__ = ["LOCAL_ENVIRONMENT_ID", "response_extras", "resume_extras", "thread_extras"]
+from codex_app_bridge.listener import ReadState
+from codex_app_bridge.protocol._base import dump_jsonable
+
+__all__ = [
+    "LOCAL_ENVIRONMENT_ID",
+    "list_extras",
+    "read_extras",
+    "read_state_json",
+    "response_extras",
+    "resume_extras",
+    "thread_extras",
+]
 
 LOCAL_ENVIRONMENT_ID: Final = "local"
 MULTI_AGENT_MODE: Final = "explicitRequestOnly"
@@ -56,3 +69,20 @@ def thread_extras(cwd: str, *, loaded: bool = True, listed: bool = False) -> dic
         "canAcceptDirectInput": True if loaded and not listed else None,
         "daybreakEnabled": None,
     }
+
+
+def read_state_json(thread_id: str, read_state: ReadState | None) -> dict[str, Any]:
+    """A thread's ``readState`` as JSON (``None``: a thread not loaded, whose read state the
+    bridge does not keep: the initial one)."""
+    value: dict[str, Any] = dump_jsonable((read_state or ReadState()).wire(thread_id))
+    return value
+
+
+def read_extras(read_state: dict[str, Any]) -> dict[str, Any]:
+    """The extra field of a thread/read answer."""
+    return {"readState": read_state}
+
+
+def list_extras(read_states: dict[str, dict[str, Any]]) -> dict[str, Any]:
+    """The extra field of a thread/list answer: each listed thread's read state, by id."""
+    return {"readStates": read_states}

@@ -35,7 +35,7 @@ from codex_app_bridge.protocol.v2 import (
     Turn,
     WorkspaceWriteSandboxPolicy,
 )
-from codex_app_bridge.server._thread_extras import response_extras, thread_extras
+from codex_app_bridge.server._thread_extras import read_state_json, response_extras, thread_extras
 
 if TYPE_CHECKING:
     from codex_app_bridge.listener import ThreadListener
@@ -140,6 +140,10 @@ class ThreadRecord:
     def history(self) -> list[EventEnvelope]:
         """The events the thread's turns are rebuilt from (see ``ThreadRuntime``)."""
         return [] if self.runtime is None else self.runtime.history
+
+    def read_state(self) -> dict[str, Any]:
+        """``readState`` as the listener keeps it (``thread/read``, ``thread/list``)."""
+        return read_state_json(self.id, self.listener.state.read_state)
 
     def status(self) -> ThreadStatus:
         """The thread's status; ``active`` as soon as a turn was accepted, even if the listener

@@ -1,0 +1,79 @@
+"""A thread's read state, as 0.163.0 keeps it without a client marking anything read (probed).
+
+Role: the value behind ``thread/readState/changed``, ``thread/read``'s ``readState`` and
+``thread/list``'s ``readStates``: ``{firstUnread: {type: "turn", turnId} | null, revision}``.
+
+- A new thread has ``firstUnread: null`` and the revision ``initial:<threadId>``.
+- A turn that ends ``completed`` or ``failed`` (not ``interrupted``) is activity: the first such
+  turn becomes ``firstUnread`` (later ones leave it), and every such end mints a new revision;
+  the reducer then sends ``thread/readState/changed`` to the thread's subscribers, after the
+  turn's token and rate-limit notifications and before its status change and ``turn/completed``.
+- A revert that drops the first unread turn clears ``firstUnread`` with a new revision (and the
+  notification); one that keeps it changes nothing.
+- A fork starts with the initial state (copied turns are not unread).
+
+Nothing marks a turn read: the real server's read/unread operations are not exposed by the
+bridge. Revisions are opaque UUIDs, derived from the thread, the turn and the clock, so the
+reducer stays a pure function of its inputs.
+
+Boundary: pure values.
+"""
+
+from __future__ import annotations
+
+import uuid
+from collections.abc import Collection
+from dataclasses import dataclass
+from typing import Final
+
+from codex_app_bridge.protocol.v2 import (
+    ThreadReadState,
+    ThreadReadStateChangedNotification,
+    TurnThreadUnreadPosition,
+)
+
+__all__ = ["READ_STATE_CHANGED", "ReadState"]
+
+READ_STATE_CHANGED: Final = "thread/readState/changed"
+_REVISIONS: Final = uuid.UUID("6f1d3c52-4e0a-4c38-9d55-2b8a7f0e9a11")
+
+
+@dataclass(frozen=True, slots=True)
+class ReadState:
+    """``first_unread``: a turn id or ``None``; ``revision`` ``None``: the initial one."""
+
+    first_unread: str | None = None
+    revision: str | None = None
+
+    def wire(self, thread_id: str) -> ThreadReadState:
+        position = (
+            None
+            if self.first_unread is None
+            else TurnThreadUnreadPosition(turn_id=self.first_unread)
+        )
+        revision = self.revision if self.revision is not None else f"initial:{thread_id}"
+        return ThreadReadState(first_unread=position, revision=revision)
+
+    def changed(self, thread_id: str) -> ThreadReadStateChangedNotification:
+        return ThreadReadStateChangedNotification(
+            thread_id=thread_id, read_state=self.wire(thread_id)
+        )
+
+    def after_turn(self, thread_id: str, turn_id: str, now_ms: int) -> ReadState:
+        """After a turn that ended completed or failed."""
+        return ReadState(
+            first_unread=self.first_unread or turn_id,
+            revision=_revision(thread_id, f"turn:{turn_id}", now_ms),
+        )
+
+    def after_revert(
+        self, thread_id: str, kept_turn_ids: Collection[str], now_ms: int
+    ) -> ReadState | None:
+        """After a revert that kept ``kept_turn_ids``; ``None`` when nothing changes."""
+        if self.first_unread is None or self.first_unread in kept_turn_ids:
+            return None
+        return ReadState(first_unread=None, revision=_revision(thread_id, "revert", now_ms))
+
+
+def _revision(thread_id: str, what: str, now_ms: int) -> str:
+    return str(uuid.uuid5(_REVISIONS, f"{thread_id}/{what}/{now_ms}"))
