@@ -55,6 +55,9 @@ class ScenarioResult:
     history: Comparison = field(default_factory=Comparison)
     """The real ``thread/read`` turns against ``codex-app-bridge history`` of the real rollout."""
     notes: list[str] = field(default_factory=list[str])
+    clients: dict[str, Comparison] = field(default_factory=dict[str, Comparison])
+    """Scenarios with several clients: the stream part of each client after the first (also
+    counted in ``stream``)."""
 
     @property
     def total(self) -> Comparison:
@@ -81,6 +84,7 @@ class ScenarioResult:
             "stream": one(self.stream),
             "reads": one(self.reads),
             "notes": self.notes,
+            "clients": {name: one(c) for name, c in self.clients.items()},
         }
 
 
@@ -153,10 +157,10 @@ def _read_units(session: Session, base: Path) -> list[JsonObject]:
 
 def _other_clients(
     real: Session, real_base: Path, bridge: Session, bridge_base: Path
-) -> Comparison:
+) -> dict[str, Comparison]:
     """Each client after the first, real against bridge, its differences labelled
     ``client NAME: ...``."""
-    total = Comparison()
+    out: dict[str, Comparison] = {}
     for name, real_client in real.clients.items():
         real_units = normalise_stream(
             real_client.received, real_client.sent, _paths(real_base), upto=real_client.reads_from
@@ -177,8 +181,8 @@ def _other_clients(
             [*bridge_units, *delta_checks(bridge_units)],
         )
         part.differences = [replace(d, label=f"client {name}: {d.label}") for d in part.differences]
-        total.add(part)
-    return total
+        out[name] = part
+    return out
 
 
 async def run_scenario(
@@ -229,7 +233,9 @@ async def run_scenario(
     stream = compare(
         [*real_units, *delta_checks(real_units)], [*bridge_units, *delta_checks(bridge_units)]
     )
-    stream.add(_other_clients(real, real_base, bridge, bridge_base))
+    clients = _other_clients(real, real_base, bridge, bridge_base)
+    for part in clients.values():
+        stream.add(part)
     reads = compare(_read_units(real, real_base), _read_units(bridge, bridge_base))
     history = compare(
         _real_turn_units(real, real_base), await _history_units(real, real_home, real_base)
@@ -245,7 +251,7 @@ async def run_scenario(
             "clients": {name: asdict(c) for name, c in session.clients.items()},
         }
         (root / f"{who}.session.json").write_text(json.dumps(dump, indent=1), encoding="utf-8")
-    result = ScenarioResult(spec.name, spec.description, stream, reads, history, notes)
+    result = ScenarioResult(spec.name, spec.description, stream, reads, history, notes, clients)
     (root / "result.json").write_text(json.dumps(result.to_json(), indent=1), encoding="utf-8")
     if not keep:
         shutil.rmtree(root, ignore_errors=True)

@@ -13,8 +13,9 @@ Role: the value behind ``thread/readState/changed``, ``thread/read``'s ``readSta
 - A fork starts with the initial state (copied turns are not unread).
 
 Nothing marks a turn read: the real server's read/unread operations are not exposed by the
-bridge. Revisions are opaque UUIDs, derived from the thread, the turn and the clock, so the
-reducer stays a pure function of its inputs.
+bridge. Revisions are opaque UUIDs derived from the thread and the turn that ended (or, for a
+revert, the revision it replaces), so the reducer stays a pure function of its inputs and a
+replay of the same events gives the same revisions.
 
 Boundary: pure values.
 """
@@ -59,21 +60,21 @@ class ReadState:
             thread_id=thread_id, read_state=self.wire(thread_id)
         )
 
-    def after_turn(self, thread_id: str, turn_id: str, now_ms: int) -> ReadState:
+    def after_turn(self, thread_id: str, turn_id: str) -> ReadState:
         """After a turn that ended completed or failed."""
         return ReadState(
             first_unread=self.first_unread or turn_id,
-            revision=_revision(thread_id, f"turn:{turn_id}", now_ms),
+            revision=_revision(thread_id, f"turn:{turn_id}"),
         )
 
-    def after_revert(
-        self, thread_id: str, kept_turn_ids: Collection[str], now_ms: int
-    ) -> ReadState | None:
+    def after_revert(self, thread_id: str, kept_turn_ids: Collection[str]) -> ReadState | None:
         """After a revert that kept ``kept_turn_ids``; ``None`` when nothing changes."""
         if self.first_unread is None or self.first_unread in kept_turn_ids:
             return None
-        return ReadState(first_unread=None, revision=_revision(thread_id, "revert", now_ms))
+        return ReadState(
+            first_unread=None, revision=_revision(thread_id, f"revert:{self.revision}")
+        )
 
 
-def _revision(thread_id: str, what: str, now_ms: int) -> str:
-    return str(uuid.uuid5(_REVISIONS, f"{thread_id}/{what}/{now_ms}"))
+def _revision(thread_id: str, what: str) -> str:
+    return str(uuid.uuid5(_REVISIONS, f"{thread_id}/{what}"))

@@ -496,7 +496,7 @@ def _turn_end(
     read_state = state.read_state
     read: tuple[Emission, ...] = ()
     if status != "interrupted":  # an interrupted turn is no unread activity (0.163.0)
-        read_state = read_state.after_turn(ctx.thread_id, envelope.id, ctx.now_ms)
+        read_state = read_state.after_turn(ctx.thread_id, envelope.id)
         read = (_emit(READ_STATE_CHANGED, read_state.changed(ctx.thread_id)),)
     emissions = (
         *read,
@@ -513,7 +513,7 @@ def revert_read_state(
     state: ThreadState, kept_turn_ids: Collection[str], ctx: ReduceContext
 ) -> Reduction:
     """A revert kept ``kept_turn_ids``: the read state forgets a dropped unread turn."""
-    after = state.read_state.after_revert(ctx.thread_id, kept_turn_ids, ctx.now_ms)
+    after = state.read_state.after_revert(ctx.thread_id, kept_turn_ids)
     if after is None:
         return Reduction(state)
     changed = _emit(READ_STATE_CHANGED, after.changed(ctx.thread_id))
