@@ -73,7 +73,7 @@ async def test_thread_read_list_and_loaded_list_follow_the_thread_through_a_turn
         hydrate = await client.call("thread/read", {"threadId": thread_id, "includeTurns": True})
         assert hydrate["error"] == {"code": -32601, "message": "list_turns is not supported yet"}
         listed = await client.result("thread/list", {})
-        assert listed == {"data": [], "nextCursor": None, "backwardsCursor": None}
+        assert listed == {"data": [], "readStates": {}, "nextCursor": None, "backwardsCursor": None}
         loaded = await client.result("thread/loaded/list", {})
         assert loaded == {"data": [thread_id], "nextCursor": None}
 
