@@ -19,8 +19,9 @@ Rules they share (probed from the 0.163.0 binary, see the errors in ``_errors``)
   turn winds down (a second interrupt is answered the same way).
 
 Goals are not kept: a ``thread/resume`` is followed by ``thread/goal/cleared`` to every connection,
-as the real server does for a thread without a goal. Not implemented (documented deviations):
-token-usage replay to a resuming connection, ``thread/readState/changed``.
+as the real server does for a thread without a goal. ``thread/read`` answers the listener's read
+state (``listener._read_state``). Not implemented (documented deviation): token-usage replay to a
+resuming connection.
 """
 
 from __future__ import annotations
