@@ -60,6 +60,12 @@ def test_an_objects_own_id_is_numbered_before_the_ids_it_refers_to() -> None:
     assert real == ours == {"thread": {"id": "<thread:1>", "forkedFromId": "<thread:2>"}}
 
 
+def test_a_key_that_is_an_id_is_renamed_as_the_id() -> None:
+    n = Normaliser({})
+    value = n.value({"data": [{"thread": {"id": T1}}], "readStates": {T1: {"r": 1}, T2: {}}})
+    assert value["readStates"] == {"<thread:1>": {"r": 1}, "<uuid>": {}}
+
+
 def test_items_in_a_list_get_item_numbers_and_times_are_masked_unless_null() -> None:
     n = Normaliser({})
     value = n.value(

@@ -10,13 +10,14 @@ from __future__ import annotations
 
 from typing import Any
 
-from codex_app_bridge.listener import ReadState, ReduceContext
+from codex_app_bridge.listener import ReadState, ReduceContext, read_state_of_history, reduce
 from codex_app_bridge.listener._reducer import revert_read_state
 from tests.listener.support import (
     THREAD,
     TURN,
     Driver,
     agent_message_item,
+    envelope,
     item_completed,
     methods,
     settings_event,
@@ -384,3 +385,17 @@ def test_a_revert_forgets_a_dropped_unread_turn_and_keeps_a_kept_one() -> None:
     state = dropped.emissions[0].params_dict()["readState"]
     assert state["firstUnread"] is None
     assert state["revision"] not in (f"initial:{THREAD}", driver.state.read_state.revision)
+
+
+def test_the_read_state_of_a_history_is_the_one_its_live_reduction_reached() -> None:
+    driver = Driver()
+    events = [
+        envelope(task_started()),
+        envelope(turn_aborted()),
+        envelope(task_started(TURN_2), TURN_2),
+        envelope(task_complete(TURN_2), TURN_2),
+    ]
+    for e in events:
+        driver.state = reduce(driver.state, e, driver.ctx).state
+    assert read_state_of_history(THREAD, events) == driver.state.read_state
+    assert driver.state.read_state.first_unread == TURN_2

@@ -114,6 +114,9 @@ class Normaliser:
         value = _ROLLOUT_TIME.sub("sessions/<date>/rollout-<time>-", value)
         return _UUID.sub(lambda m: self._known_or_uuid(m.group(0)), value)
 
+    def _key_name(self, key: str) -> str:
+        return self._known_or_uuid(key) if _UUID.fullmatch(key) else key
+
     def _known_or_uuid(self, value: str) -> str:
         kind = self._kind_of.get(value)
         return self._ids[kind][value] if kind is not None else "<uuid>"
@@ -171,7 +174,8 @@ class Normaliser:
         if isinstance(value, dict):
             here = key if key is not None else owner
             items = cast(dict[str, object], value).items()
-            return {k: self._value(v, k, here) for k, v in items}
+            # a key that is an id (``readStates`` by thread id) is renamed as the id is
+            return {self._key_name(k): self._value(v, k, here) for k, v in items}
         if isinstance(value, list):
             # a list's elements belong to the list's owner ("items": [...] holds items)
             element_owner = "item" if key == "items" else ("turn" if key == "turns" else owner)

@@ -13,7 +13,7 @@ from codex_app_bridge.listener._hub import (
     ThreadListener,
     UnsubscribeStatus,
 )
-from codex_app_bridge.listener._read_state import ReadState
+from codex_app_bridge.listener._read_state import ReadState, read_state_of_history
 from codex_app_bridge.listener._reducer import (
     APPROVAL_EVENT_TYPES,
     Audience,
@@ -40,5 +40,6 @@ __all__ = [
     "ThreadWatch",
     "TurnSummary",
     "UnsubscribeStatus",
+    "read_state_of_history",
     "reduce",
 ]

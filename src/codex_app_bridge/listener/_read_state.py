@@ -11,6 +11,9 @@ Role: the value behind ``thread/readState/changed``, ``thread/read``'s ``readSta
 - A revert that drops the first unread turn clears ``firstUnread`` with a new revision (and the
   notification); one that keeps it changes nothing.
 - A fork starts with the initial state (copied turns are not unread).
+- A stored thread's read state is rebuilt from its events (:func:`read_state_of_history`): as the
+  revisions are derived, not random, that is the state the live thread had (unless a revert
+  minted the last revision), so a restarted server reports what the one before it did.
 
 Nothing marks a turn read: the real server's read/unread operations are not exposed by the
 bridge. Revisions are opaque UUIDs derived from the thread and the turn that ended (or, for a
@@ -23,17 +26,18 @@ Boundary: pure values.
 from __future__ import annotations
 
 import uuid
-from collections.abc import Collection
+from collections.abc import Collection, Iterable
 from dataclasses import dataclass
 from typing import Final
 
+from codex_app_bridge.protocol.core import EventEnvelope, TaskCompleteEvent
 from codex_app_bridge.protocol.v2 import (
     ThreadReadState,
     ThreadReadStateChangedNotification,
     TurnThreadUnreadPosition,
 )
 
-__all__ = ["READ_STATE_CHANGED", "ReadState"]
+__all__ = ["READ_STATE_CHANGED", "ReadState", "read_state_of_history"]
 
 READ_STATE_CHANGED: Final = "thread/readState/changed"
 _REVISIONS: Final = uuid.UUID("6f1d3c52-4e0a-4c38-9d55-2b8a7f0e9a11")
@@ -78,3 +82,14 @@ class ReadState:
 
 def _revision(thread_id: str, what: str) -> str:
     return str(uuid.uuid5(_REVISIONS, f"{thread_id}/{what}"))
+
+
+def read_state_of_history(thread_id: str, history: Iterable[EventEnvelope]) -> ReadState:
+    """The read state a thread's events lead to: every ``task_complete`` (completed or failed)
+    in order; ``turn_aborted`` (interrupted) changes nothing."""
+    state = ReadState()
+    for envelope in history:
+        msg = envelope.msg
+        if isinstance(msg, TaskCompleteEvent):
+            state = state.after_turn(thread_id, msg.turn_id or envelope.id)
+    return state

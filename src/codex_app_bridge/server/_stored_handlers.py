@@ -37,6 +37,7 @@ import anyio
 import anyio.to_thread
 
 from codex_app_bridge._version import CODEX_PROTOCOL_VERSION
+from codex_app_bridge.listener import read_state_of_history
 from codex_app_bridge.mapping.thread_history import build_turns
 from codex_app_bridge.protocol import core
 from codex_app_bridge.protocol.v2 import (
@@ -184,6 +185,16 @@ class StoredThreadMethods:
             **thread_extras(meta.cwd, loaded=False),
         )
 
+    def _stored_read_state(self, stored: StoredThread) -> dict[str, Any]:
+        """The read state of a thread that is not loaded, rebuilt from its rollout."""
+        storage = self._storage
+        try:
+            lines = [] if storage is None else storage.catalog.history(stored)
+        except LookupError:
+            lines = []
+        history = read_state_of_history(stored.thread_id, envelopes_of(lines))
+        return read_state_json(stored.thread_id, history)
+
     def load_stored(self, thread_id: str) -> ThreadRecord | None:
         """Load a stored, unarchived thread that is not loaded yet (``None`` if there is none)."""
         storage = self._storage
@@ -212,6 +223,7 @@ class StoredThreadMethods:
         record.turns_started = sum(
             1 for e in history if e.msg.type in ("task_started", "turn_started")
         )
+        record.listener.seed_read_state(read_state_of_history(thread_id, history))
         storage.attach(record, stored)
         return record
 
@@ -275,7 +287,7 @@ class StoredThreadMethods:
                     created_at=stored.created_at,
                     updated_at=stored.updated_at,
                     thread=lambda stored=stored: self.stored_thread_object(stored),
-                    read_state=partial(read_state_json, stored.thread_id, None),
+                    read_state=partial(self._stored_read_state, stored),
                 )
         return list(rows.values())
 
@@ -335,7 +347,7 @@ class StoredThreadMethods:
             turns = build_turns(storage.catalog.history(stored), interrupt_stale=True)
         return ThreadReadResponse(
             thread=self.stored_thread_object(stored, turns),
-            **read_extras(read_state_json(stored.thread_id, None)),
+            **read_extras(self._stored_read_state(stored)),
         )
 
     # ------------------------------------------------------------------ history pages

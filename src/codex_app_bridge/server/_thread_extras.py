@@ -72,8 +72,7 @@ def thread_extras(cwd: str, *, loaded: bool = True, listed: bool = False) -> dic
 
 
 def read_state_json(thread_id: str, read_state: ReadState | None) -> dict[str, Any]:
-    """A thread's ``readState`` as JSON (``None``: a thread not loaded, whose read state the
-    bridge does not keep: the initial one)."""
+    """A thread's ``readState`` as JSON (``None``: the initial one)."""
     value: dict[str, Any] = dump_jsonable((read_state or ReadState()).wire(thread_id))
     return value
 
