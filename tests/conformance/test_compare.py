@@ -43,6 +43,29 @@ def test_ids_are_numbered_per_kind_so_an_extra_uuid_does_not_shift_the_rest() ->
     }
 
 
+def test_an_id_quoted_before_its_own_key_is_still_recognised() -> None:
+    n = Normaliser({})
+    cursor = '{"requestedThreadId":"' + T1 + '","rolloutOrdinal":3}'
+    value = n.value({"itemsBackwardsCursor": cursor, "thread": {"id": T1}, "revision": T2})
+    assert value == {
+        "itemsBackwardsCursor": '{"requestedThreadId":"<thread:1>","rolloutOrdinal":3}',
+        "thread": {"id": "<thread:1>"},
+        "revision": "<uuid>",
+    }
+
+
+def test_an_objects_own_id_is_numbered_before_the_ids_it_refers_to() -> None:
+    real = Normaliser({}).value({"thread": {"id": T1, "forkedFromId": T2}})
+    ours = Normaliser({}).value({"thread": {"forkedFromId": T2, "id": T1}})
+    assert real == ours == {"thread": {"id": "<thread:1>", "forkedFromId": "<thread:2>"}}
+
+
+def test_a_key_that_is_an_id_is_renamed_as_the_id() -> None:
+    n = Normaliser({})
+    value = n.value({"data": [{"thread": {"id": T1}}], "readStates": {T1: {"r": 1}, T2: {}}})
+    assert value["readStates"] == {"<thread:1>": {"r": 1}, "<uuid>": {}}
+
+
 def test_items_in_a_list_get_item_numbers_and_times_are_masked_unless_null() -> None:
     n = Normaliser({})
     value = n.value(
@@ -67,6 +90,17 @@ def test_paths_are_replaced_longest_first() -> None:
         "cwd": "<cwd>/a.txt",
         "home": "<scratch>/x",
     }
+
+
+def test_the_time_in_a_rollout_path_is_masked_but_the_thread_id_is_kept() -> None:
+    n = Normaliser({"/s/home": "<home>"})
+    path = f"/s/home/sessions/2026/12/01/rollout-2026-12-01T20-58-56-{T1}.jsonl"
+    other = f"/s/home/sessions/2026/12/02/rollout-2026-12-02T00-00-01-{T2}.jsonl"
+    assert n.value({"path": path, "other": other}) == {
+        "path": "<home>/sessions/<date>/rollout-<time>-<uuid>.jsonl",
+        "other": "<home>/sessions/<date>/rollout-<time>-<uuid>.jsonl",
+    }
+    assert n.value({"threadId": T1, "path": path})["path"].endswith("-<thread:1>.jsonl")
 
 
 def test_consecutive_deltas_of_one_item_merge_but_other_items_do_not() -> None:

@@ -298,3 +298,27 @@ async def test_each_turn_stores_its_settings_and_a_restart_resumes_with_them(
         again = await client.result("thread/resume", {"threadId": thread_id, "excludeTurns": True})
         assert again["thread"]["id"] == thread_id
         assert "thread/status/changed" not in [m.get("method") for m in client.received[mark:]]
+
+
+async def test_a_restarted_server_reports_the_read_state_the_first_one_had(tmp_path: Path) -> None:
+    home = tmp_path / "codex-home"
+    async with open_bridge("memory", codex_home=home) as bridge:
+        client = await bridge.connect()
+        await client.initialize()
+        thread_id = await client.start_thread()
+        first, _ = await client.run_turn(thread_id, "one")
+        await client.run_turn(thread_id, "two")
+        before = (await client.result("thread/read", {"threadId": thread_id}))["readState"]
+    assert before["firstUnread"] == {"type": "turn", "turnId": first}
+    async with open_bridge("memory", codex_home=home) as bridge:
+        client = await bridge.connect()
+        await client.initialize()
+        listed = await client.result("thread/list", {})
+        assert listed["readStates"] == {thread_id: before}
+        read = await client.result("thread/read", {"threadId": thread_id})
+        assert read["readState"] == before
+        await client.result("thread/resume", {"threadId": thread_id, "excludeTurns": True})
+        _, messages = await client.run_turn(thread_id, "three")
+        changed = next(m for m in messages if m.get("method") == "thread/readState/changed")
+        assert changed["params"]["readState"]["firstUnread"] == before["firstUnread"]
+        assert changed["params"]["readState"]["revision"] != before["revision"]

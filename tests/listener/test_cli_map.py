@@ -56,6 +56,7 @@ def test_envelopes_in_notifications_out_as_the_server_writes_them() -> None:
     assert [n["method"] for n in out] == [
         "thread/status/changed",
         "turn/started",
+        "thread/readState/changed",
         "thread/status/changed",
         "turn/completed",
     ]
@@ -230,6 +231,7 @@ def test_older_rollout_without_item_events_records_its_response_items() -> None:
         "item/completed",
         "item/started",
         "item/completed",
+        "thread/readState/changed",
         "thread/status/changed",
         "turn/completed",
     ]

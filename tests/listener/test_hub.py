@@ -55,6 +55,7 @@ async def test_subscriber_gets_turn_traffic_and_others_only_the_status_broadcast
         "thread/status/changed",
         "turn/started",
         "item/agentMessage/delta",
+        "thread/readState/changed",
         "thread/status/changed",
         "turn/completed",
     ]
@@ -199,6 +200,7 @@ async def test_unknown_and_malformed_events_are_skipped_counted_and_do_not_stall
         "thread/status/changed",
         "turn/started",
         "item/agentMessage/delta",
+        "thread/readState/changed",
         "thread/status/changed",
         "turn/completed",
     ]
@@ -326,7 +328,7 @@ async def test_a_thousand_threads_with_interleaved_events_keep_per_thread_order(
     expected_methods = (
         ["thread/status/changed", "turn/started"]
         + ["item/agentMessage/delta"] * per_thread
-        + ["thread/status/changed", "turn/completed"]
+        + ["thread/readState/changed", "thread/status/changed", "turn/completed"]
     )
     for outbox in subscribers:
         by_thread: dict[str, list[dict[str, Any]]] = {}

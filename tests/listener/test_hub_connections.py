@@ -48,7 +48,7 @@ async def test_a_slow_socket_client_is_cut_off_while_a_reading_client_gets_every
                     await listener.handle(envelope(delta))
                 await listener.handle(envelope(task_complete()))
 
-        assert len(received) == DELTAS + 4
+        assert len(received) == DELTAS + 5  # status, started, deltas, read state, status, end
         deltas = [
             m["params"]["delta"] for m in received if m["method"] == "item/agentMessage/delta"
         ]

@@ -10,11 +10,14 @@ from __future__ import annotations
 
 from typing import Any
 
+from codex_app_bridge.listener import ReadState, ReduceContext, read_state_of_history, reduce
+from codex_app_bridge.listener._reducer import revert_read_state
 from tests.listener.support import (
     THREAD,
     TURN,
     Driver,
     agent_message_item,
+    envelope,
     item_completed,
     methods,
     settings_event,
@@ -32,6 +35,17 @@ IDLE = {
     "method": "thread/status/changed",
     "params": {"threadId": THREAD, "status": {"type": "idle"}},
     "audience": "broadcast",
+}
+# the first turn that ends completed or failed becomes the first unread one
+READ_STATE = {
+    "method": "thread/readState/changed",
+    "params": {
+        "threadId": THREAD,
+        "readState": {
+            "firstUnread": {"type": "turn", "turnId": TURN},
+            "revision": ReadState().after_turn(THREAD, TURN).revision,
+        },
+    },
 }
 SYSTEM_ERROR = {
     "method": "thread/status/changed",
@@ -89,6 +103,7 @@ def test_successful_turn_ends_with_idle_then_completed_with_the_last_final_messa
     )
     driver.feed(item_completed(agent_message_item("msg_shell_1", "The command printed hello.")))
     assert driver.notifications(task_complete(last_agent_message="The command printed hello.")) == [
+        READ_STATE,
         IDLE,
         {
             "method": "turn/completed",
@@ -153,10 +168,11 @@ def test_error_marks_system_error_before_the_error_and_fails_the_turn() -> None:
     )
     # the watch is already systemError: no status change before turn/completed
     assert driver.notifications(failed) == [
+        READ_STATE,
         {
             "method": "turn/completed",
             "params": {"threadId": THREAD, "turn": turn("failed", error=turn_error, durationMs=64)},
-        }
+        },
     ]
 
 
@@ -182,9 +198,9 @@ def test_payload_error_alone_fails_the_turn_as_a_rollout_replay_needs() -> None:
     notifications = driver.notifications(
         task_complete(error={"message": "boom", "codex_error_info": "internal_server_error"})
     )
-    assert notifications[0] == SYSTEM_ERROR
-    assert notifications[1]["params"]["turn"]["status"] == "failed"
-    assert notifications[1]["params"]["turn"]["error"] == {
+    assert notifications[:2] == [READ_STATE, SYSTEM_ERROR]
+    assert notifications[2]["params"]["turn"]["status"] == "failed"
+    assert notifications[2]["params"]["turn"]["error"] == {
         "message": "boom",
         "codexErrorInfo": "internalServerError",
         "additionalDetails": None,
@@ -214,6 +230,7 @@ def test_stream_error_neither_changes_status_nor_fails_the_turn() -> None:
     assert methods(retry) == ["error"]
     assert retry[0]["params"]["willRetry"] is True
     assert methods(driver.notifications(task_complete())) == [
+        "thread/readState/changed",
         "thread/status/changed",
         "turn/completed",
     ]
@@ -334,3 +351,51 @@ def test_token_usage_is_remembered_for_replay() -> None:
     )
     assert driver.state.token_usage is not None
     assert driver.state.token_usage.total.total_tokens == 3
+
+
+TURN_2 = "01a229f2-0000-7000-8000-0000000000bb"
+
+
+def test_read_state_the_first_finished_turn_stays_unread_and_each_finish_is_a_revision() -> None:
+    driver = Driver()
+    assert driver.state.read_state.wire(THREAD).revision == f"initial:{THREAD}"
+    driver.feed(task_started())
+    assert driver.notifications(turn_aborted())[0] == IDLE  # interrupted: no activity
+    assert driver.state.read_state == ReadState()
+    driver.feed(task_started(TURN_2), TURN_2)
+    first = driver.notifications(task_complete(TURN_2), TURN_2)[0]
+    assert first["params"]["readState"]["firstUnread"] == {"type": "turn", "turnId": TURN_2}
+    driver.feed(task_started())
+    second = driver.notifications(task_complete())[0]
+    assert second["method"] == "thread/readState/changed"
+    assert second["params"]["readState"]["firstUnread"] == {"type": "turn", "turnId": TURN_2}
+    assert second["params"]["readState"]["revision"] != first["params"]["readState"]["revision"]
+
+
+def test_a_revert_forgets_a_dropped_unread_turn_and_keeps_a_kept_one() -> None:
+    driver = Driver()
+    driver.feed(task_started())
+    driver.feed(task_complete())
+    ctx = ReduceContext(thread_id=THREAD, now_ms=0)
+    kept = revert_read_state(driver.state, {TURN}, ctx)
+    assert kept.emissions == ()
+    assert kept.state is driver.state
+    dropped = revert_read_state(driver.state, set(), ctx)
+    assert [e.method for e in dropped.emissions] == ["thread/readState/changed"]
+    state = dropped.emissions[0].params_dict()["readState"]
+    assert state["firstUnread"] is None
+    assert state["revision"] not in (f"initial:{THREAD}", driver.state.read_state.revision)
+
+
+def test_the_read_state_of_a_history_is_the_one_its_live_reduction_reached() -> None:
+    driver = Driver()
+    events = [
+        envelope(task_started()),
+        envelope(turn_aborted()),
+        envelope(task_started(TURN_2), TURN_2),
+        envelope(task_complete(TURN_2), TURN_2),
+    ]
+    for e in events:
+        driver.state = reduce(driver.state, e, driver.ctx).state
+    assert read_state_of_history(THREAD, events) == driver.state.read_state
+    assert driver.state.read_state.first_unread == TURN_2

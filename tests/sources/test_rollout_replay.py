@@ -123,6 +123,7 @@ def test_an_older_rollout_records_its_response_items_as_core_does(tmp_path: Path
         "item/completed",
         "item/started",
         "item/completed",
+        "thread/readState/changed",
         "thread/status/changed",
         "turn/completed",
     ]

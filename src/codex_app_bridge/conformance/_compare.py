@@ -12,7 +12,8 @@ behaviour; the text is). Only what must differ between two runs is rewritten:
 - times (``emittedAtMs``, ``startedAt``, ``completedAtMs``, ``createdAt``, ``durationMs``, ...)
   -> ``<time>`` unless null;
 - scratch paths (the run's cwd, CODEX_HOME, scratch root) -> ``<cwd>``, ``<home>``,
-  ``<scratch>``; ``userAgent`` -> ``<user-agent>``.
+  ``<scratch>``, and the time in a rollout file's path (``sessions/<date>/rollout-<time>-...``);
+  ``userAgent`` -> ``<user-agent>``.
 
 :func:`compare` aligns the two unit lists (``difflib``) and counts equal units; every unequal
 pair is described by the JSON paths where it differs. :func:`thread_read_units` splits a
@@ -46,6 +47,10 @@ __all__ = [
 JsonObject = dict[str, Any]
 
 _UUID: Final = re.compile(r"[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}")
+_ROLLOUT_TIME: Final = re.compile(
+    r"sessions/\d{4}/\d{2}/\d{2}/rollout-\d{4}-\d{2}-\d{2}T\d{2}-\d{2}-\d{2}-"
+)
+"""The date directories and creation time in a rollout file's path (``Thread.path``)."""
 TIME_KEYS: Final = frozenset(
     {
         "emittedAtMs",
@@ -106,7 +111,11 @@ class Normaliser:
         for path, name in self._paths:
             if path and path in value:
                 value = value.replace(path, name)
+        value = _ROLLOUT_TIME.sub("sessions/<date>/rollout-<time>-", value)
         return _UUID.sub(lambda m: self._known_or_uuid(m.group(0)), value)
+
+    def _key_name(self, key: str) -> str:
+        return self._known_or_uuid(key) if _UUID.fullmatch(key) else key
 
     def _known_or_uuid(self, value: str) -> str:
         kind = self._kind_of.get(value)
@@ -124,6 +133,33 @@ class Normaliser:
         return None
 
     def value(self, value: object, key: str | None = None, owner: str | None = None) -> object:
+        """``value`` normalised. The ids it holds under id keys are numbered first (in each
+        object its own ``id`` before the other keys), so that the numbering does not depend on
+        a server's key order and an id quoted in a string before its own key (a cursor before
+        the thread) is still recognised."""
+        self._register(value, key, owner)
+        return self._value(value, key, owner)
+
+    def _register(self, value: object, key: str | None, owner: str | None) -> None:
+        if key in TIME_KEYS or key in ID_KEYS:
+            return
+        if isinstance(value, str):
+            kind = self._kind(key, owner)
+            if kind is not None and value:
+                self._id(kind, value)
+        elif isinstance(value, dict):
+            here = key if key is not None else owner
+            # an object's own id first: servers order keys differently (ours alphabetically,
+            # so a thread's ``forkedFromId`` would otherwise be numbered before its ``id``)
+            items = sorted(cast(dict[str, object], value).items(), key=lambda kv: kv[0] != "id")
+            for k, v in items:
+                self._register(v, k, here)
+        elif isinstance(value, list):
+            element_owner = "item" if key == "items" else ("turn" if key == "turns" else owner)
+            for v in cast(list[object], value):
+                self._register(v, None, element_owner)
+
+    def _value(self, value: object, key: str | None = None, owner: str | None = None) -> object:
         if key in TIME_KEYS and value is not None:
             return "<time>"
         if key == "userAgent" and isinstance(value, str):
@@ -138,11 +174,12 @@ class Normaliser:
         if isinstance(value, dict):
             here = key if key is not None else owner
             items = cast(dict[str, object], value).items()
-            return {k: self.value(v, k, here) for k, v in items}
+            # a key that is an id (``readStates`` by thread id) is renamed as the id is
+            return {self._key_name(k): self._value(v, k, here) for k, v in items}
         if isinstance(value, list):
             # a list's elements belong to the list's owner ("items": [...] holds items)
             element_owner = "item" if key == "items" else ("turn" if key == "turns" else owner)
-            return [self.value(v, None, element_owner) for v in cast(list[object], value)]
+            return [self._value(v, None, element_owner) for v in cast(list[object], value)]
         return value
 
 

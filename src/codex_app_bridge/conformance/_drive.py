@@ -4,22 +4,27 @@ Role: one scenario = what a client does (``thread/start``, ``turn/start``, ``tur
 ``thread/revert``, ``thread/fork``, answering server requests) and waits for (``turn/completed``),
 with a timeout on every wait. :func:`run_session` plays it against one server process (the real
 binary or the bridge) and keeps what came back: every message, the thread ids, and a final
-``thread/read`` of each thread. Boundary: wire-level only; it compares nothing.
+``thread/read`` of each thread. A scenario with ``listen`` runs the server on a unix socket
+(``--listen unix://PATH``) instead of stdio, and may open more clients on it
+(:meth:`Context.open_client`); what each of them received is kept apart. Boundary: wire-level
+only; it compares nothing.
 """
 
 from __future__ import annotations
 
 import os
-from collections.abc import Awaitable, Callable, Mapping
+from collections.abc import AsyncGenerator, Awaitable, Callable, Mapping
+from contextlib import asynccontextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Final
 
 import anyio
 
+from codex_app_bridge.conformance._socket_peer import Connect, listening_server
 from codex_app_bridge.conformance.real_codex import JsonObject, PeerError, StdioPeer
 
-__all__ = ["SCENARIO_SPECS", "Context", "ScenarioSpec", "Session", "run_session"]
+__all__ = ["SCENARIO_SPECS", "ClientRecord", "Context", "ScenarioSpec", "Session", "run_session"]
 
 TURN_TIMEOUT_S: Final = 90.0
 
@@ -44,6 +49,18 @@ class Context:
     cwd: str
     thread_ids: list[str] = field(default_factory=list[str])
     notes: dict[str, Any] = field(default_factory=dict[str, Any])
+    clients: dict[str, StdioPeer] = field(default_factory=dict[str, StdioPeer])
+    """The clients opened after the first (``peer``), by name."""
+    _connect: Connect | None = None
+
+    async def open_client(self, name: str) -> StdioPeer:
+        """One more client on the server's socket (``listen`` scenarios only), initialized."""
+        if self._connect is None:
+            raise RuntimeError("open_client needs a scenario with listen=True")
+        peer = await self._connect()
+        self.clients[name] = peer
+        await peer.initialize()
+        return peer
 
     async def start_thread(self, **extra: Any) -> str:
         # model and provider explicit: the bridge does not read CODEX_HOME/config.toml
@@ -60,11 +77,15 @@ class Context:
         self.thread_ids.append(thread_id)
         return thread_id
 
-    async def run_turn(self, thread_id: str, text: str) -> tuple[str, JsonObject]:
-        done = self.peer.expect(_turn_completed(thread_id))
+    async def run_turn(
+        self, thread_id: str, text: str, peer: StdioPeer | None = None
+    ) -> tuple[str, JsonObject]:
+        """A turn started by ``peer`` (default: the first client), up to its completion."""
+        peer = peer or self.peer
+        done = peer.expect(_turn_completed(thread_id))
         params = {"threadId": thread_id, "input": [{"type": "text", "text": text}]}
-        result = await self.peer.request("turn/start", params)
-        completed = await self.peer.wait(done, TURN_TIMEOUT_S)
+        result = await peer.request("turn/start", params)
+        completed = await peer.wait(done, TURN_TIMEOUT_S)
         return str(result["turn"]["id"]), completed
 
 
@@ -89,6 +110,8 @@ class ScenarioSpec:
     play: Play
     bridge_pace: str | None = None
     """``--pace`` for the bridge's replay (the interrupt scenario needs a turn still running)."""
+    listen: bool = False
+    """Serve on a unix socket instead of stdio (the scenario opens several clients)."""
 
 
 def _single(prompt: str, **thread_extra: Any) -> Play:
@@ -135,6 +158,23 @@ async def _revert_fork(ctx: Context) -> None:
     fork_id = str(fork["thread"]["id"])
     ctx.thread_ids.append(fork_id)
     await ctx.run_turn(fork_id, "Third question, on the fork")
+
+
+async def _two_clients(ctx: Context) -> None:
+    """A starts a thread and runs a turn (a thread is resumable once it has one); B connects,
+    resumes it (with its turns) and so subscribes; A runs a turn, then B does: each client must
+    see both turns' notifications."""
+    thread_id = await ctx.start_thread()
+    await ctx.run_turn(thread_id, "First question, from A")
+    bob = await ctx.open_client("B")
+    ctx.notes["resume"] = await bob.request_raw("thread/resume", {"threadId": thread_id})
+    await bob.settle()  # what the resume sends B comes before the next turn on both servers
+    bob_done = bob.expect(_turn_completed(thread_id))
+    await ctx.run_turn(thread_id, "Second question, from A")
+    await bob.wait(bob_done, TURN_TIMEOUT_S)
+    alice_done = ctx.peer.expect(_turn_completed(thread_id))
+    await ctx.run_turn(thread_id, "Third question, from B", peer=bob)
+    await ctx.peer.wait(alice_done, TURN_TIMEOUT_S)
 
 
 SCENARIO_SPECS: Final[tuple[ScenarioSpec, ...]] = (
@@ -233,16 +273,33 @@ SCENARIO_SPECS: Final[tuple[ScenarioSpec, ...]] = (
         "a dynamic tool the client answers (item/tool/call)",
         _single("What is the weather in Paris?", dynamicTools=[DYNAMIC_TOOL]),
     ),
+    ScenarioSpec(
+        "two_clients",
+        "multi_turn",
+        {},
+        "over a unix socket: B resumes A's thread; a turn from A, then one from B, seen by both",
+        _two_clients,
+        listen=True,
+    ),
 )
 
-PENDING_SCENARIOS: Final = {
-    "two_clients": "two clients on one thread over a socket: scenario not written yet",
-}
+PENDING_SCENARIOS: Final[dict[str, str]] = {}
+"""Scenarios of issue 14 not written yet, with why (none left)."""
+
+
+@dataclass
+class ClientRecord:
+    """What one more client (``Context.open_client``) sent and received."""
+
+    received: list[JsonObject]
+    sent: list[JsonObject]
+    reads_from: int
+    """How many messages it had received when the first client began the final reads."""
 
 
 @dataclass
 class Session:
-    """What one server did in one scenario."""
+    """What one server did in one scenario (``received``/``sent``: the first client's)."""
 
     received: list[JsonObject]
     thread_ids: list[str]
@@ -251,6 +308,37 @@ class Session:
     notes: dict[str, Any]
     sent: list[JsonObject] = field(default_factory=list[JsonObject])
     error: str | None = None
+    clients: dict[str, ClientRecord] = field(default_factory=dict[str, ClientRecord])
+    """The other clients of a ``listen`` scenario, by name."""
+
+
+def _without_stdio_listen(argv: list[str]) -> list[str]:
+    """``argv`` without a ``--listen stdio://`` (the socket listener is added instead)."""
+    out = list(argv)
+    for i in range(len(out) - 1):
+        if out[i] == "--listen" and out[i + 1] == "stdio://":
+            del out[i : i + 2]
+            break
+    return out
+
+
+@asynccontextmanager
+async def _first_client(
+    spec: ScenarioSpec,
+    argv: list[str],
+    env: Mapping[str, str],
+    cwd: str | os.PathLike[str],
+    stderr_path: str | os.PathLike[str] | None,
+) -> AsyncGenerator[tuple[StdioPeer, Connect | None]]:
+    if not spec.listen:
+        async with StdioPeer.spawn(argv, env=env, cwd=cwd, stderr_path=stderr_path) as peer:
+            yield peer, None
+        return
+    server = listening_server(
+        _without_stdio_listen(argv), env=env, cwd=cwd, stderr_path=stderr_path
+    )
+    async with server as connect:
+        yield await connect(), connect
 
 
 async def run_session(
@@ -263,8 +351,8 @@ async def run_session(
     timeout_s: float = 180.0,
 ) -> Session:
     """Spawn ``argv``, initialize (experimentalApi), play ``spec``, read every thread."""
-    async with StdioPeer.spawn(argv, env=env, cwd=cwd, stderr_path=stderr_path) as peer:
-        ctx = Context(peer, str(Path(cwd)))
+    async with _first_client(spec, argv, env, cwd, stderr_path) as (peer, connect):
+        ctx = Context(peer, str(Path(cwd)), _connect=connect)
         error: str | None = None
         try:
             with anyio.fail_after(timeout_s):
@@ -273,7 +361,10 @@ async def run_session(
                 await peer.settle()
         except (PeerError, TimeoutError) as exc:
             error = f"{type(exc).__name__}: {exc}"
+        for other in ctx.clients.values():
+            await other.settle(limit=2.0)
         ctx.notes["reads_from"] = len(peer.received)
+        marks = {name: len(other.received) for name, other in ctx.clients.items()}
         reads: dict[str, JsonObject] = {}
         for thread_id in ctx.thread_ids:
             try:
@@ -282,4 +373,10 @@ async def run_session(
             except (PeerError, TimeoutError) as exc:
                 reads[thread_id] = {"error": {"driver": str(exc)}}
         await peer.settle(limit=1.0)
-    return Session(list(peer.received), ctx.thread_ids, reads, ctx.notes, list(peer.sent), error)
+        clients = {
+            name: ClientRecord(list(other.received), list(other.sent), marks[name])
+            for name, other in ctx.clients.items()
+        }
+    return Session(
+        list(peer.received), ctx.thread_ids, reads, ctx.notes, list(peer.sent), error, clients
+    )

@@ -43,6 +43,7 @@ _SERVER_MADE: Final = frozenset(
         "remoteControl/status/changed",
         "thread/reverted",
         "thread/name/updated",
+        "thread/goal/cleared",
         "mcpServer/startupStatus/updated",
         "skills/changed",
     }

@@ -14,7 +14,7 @@ import json
 import shutil
 import tempfile
 from collections.abc import Iterable, Sequence
-from dataclasses import dataclass, field
+from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
@@ -55,6 +55,9 @@ class ScenarioResult:
     history: Comparison = field(default_factory=Comparison)
     """The real ``thread/read`` turns against ``codex-app-bridge history`` of the real rollout."""
     notes: list[str] = field(default_factory=list[str])
+    clients: dict[str, Comparison] = field(default_factory=dict[str, Comparison])
+    """Scenarios with several clients: the stream part of each client after the first (also
+    counted in ``stream``)."""
 
     @property
     def total(self) -> Comparison:
@@ -81,6 +84,7 @@ class ScenarioResult:
             "stream": one(self.stream),
             "reads": one(self.reads),
             "notes": self.notes,
+            "clients": {name: one(c) for name, c in self.clients.items()},
         }
 
 
@@ -151,6 +155,36 @@ def _read_units(session: Session, base: Path) -> list[JsonObject]:
     return units
 
 
+def _other_clients(
+    real: Session, real_base: Path, bridge: Session, bridge_base: Path
+) -> dict[str, Comparison]:
+    """Each client after the first, real against bridge, its differences labelled
+    ``client NAME: ...``."""
+    out: dict[str, Comparison] = {}
+    for name, real_client in real.clients.items():
+        real_units = normalise_stream(
+            real_client.received, real_client.sent, _paths(real_base), upto=real_client.reads_from
+        )
+        bridge_client = bridge.clients.get(name)
+        bridge_units = (
+            []
+            if bridge_client is None
+            else normalise_stream(
+                bridge_client.received,
+                bridge_client.sent,
+                _paths(bridge_base),
+                upto=bridge_client.reads_from,
+            )
+        )
+        part = compare(
+            [*real_units, *delta_checks(real_units)],
+            [*bridge_units, *delta_checks(bridge_units)],
+        )
+        part.differences = [replace(d, label=f"client {name}: {d.label}") for d in part.differences]
+        out[name] = part
+    return out
+
+
 async def run_scenario(
     spec: ScenarioSpec, mock: MockResponses, scratch: Path, *, keep: bool = True
 ) -> ScenarioResult:
@@ -199,6 +233,9 @@ async def run_scenario(
     stream = compare(
         [*real_units, *delta_checks(real_units)], [*bridge_units, *delta_checks(bridge_units)]
     )
+    clients = _other_clients(real, real_base, bridge, bridge_base)
+    for part in clients.values():
+        stream.add(part)
     reads = compare(_read_units(real, real_base), _read_units(bridge, bridge_base))
     history = compare(
         _real_turn_units(real, real_base), await _history_units(real, real_home, real_base)
@@ -211,9 +248,10 @@ async def run_scenario(
             "reads": session.reads,
             "notes": session.notes,
             "error": session.error,
+            "clients": {name: asdict(c) for name, c in session.clients.items()},
         }
         (root / f"{who}.session.json").write_text(json.dumps(dump, indent=1), encoding="utf-8")
-    result = ScenarioResult(spec.name, spec.description, stream, reads, history, notes)
+    result = ScenarioResult(spec.name, spec.description, stream, reads, history, notes, clients)
     (root / "result.json").write_text(json.dumps(result.to_json(), indent=1), encoding="utf-8")
     if not keep:
         shutil.rmtree(root, ignore_errors=True)

@@ -13,6 +13,7 @@ from codex_app_bridge.listener._hub import (
     ThreadListener,
     UnsubscribeStatus,
 )
+from codex_app_bridge.listener._read_state import ReadState, read_state_of_history
 from codex_app_bridge.listener._reducer import APPROVAL_EVENT_TYPES, reduce
 from codex_app_bridge.listener._state import (
     Audience,
@@ -31,6 +32,7 @@ __all__ = [
     "Emission",
     "ItemLedger",
     "ListenerHub",
+    "ReadState",
     "ReduceContext",
     "Reduction",
     "ThreadExistsError",
@@ -39,5 +41,6 @@ __all__ = [
     "ThreadWatch",
     "TurnSummary",
     "UnsubscribeStatus",
+    "read_state_of_history",
     "reduce",
 ]

@@ -34,14 +34,15 @@ Delivery rules (runtime spec §2.3):
 from __future__ import annotations
 
 import logging
-from collections.abc import Callable, Iterable
-from dataclasses import dataclass
+from collections.abc import Callable, Collection, Iterable
+from dataclasses import dataclass, replace
 from typing import Literal
 
 import orjson
 from pydantic import ValidationError
 
 from codex_app_bridge.listener import _convert as convert
+from codex_app_bridge.listener._read_state import ReadState
 from codex_app_bridge.listener._reducer import (
     Audience,
     ReduceContext,
@@ -49,6 +50,7 @@ from codex_app_bridge.listener._reducer import (
     ThreadState,
     ThreadStatusModel,
     reduce,
+    revert_read_state,
 )
 from codex_app_bridge.listener._server_requests import (
     Answer,
@@ -466,6 +468,14 @@ class ThreadListener:
     def abandon_request(self, raised: RaisedRequest, request_id: int) -> None:
         """A request the turn's end cleans up (``serverRequest/resolved``)."""
         self._apply(abandon_request(self._state, raised, request_id, self._context()))
+
+    def seed_read_state(self, read_state: ReadState) -> None:
+        """Start from this read state (a thread loaded from its rollout), silently."""
+        self._state = replace(self._state, read_state=read_state)
+
+    def revert_read_state(self, kept_turn_ids: Collection[str]) -> None:
+        """A revert kept these turns: offer ``thread/readState/changed`` if that moved it."""
+        self._apply(revert_read_state(self._state, kept_turn_ids, self._context()))
 
     def _context(self) -> ReduceContext:
         return ReduceContext(thread_id=self._thread_id, now_ms=self._router.clock())

@@ -57,6 +57,7 @@ from codex_app_bridge.listener._state import (
 )
 from codex_app_bridge.listener._turns import (
     error_event,
+    revert_read_state,
     shutdown_complete,
     stream_error,
     task_complete,
@@ -88,6 +89,7 @@ __all__ = [
     "ThreadWatch",
     "TurnSummary",
     "reduce",
+    "revert_read_state",
 ]
 
 

@@ -22,6 +22,7 @@ from typing import Any, TypeAlias
 import orjson
 from pydantic import JsonValue
 
+from codex_app_bridge.listener._read_state import ReadState
 from codex_app_bridge.mapping import map_event
 from codex_app_bridge.protocol._base import WireModel, dump_json
 from codex_app_bridge.protocol.core import EventEnvelope, EventMsg
@@ -229,6 +230,9 @@ class ThreadState:
     token_usage: ThreadTokenUsage | None = None
     """The last token usage reported (what a resuming client would be replayed; the server does
     not replay it yet) (``_rows``)."""
+    read_state: ReadState = field(default_factory=ReadState)
+    """``firstUnread`` and revision (``_read_state``): moved by each turn that ends completed or
+    failed (``_turns``)."""
 
     @property
     def active_turn_id(self) -> str | None:

@@ -29,10 +29,13 @@ Boundary: pure; builds on ``_state`` only; ``_reducer`` dispatches to the handle
 
 from __future__ import annotations
 
+from collections.abc import Collection
 from dataclasses import replace
 
 from codex_app_bridge.listener import _convert as convert
+from codex_app_bridge.listener._read_state import READ_STATE_CHANGED
 from codex_app_bridge.listener._state import (
+    Emission,
     ReduceContext,
     Reduction,
     ThreadState,
@@ -60,6 +63,7 @@ from codex_app_bridge.protocol.v2 import (
 
 __all__ = [
     "error_event",
+    "revert_read_state",
     "shutdown_complete",
     "stream_error",
     "task_complete",
@@ -152,12 +156,29 @@ def _turn_end(
             summary=summary,
         ),
     )
+    read_state = state.read_state
+    read: tuple[Emission, ...] = ()
+    if status != "interrupted":  # an interrupted turn is no unread activity (0.163.0)
+        read_state = read_state.after_turn(ctx.thread_id, envelope.id)
+        read = (emit(READ_STATE_CHANGED, read_state.changed(ctx.thread_id)),)
     emissions = (
+        *read,
         *status_change(state.watch, watch, ctx.thread_id),
         emit("turn/completed", completed),
     )
-    new_state = replace(state, watch=watch, turn=TurnSummary())
+    new_state = replace(state, watch=watch, turn=TurnSummary(), read_state=read_state)
     return Reduction(new_state, emissions, turn_ended=True)
+
+
+def revert_read_state(
+    state: ThreadState, kept_turn_ids: Collection[str], ctx: ReduceContext
+) -> Reduction:
+    """A revert kept ``kept_turn_ids``: the read state forgets a dropped unread turn."""
+    after = state.read_state.after_revert(ctx.thread_id, kept_turn_ids)
+    if after is None:
+        return Reduction(state)
+    changed = emit(READ_STATE_CHANGED, after.changed(ctx.thread_id))
+    return Reduction(replace(state, read_state=after), (changed,))
 
 
 def task_complete(

@@ -22,8 +22,9 @@ Rules they share (probed from the 0.163.0 binary, see the errors in ``_errors``)
 connection right after the response (``_token_replay`` says when), before a fork's
 ``thread/started`` and a resume's replay of pending server requests.
 
-Not implemented (documented deviations): ``thread/goal/cleared`` after a resume,
-``thread/readState/changed``; thread ``path`` is ``null`` when threads live in memory.
+Goals are not kept: a ``thread/resume`` is followed by ``thread/goal/cleared`` to every connection,
+as the real server does for a thread without a goal. ``thread/read`` answers the listener's read
+state (``listener._read_state``). Thread ``path`` is ``null`` when threads live in memory.
 """
 
 from __future__ import annotations
@@ -43,6 +44,7 @@ from codex_app_bridge.protocol.v2 import (
     IdleThreadStatus,
     InitializeParams,
     InitializeResponse,
+    Settings,
     ThreadForkParams,
     ThreadForkResponse,
     ThreadGoalClearedNotification,
@@ -83,6 +85,7 @@ from codex_app_bridge.server._ids import new_uuid7, parse_thread_id
 from codex_app_bridge.server._inputs import core_inputs
 from codex_app_bridge.server._runtime import ThreadRuntime, TurnOrder
 from codex_app_bridge.server._stored_handlers import StoredThreadMethods
+from codex_app_bridge.server._thread_extras import read_extras, resume_extras
 from codex_app_bridge.server._threads import ThreadRecord, ThreadSettings, sandbox_policy
 from codex_app_bridge.server._token_replay import replayed_token_usage
 from codex_app_bridge.sources import SessionConfig, input_text, open_session
@@ -398,27 +401,21 @@ class Handlers(StoredThreadMethods):
 
             ctx.after_response(replay)
         turns = None if exclude_turns else all_turns
-
-        async def no_goal() -> None:  # 0.163.0 tells a resuming client the goal state; none here
-            cleared = ThreadGoalClearedNotification(thread_id=record.id)
-            await ctx.connection.notify("thread/goal/cleared", dump_json(cleared))
-
-        ctx.after_response(no_goal)
+        turns_cursor, items_cursor = self.backwards_cursors(record.id)
+        # the bridge keeps no goals: every resume tells every connection there is none
+        cleared = ThreadGoalClearedNotification(thread_id=record.id)
+        ctx.after_response(partial(self.server.hub.broadcast, "thread/goal/cleared", cleared))
         settings = record.settings
-        mode = CollaborationMode.model_validate(
-            {
-                "mode": "default",
-                "settings": {
-                    "model": settings.model,
-                    "reasoning_effort": settings.reasoning_effort,
-                    "developer_instructions": None,
-                },
-            }
-        )
         return ThreadResumeResponse(
             thread=record.thread(turns=turns),
-            collaboration_mode=mode,
             **settings.response_fields(),
+            collaboration_mode=CollaborationMode(
+                mode="default",
+                settings=Settings(model=settings.model, reasoning_effort=settings.reasoning_effort),
+            ),
+            turns_backwards_cursor=turns_cursor,
+            items_backwards_cursor=items_cursor,
+            **resume_extras(),
         )
 
     async def thread_fork(
@@ -441,7 +438,8 @@ class Handlers(StoredThreadMethods):
             thread_source=params.thread_source,
             history=events,
         )
-        record.preview = source.preview
+        # the real fork has no preview until its own first turn (probed, with and without a
+        # revert before)
         record.turns_started = source.turns_started
         record.raw_events = source.raw_events
         if self.server.storage is not None:
@@ -464,12 +462,14 @@ class Handlers(StoredThreadMethods):
                 await self._deprecation(ctx, READ_DEPRECATION)
             return stored
         if not params.include_turns:
-            return ThreadReadResponse(thread=record.thread())
+            return ThreadReadResponse(thread=record.thread(), **read_extras(record.read_state()))
         if not record.materialized:
             raise list_turns_unsupported()
         await self._deprecation(ctx, READ_DEPRECATION)
         turns = build_thread_turns(record.history, running=record.active_turn_id is not None)
-        return ThreadReadResponse(thread=record.thread(turns=turns))
+        return ThreadReadResponse(
+            thread=record.thread(turns=turns), **read_extras(record.read_state())
+        )
 
     async def thread_loaded_list(
         self, ctx: RequestContext, params: ThreadLoadedListParams

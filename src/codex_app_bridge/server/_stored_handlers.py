@@ -35,12 +35,14 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import UTC, datetime
+from functools import partial
 from typing import TYPE_CHECKING, Any, Final, cast
 
 import anyio
 import anyio.to_thread
 
 from codex_app_bridge._version import CODEX_PROTOCOL_VERSION
+from codex_app_bridge.listener import read_state_of_history
 from codex_app_bridge.mapping.thread_history import build_turns
 from codex_app_bridge.protocol import core
 from codex_app_bridge.protocol.v2 import (
@@ -67,6 +69,7 @@ from codex_app_bridge.protocol.v2 import (
     ThreadRevertResponse,
     ThreadSetNameParams,
     ThreadSetNameResponse,
+    ThreadStatusChangedNotification,
     ThreadTurnsListParams,
     ThreadTurnsListResponse,
     ThreadUnarchivedNotification,
@@ -76,11 +79,22 @@ from codex_app_bridge.protocol.v2 import (
     dump_json,
 )
 from codex_app_bridge.rpc import METHOD_NOT_FOUND, RequestContext, RpcError, invalid_request
-from codex_app_bridge.server._errors import invalid_cursor, no_rollout, thread_not_loaded
+from codex_app_bridge.server._errors import (
+    invalid_cursor,
+    no_rollout,
+    thread_not_found,
+    thread_not_loaded,
+)
 from codex_app_bridge.server._ids import parse_thread_id
 from codex_app_bridge.server._pages import HistoryPages, positioned_events
 from codex_app_bridge.server._runtime import HISTORY_EVENT_TYPES
 from codex_app_bridge.server._stored import ThreadStorage, envelopes_of
+from codex_app_bridge.server._thread_extras import (
+    list_extras,
+    read_extras,
+    read_state_json,
+    thread_extras,
+)
 from codex_app_bridge.server._threads import THREAD_SOURCE, ThreadRecord, ThreadSettings
 from codex_app_bridge.storage import InvalidCursor, StorageError, StoredThread, page_threads
 
@@ -108,6 +122,7 @@ class _Row:
     created_at: str
     updated_at: str
     thread: Callable[[], Thread]
+    read_state: Callable[[], dict[str, Any]]
 
 
 def _iso(seconds: int) -> str:
@@ -176,12 +191,23 @@ class StoredThreadMethods:
             git_info=self._stored_git_info(stored.thread_id),
             name=stored.name,
             turns=turns or [],
+            **thread_extras(meta.cwd, loaded=False),
         )
 
     def _stored_git_info(self, thread_id: str) -> GitInfo | None:
         storage = self._storage
         info = None if storage is None else storage.catalog.git_infos().get(thread_id)
         return None if info is None else GitInfo.model_validate(info)
+
+    def _stored_read_state(self, stored: StoredThread) -> dict[str, Any]:
+        """The read state of a thread that is not loaded, rebuilt from its rollout."""
+        storage = self._storage
+        try:
+            lines = [] if storage is None else storage.catalog.history(stored)
+        except LookupError:
+            lines = []
+        history = read_state_of_history(stored.thread_id, envelopes_of(lines))
+        return read_state_json(stored.thread_id, history)
 
     def load_stored(self, thread_id: str) -> ThreadRecord | None:
         """Load a stored, unarchived thread that is not loaded yet (``None`` if there is none)."""
@@ -216,6 +242,7 @@ class StoredThreadMethods:
         record.turns_started = sum(
             1 for e in history if e.msg.type in ("task_started", "turn_started")
         )
+        record.listener.seed_read_state(read_state_of_history(thread_id, history))
         storage.attach(record, stored)
         return record
 
@@ -260,7 +287,8 @@ class StoredThreadMethods:
                     text=(record.name or "") + "\n" + record.preview,
                     created_at=_iso(record.created_at),
                     updated_at=_iso(record.updated_at),
-                    thread=record.thread,
+                    thread=partial(record.thread, listed=True),
+                    read_state=record.read_state,
                 )
         if stored_threads:
             for stored in stored_threads:
@@ -280,6 +308,7 @@ class StoredThreadMethods:
                     created_at=stored.created_at,
                     updated_at=stored.updated_at,
                     thread=lambda stored=stored: self.stored_thread_object(stored),
+                    read_state=partial(self._stored_read_state, stored),
                 )
         return list(rows.values())
 
@@ -325,6 +354,7 @@ class StoredThreadMethods:
             raise invalid_cursor(exc.cursor) from None
         return ThreadListResponse(
             data=[row.thread() for row in page.rows],
+            **list_extras({row.thread_id: row.read_state() for row in page.rows}),
             next_cursor=page.next_cursor,
             backwards_cursor=page.backwards_cursor,
         )
@@ -339,7 +369,10 @@ class StoredThreadMethods:
         turns = None
         if include_turns:
             turns = build_turns(storage.catalog.history(stored), interrupt_stale=True)
-        return ThreadReadResponse(thread=self.stored_thread_object(stored, turns))
+        return ThreadReadResponse(
+            thread=self.stored_thread_object(stored, turns),
+            **read_extras(self._stored_read_state(stored)),
+        )
 
     # ------------------------------------------------------------------ history pages
 
@@ -375,12 +408,22 @@ class StoredThreadMethods:
             data=page.rows, next_cursor=page.next_cursor, backwards_cursor=page.backwards_cursor
         )
 
+    def backwards_cursors(self, thread_id: str) -> tuple[str | None, str | None]:
+        """The ``turnsBackwardsCursor`` and ``itemsBackwardsCursor`` of a thread/resume or
+        thread/revert answer: from the first turn, and from the last item, backwards."""
+        pages, _ = self._pages(thread_id, no_rollout)
+        turns = pages.turns(items_view=None, direction=None, cursor=None, limit=1)
+        items = pages.items(turn_id=None, direction="desc", cursor=None, limit=1)
+        return turns.backwards_cursor, items.backwards_cursor
+
     # ------------------------------------------------------------------ revert
 
     async def thread_revert(
         self, ctx: RequestContext, params: ThreadRevertParams
     ) -> ThreadRevertResponse:
-        record = self.loaded_or_stored(params.thread_id, no_rollout)
+        record = self.loaded_or_stored(params.thread_id, thread_not_found)
+        if not record.materialized:
+            raise no_rollout(record.id)
         before = params.before_turn_id
         if record.active_turn_id is not None:
             raise invalid_request(f"cannot revert thread {record.id} while a turn is running")
@@ -406,21 +449,28 @@ class StoredThreadMethods:
                 except StorageError as exc:
                     raise _storage_error(exc) from None
         record.runtime.history[:] = history[:cut]
-        record.turns_started = sum(
-            1 for e in record.runtime.history if e.msg.type in ("task_started", "turn_started")
-        )
+        # turns_started still counts every turn/start (a source's turn index): the n-th
+        # turn/start after a revert plays recorded turn n, and a fork continues from there
         record.touch()
-        pages, _ = self._pages(record.id, no_rollout)
-        turns = pages.turns(items_view=None, direction=None, cursor=None, limit=1)
-        items = pages.items(turn_id=None, direction="desc", cursor=None, limit=1)
+        # the real server unloads and reloads the thread to cut it: both statuses, to every
+        # connection, before the answer
+        kept = {e.id for e in record.runtime.history}
+        unloaded = ThreadStatusChangedNotification(
+            thread_id=record.id, status=NotLoadedThreadStatus()
+        )
+        await self.server.hub.broadcast("thread/status/changed", unloaded)
+        record.listener.revert_read_state(kept)  # a dropped unread turn is forgotten
+        reloaded = ThreadStatusChangedNotification(thread_id=record.id, status=record.status())
+        await self.server.hub.broadcast("thread/status/changed", reloaded)
+        turns_cursor, items_cursor = self.backwards_cursors(record.id)
         notification = ThreadRevertedNotification(thread_id=record.id)
         ctx.after_response(
             lambda: self.server.hub.broadcast("thread/reverted", dump_json(notification))
         )
         return ThreadRevertResponse(
             thread=record.thread(),
-            turns_backwards_cursor=turns.backwards_cursor,
-            items_backwards_cursor=items.backwards_cursor,
+            turns_backwards_cursor=turns_cursor,
+            items_backwards_cursor=items_cursor,
         )
 
     # ------------------------------------------------------------------ name, archive, delete

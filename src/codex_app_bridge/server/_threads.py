@@ -36,6 +36,7 @@ from codex_app_bridge.protocol.v2 import (
     Turn,
     WorkspaceWriteSandboxPolicy,
 )
+from codex_app_bridge.server._thread_extras import read_state_json, response_extras, thread_extras
 
 if TYPE_CHECKING:
     from codex_app_bridge.listener import ThreadListener
@@ -59,7 +60,8 @@ def sandbox_policy(mode: SandboxMode | None, cwd: str) -> SandboxPolicy:
     if mode == "danger-full-access":
         return DangerFullAccessSandboxPolicy()
     if mode == "workspace-write":
-        return WorkspaceWriteSandboxPolicy(writable_roots=[cwd])
+        # the cwd is writable implicitly: the real server lists no root for it
+        return WorkspaceWriteSandboxPolicy(writable_roots=[])
     return ReadOnlySandboxPolicy()
 
 
@@ -87,6 +89,7 @@ class ThreadSettings:
             "approvals_reviewer": self.approvals_reviewer,
             "sandbox": self.sandbox,
             "reasoning_effort": self.reasoning_effort,
+            **response_extras(self.cwd),
         }
 
 
@@ -141,6 +144,10 @@ class ThreadRecord:
         """The events the thread's turns are rebuilt from (see ``ThreadRuntime``)."""
         return [] if self.runtime is None else self.runtime.history
 
+    def read_state(self) -> dict[str, Any]:
+        """``readState`` as the listener keeps it (``thread/read``, ``thread/list``)."""
+        return read_state_json(self.id, self.listener.state.read_state)
+
     def status(self) -> ThreadStatus:
         """The thread's status; ``active`` as soon as a turn was accepted, even if the listener
         has not seen its ``task_started`` yet (as the real server reports it in responses)."""
@@ -151,8 +158,9 @@ class ThreadRecord:
             return ActiveThreadStatus(active_flags=[])
         return status
 
-    def thread(self, *, turns: list[Turn] | None = None) -> Thread:
-        """The v2 ``Thread`` object (``turns`` only for read/resume/fork with history)."""
+    def thread(self, *, turns: list[Turn] | None = None, listed: bool = False) -> Thread:
+        """The v2 ``Thread`` object (``turns`` only for read/resume/fork with history;
+        ``listed``: as a thread/list entry)."""
         return Thread(
             id=self.id,
             session_id=self.session_id,
@@ -180,6 +188,7 @@ class ThreadRecord:
             git_info=self.git_info,
             name=self.name,
             turns=turns or [],
+            **thread_extras(self.settings.cwd, listed=listed),
         )
 
 
