@@ -94,8 +94,10 @@ async def test_two_subscribers_see_identical_ordered_streams(kind: str) -> None:
         thread_id = await alice.start_thread()
         await alice.run_turn(thread_id, "1")  # a thread is resumable once it has a turn
         await bob.result("thread/resume", {"threadId": thread_id, "excludeTurns": True})
-        await bob.until(lambda m: m.get("method") == "thread/goal/cleared")  # after the answer
-        await bob.drain_pending()
+        # after the answer, to every connection (0.163.0): alice gets it too
+        for client in (bob, alice):
+            await client.until(lambda m: m.get("method") == "thread/goal/cleared")
+            await client.drain_pending()
         mark = len(bob.received)
         turn_id, alice_saw = await alice.run_turn(thread_id, "300")
         await bob.until(is_turn_completed(turn_id))
