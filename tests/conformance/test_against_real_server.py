@@ -57,6 +57,7 @@ def exchange(
             wanted = {request["id"] for request in requests}
             answers: dict[Any, Any] = {}
             for request in requests:
+                request = _with_thread_ids(request, answers)
                 proc.stdin.write(json.dumps(request).encode() + b"\n")
                 proc.stdin.flush()
                 # One at a time: the real server handles requests concurrently after initialize.
@@ -74,6 +75,24 @@ def exchange(
         finally:
             watchdog.cancel()
     return answers
+
+
+THREAD_OF = "$thread-of:"
+"""A params value ``"$thread-of:N"`` is replaced by the id of the thread request ``N`` answered
+(so a sequence can name a thread it started)."""
+
+
+def _with_thread_ids(request: dict[str, Any], answers: dict[Any, Any]) -> dict[str, Any]:
+    params = request.get("params")
+    if not isinstance(params, dict):
+        return request
+    resolved = {
+        key: answers[int(value[len(THREAD_OF) :])]["result"]["thread"]["id"]
+        if isinstance(value, str) and value.startswith(THREAD_OF)
+        else value
+        for key, value in params.items()
+    }
+    return {**request, "params": resolved}
 
 
 @cache
@@ -144,6 +163,11 @@ HANDSHAKE_AND_ERRORS: list[tuple[str, Any]] = [
     ),
     ("turn/steer", {"threadId": ZERO, "expectedTurnId": "t", "input": [], "additionalContext": {}}),
     ("thread/list", {"parentThreadId": "x"}),
+    ("thread/start", {"ephemeral": True}),  # request 38
+    ("thread/read", {"threadId": THREAD_OF + "38", "includeTurns": True}),
+    ("thread/read", {"threadId": THREAD_OF + "38"}),
+    ("thread/start", {}),  # request 41
+    ("thread/read", {"threadId": THREAD_OF + "41", "includeTurns": True}),
 ]
 
 

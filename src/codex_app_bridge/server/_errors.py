@@ -23,6 +23,7 @@ __all__ = [
     "active_turn_mismatch",
     "already_initialized",
     "empty_input",
+    "ephemeral_include_turns",
     "experimental_required",
     "invalid_client_name",
     "invalid_cursor",
@@ -100,6 +101,11 @@ def invalid_cursor(cursor: str) -> RpcError:
 def list_turns_unsupported() -> RpcError:
     """Full-history hydration of a thread that has no turn yet (paginated history mode)."""
     return RpcError(METHOD_NOT_FOUND, "list_turns is not supported yet")
+
+
+def ephemeral_include_turns() -> RpcError:
+    """``thread/read {includeTurns: true}`` of an ephemeral thread (0.163.0's answer)."""
+    return invalid_request("ephemeral threads do not support includeTurns")
 
 
 def unsupported_method(spec: MethodSpec[Any]) -> RpcError:

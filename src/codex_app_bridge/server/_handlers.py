@@ -73,6 +73,7 @@ from codex_app_bridge.rpc import RequestContext
 from codex_app_bridge.server._errors import (
     active_turn_mismatch,
     empty_input,
+    ephemeral_include_turns,
     invalid_cursor,
     list_turns_unsupported,
     no_active_turn,
@@ -463,6 +464,8 @@ class Handlers(StoredThreadMethods):
             return stored
         if not params.include_turns:
             return ThreadReadResponse(thread=record.thread(), **read_extras(record.read_state()))
+        if record.ephemeral:  # nothing kept to read back, with or without turns
+            raise ephemeral_include_turns()
         if not record.materialized:
             raise list_turns_unsupported()
         await self._deprecation(ctx, READ_DEPRECATION)
