@@ -63,7 +63,7 @@ from codex_app_bridge.sources._base import (
     failed_task_complete,
     task_started_event,
 )
-from codex_app_bridge.sources._replies import ASKING_EVENT_CLASSES, asks
+from codex_app_bridge.sources._replies import asks
 
 if TYPE_CHECKING:
     from codex_app_bridge.sources._rollout import RolloutSource
@@ -479,7 +479,7 @@ class ScriptSource:
             except ValidationError as exc:
                 raise _invalid(msg, exc, number, name) from None
             yield event
-            if type(event) in ASKING_EVENT_CLASSES:  # ``asks``, inline: the hot path
+            if asks(event):
                 await request.replies.wait_for(event)  # a recorded request waits for its answer
 
     async def _play_parsed(

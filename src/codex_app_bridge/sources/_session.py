@@ -301,7 +301,7 @@ class TurnPlayer:
                             if kind in TURN_END_TYPES:
                                 ended = True
                                 break
-                            if len(queue) >= EVENT_HIGH_WATER:  # ``queue.full``, inline
+                            if queue.full:
                                 await queue.wait_for_room()
                 except Exception as exc:
                     logger.exception("event source failed during turn %s", turn_id)
