@@ -389,10 +389,14 @@ class Handlers(StoredThreadMethods):
         if loading:  # loaded now from its rollout: notLoaded -> idle, before the answer
             status = ThreadStatusChangedNotification(thread_id=record.id, status=IdleThreadStatus())
             await ctx.connection.notify("thread/status/changed", dump_json(status))
-        all_turns = build_thread_turns(record.history, running=record.active_turn_id is not None)
+        turns: list[Turn] | None = None
         if loading or not exclude_turns:
             # a cold resume always replays the usage, a loaded thread only with its turns
+            all_turns = build_thread_turns(
+                record.history, running=record.active_turn_id is not None
+            )
             self._replay_usage(ctx, record.id, record.history, all_turns)
+            turns = None if exclude_turns else all_turns
         runtime = record.runtime
         if runtime is not None and len(runtime.requests):
 
@@ -401,7 +405,6 @@ class Handlers(StoredThreadMethods):
                 runtime.requests.replay_to(ctx.connection)
 
             ctx.after_response(replay)
-        turns = None if exclude_turns else all_turns
         turns_cursor, items_cursor = self.backwards_cursors(record.id)
         # the bridge keeps no goals: every resume tells every connection there is none
         cleared = ThreadGoalClearedNotification(thread_id=record.id)

@@ -96,7 +96,7 @@ class BridgeServer:
         self._source_factory = source_factory
         self._hub: ListenerHub | None = None
         self._store: ThreadStore | None = None
-        self._storage: tuple[ThreadStorage | None] | None = None
+        self._storage: ThreadStorage | None = None
         self._handlers: Handlers | None = None
         self.default_cwd = os.path.abspath(default_cwd or os.getcwd())
         self.outbound_budget = outbound_budget
@@ -166,14 +166,11 @@ class BridgeServer:
     @property
     def storage(self) -> ThreadStorage | None:
         """Stored threads under ``codex_home``; ``None``: threads live in memory only."""
-        if self._storage is None:
-            storage = None
-            if self._codex_home is not None:
-                from codex_app_bridge.server._stored import ThreadStorage
+        if self._storage is None and self._codex_home is not None:
+            from codex_app_bridge.server._stored import ThreadStorage
 
-                storage = ThreadStorage(self._codex_home, self.hub.offer_broadcast)
-            self._storage = (storage,)
-        return self._storage[0]
+            self._storage = ThreadStorage(self._codex_home, self.hub.offer_broadcast)
+        return self._storage
 
     @property
     def handlers(self) -> Handlers:
@@ -220,9 +217,8 @@ class BridgeServer:
         try:
             return await group.__aexit__(exc_type, exc, tb)
         finally:
-            storage = self._storage[0] if self._storage is not None else None
-            if storage is not None:  # never created: nothing to close
-                storage.close()
+            if self._storage is not None:  # never created: nothing to close
+                self._storage.close()
 
     @property
     def connection_count(self) -> int:
