@@ -4,20 +4,20 @@ exception -> JSON-RPC error boundary, outbound queues and server -> client reque
 Pieces, bottom-up: ``errors`` (codes, ``RpcError``, ``error_object``, serde-worded params errors),
 ``methods`` (``MethodSpec`` / ``MethodTable`` / params decoding), ``scopes`` (FIFO per scope key),
 ``server_requests`` (process-wide ids, awaitable client answers), ``outbox`` (what upper layers send
-through), ``connection`` (one client: read, classify, dispatch, answer).
+through), ``_context`` (``RequestContext``, ``DeferredReply``), ``connection`` (one client:
+read, classify, dispatch, answer).
 Nothing here knows threads, turns or items: a scope key is just a hashable value.
 """
 
+from codex_app_bridge.rpc._context import DeferredReply, RequestContext
 from codex_app_bridge.rpc.connection import (
     INGRESS_QUEUE_CAPACITY,
     MAX_IN_FLIGHT,
     OUTBOUND_HIGH_WATER,
     SOCKET_OUTBOUND_BUDGET,
     Connection,
-    DeferredReply,
     Gate,
     OutboundPolicy,
-    RequestContext,
     outbound_policy_for,
 )
 from codex_app_bridge.rpc.errors import (

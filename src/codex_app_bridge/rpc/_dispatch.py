@@ -15,12 +15,10 @@ which kept pipelined requests well below the real server's rate (issue 9's reque
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
+from typing import Any
 
-from codex_app_bridge.rpc.methods import MethodTable
-
-if TYPE_CHECKING:
-    from codex_app_bridge.rpc.connection import RequestContext
+from codex_app_bridge.rpc._context import RequestContext
+from codex_app_bridge.rpc.methods import MethodSpec, MethodTable
 
 __all__ = ["Dispatcher", "Failed", "Outcome", "Succeeded"]
 
@@ -44,9 +42,8 @@ class Dispatcher:
     def __init__(self, table: MethodTable) -> None:
         self._table = table
 
-    async def invoke(self, ctx: RequestContext) -> Outcome:
-        """Call the handler of ``ctx.spec`` with ``ctx``; never raises (except cancellation)."""
-        spec = ctx.spec
+    async def invoke(self, ctx: RequestContext, spec: MethodSpec[Any]) -> Outcome:
+        """Call the handler of ``spec`` with ``ctx``; never raises (except cancellation)."""
         try:
             if spec.handler is None:
                 raise self._table.unsupported_error(spec)

@@ -69,15 +69,12 @@ import itertools
 import logging
 from collections import Counter, deque
 from collections.abc import Awaitable, Callable, Iterable
-from dataclasses import dataclass, field
 from enum import Enum
 from typing import TYPE_CHECKING, Any, Final
 
 import anyio
 import anyio.abc
-import orjson
 from anyio.streams.memory import MemoryObjectReceiveStream, MemoryObjectSendStream
-from pydantic import BaseModel
 
 from codex_app_bridge.protocol.jsonrpc import (
     ErrorResponse,
@@ -89,9 +86,9 @@ from codex_app_bridge.protocol.jsonrpc import (
     Undecodable,
     classify,
     encode_error,
-    encode_response,
     encode_server_request,
 )
+from codex_app_bridge.rpc._context import DeferredReply, RequestContext, encode_result
 from codex_app_bridge.rpc._dispatch import Dispatcher, Failed
 from codex_app_bridge.rpc.errors import (
     INTERNAL_ERROR,
@@ -151,106 +148,8 @@ def outbound_policy_for(kind: TransportKind) -> OutboundPolicy:
     return OutboundPolicy.BACKPRESSURE
 
 
-@dataclass(eq=False)
-class RequestContext:
-    """What a handler (and the gate) gets besides its decoded params."""
-
-    connection: Connection
-    request: Request
-    spec: MethodSpec[Any]
-    params: Any
-    _after_response: list[Callable[[], Awaitable[None]]] = field(
-        default_factory=list[Callable[[], Awaitable[None]]]
-    )
-
-    @property
-    def request_id(self) -> RequestId:
-        return self.request.id
-
-    @property
-    def method(self) -> str:
-        return self.request.method
-
-    _deferred: DeferredReply | None = None
-
-    def after_response(self, callback: Callable[[], Awaitable[None]]) -> None:
-        """Run ``callback`` once this request's successful response is queued (never on error)."""
-        self._after_response.append(callback)
-
-    def defer(self) -> DeferredReply:
-        """Answer this request later: the handler's return value is ignored (unless it raises,
-        which answers the error at once) and the returned reply writes the one response."""
-        if self._deferred is None:
-            self._deferred = DeferredReply(self.connection, self.request.id)
-        return self._deferred
-
-
-class DeferredReply:
-    """The one future response to a request whose handler returned before it could answer.
-
-    ``resolve`` / ``fail`` are synchronous and idempotent (the first one answers); the bytes go
-    into the connection's outbound stream at that point, so the caller decides exactly which
-    notifications the response precedes.
-    """
-
-    def __init__(self, connection: Connection, request_id: RequestId) -> None:
-        self._connection = connection
-        self.request_id = request_id
-        self._done = False
-
-    @property
-    def done(self) -> bool:
-        return self._done
-
-    @property
-    def connection_id(self) -> int:
-        return self._connection.connection_id
-
-    def resolve(self, value: object) -> bool:
-        """Answer ``value`` (a model, pre-encoded bytes or plain JSON data)."""
-        if self._done:
-            return False
-        self._done = True
-        try:
-            data = _encode_result(self.request_id, value)
-        except (TypeError, ValueError) as exc:
-            failure = RpcError(INTERNAL_ERROR, f"failed to serialize response: {exc}")
-            data = encode_error(self.request_id, error_object(failure))
-        return self._connection.offer(data)
-
-    def fail(self, exc: BaseException) -> bool:
-        """Answer the error ``exc`` stands for (through the one error boundary)."""
-        if self._done:
-            return False
-        self._done = True
-        return self._connection.offer(encode_error(self.request_id, error_object(exc)))
-
-    def cancel(self) -> None:
-        """Never answer (the handler failed and its error was sent instead)."""
-        self._done = True
-
-
 Gate = Callable[[RequestContext], Awaitable[None]]
 """Runs before dispatch with the decoded request; raises ``RpcError`` to refuse it."""
-
-
-def _model_json(value: BaseModel) -> orjson.Fragment:
-    return orjson.Fragment(type(value).__pydantic_serializer__.to_json(value, by_alias=True))
-
-
-def _orjson_default(value: object) -> object:
-    # Models nested in plain containers (``{"data": [thread_model, ...]}``).
-    if isinstance(value, BaseModel):
-        return _model_json(value)
-    raise TypeError(f"Type is not JSON serializable: {type(value).__name__}")
-
-
-def _encode_result(request_id: RequestId, value: object) -> bytes:
-    if isinstance(value, BaseModel):
-        return encode_response(request_id, _model_json(value))
-    if isinstance(value, bytes | orjson.Fragment):
-        return encode_response(request_id, value)
-    return orjson.dumps({"id": request_id, "result": value}, default=_orjson_default)
 
 
 class Connection:
@@ -642,7 +541,7 @@ class Connection:
             await self._send_error(request.id, exc)
             return
         if spec.inline:
-            await self._execute(ctx)
+            await self._execute(ctx, spec)
             return
         try:
             self._in_flight.acquire_nowait()
@@ -652,13 +551,15 @@ class Connection:
         if ticket is not None:
             self._tickets.add(ticket)
         self._active += 1
-        tg.start_soon(self._run_spawned, ctx, ticket)
+        tg.start_soon(self._run_spawned, ctx, spec, ticket)
 
-    async def _run_spawned(self, ctx: RequestContext, ticket: ScopeTicket | None) -> None:
+    async def _run_spawned(
+        self, ctx: RequestContext, spec: MethodSpec[Any], ticket: ScopeTicket | None
+    ) -> None:
         try:
             if ticket is not None:
                 await ticket.wait_turn()
-            await self._execute(ctx)
+            await self._execute(ctx, spec)
         finally:
             self._untrack(ctx.request)
             if ticket is not None:
@@ -669,9 +570,9 @@ class Connection:
             if not self._active:
                 self._idle.set()
 
-    async def _execute(self, ctx: RequestContext) -> None:
+    async def _execute(self, ctx: RequestContext, spec: MethodSpec[Any]) -> None:
         try:
-            outcome = await self._dispatcher.invoke(ctx)
+            outcome = await self._dispatcher.invoke(ctx, spec)
         finally:
             self._untrack(ctx.request)
         deferred = ctx._deferred  # pyright: ignore[reportPrivateUsage]
@@ -683,7 +584,7 @@ class Connection:
         if deferred is not None:
             return
         try:
-            data = _encode_result(ctx.request_id, outcome.value)
+            data = encode_result(ctx.request_id, outcome.value)
         except (TypeError, ValueError) as exc:
             failure = RpcError(INTERNAL_ERROR, f"failed to serialize response: {exc}")
             await self._send_error(ctx.request_id, failure)

@@ -40,7 +40,7 @@ from codex_app_bridge.rpc.errors import (
 )
 
 if TYPE_CHECKING:
-    from codex_app_bridge.rpc.connection import RequestContext
+    from codex_app_bridge.rpc._context import RequestContext
 
 __all__ = [
     "Handler",

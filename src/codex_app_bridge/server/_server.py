@@ -279,7 +279,9 @@ class BridgeServer:
                 environment_id=None,
             )
             await ctx.connection.notify("remoteControl/status/changed", dump_json(status))
-            self.add_connection(ctx.connection)
+            connection = self._connections.get(ctx.connection.connection_id)
+            if connection is not None:  # else it closed meanwhile: nothing to broadcast to
+                self.add_connection(connection)
 
         ctx.after_response(welcome)
         return InitializeResponse(
