@@ -34,6 +34,7 @@ from codex_app_bridge.rpc.errors import (
 )
 from codex_app_bridge.rpc.methods import (
     Handler,
+    ImmediateHandler,
     MethodSpec,
     MethodTable,
     ModelParams,
@@ -66,6 +67,7 @@ __all__ = [
     "EncodedParams",
     "Gate",
     "Handler",
+    "ImmediateHandler",
     "MethodSpec",
     "MethodTable",
     "ModelParams",

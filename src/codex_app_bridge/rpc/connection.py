@@ -16,9 +16,17 @@ Processing (``_process_loop``, the ``run`` task), per request, in arrival order:
    anything else, so also before initialize);
 2. params decoded by the method's ``ParamsSpec`` (serde-worded ``-32600`` errors);
 3. the gate hook (the server layer's initialize / experimental checks) may raise ``RpcError``;
-4. ``inline`` methods (``initialize``) run right here; the others run in their own task, at most
-   ``max_in_flight`` at a time (when the limit is reached, processing waits and the ingress queue
-   fills, which is what overload means), FIFO behind earlier requests with the same scope key.
+4. ``inline`` methods (``initialize``) run right here; known but unsupported ones are answered
+   their error here; ``immediate`` ones (handlers that answer from memory without awaiting) are
+   answered here too, with no task, unless earlier requests with their scope key are still
+   pending; the others run in their own task, at most ``max_in_flight`` at a time (when the limit
+   is reached, processing waits and the ingress queue fills, which is what overload means), FIFO
+   behind earlier requests with the same scope key.
+
+Neither loop takes a pass of the event loop per message: each takes everything already queued
+and waits only when nothing is. When the reader fills the ingress queue within one pass, it gives
+the processing loop one turn before it answers overloaded, so a burst that the server keeps up
+with (a client writing thousands of requests before it reads) is served whole.
 
 Handling: the handler is called by ``_dispatch``; every error goes through the one
 boundary (``errors.error_object``); the response is queued; then, only after a successful response
@@ -74,6 +82,7 @@ from typing import TYPE_CHECKING, Any, Final
 
 import anyio
 import anyio.abc
+import anyio.lowlevel
 from anyio.streams.memory import MemoryObjectReceiveStream, MemoryObjectSendStream
 
 from codex_app_bridge.protocol.jsonrpc import (
@@ -89,7 +98,7 @@ from codex_app_bridge.protocol.jsonrpc import (
     encode_server_request,
 )
 from codex_app_bridge.rpc._context import DeferredReply, RequestContext, encode_result
-from codex_app_bridge.rpc._dispatch import Dispatcher, Failed
+from codex_app_bridge.rpc._dispatch import Dispatcher, Failed, Outcome
 from codex_app_bridge.rpc.errors import (
     INTERNAL_ERROR,
     RpcError,
@@ -471,32 +480,35 @@ class Connection:
         inbound = self._inbound
         async with ingress:
             try:
-                # one loop pass per message (receive checkpoints): the processing task keeps
-                # up with a burst instead of finding the ingress queue full
+                # Everything already decoded is taken in this pass (no loop pass per message):
+                # the processing loop runs when this one waits for input or finds the ingress
+                # queue full.
                 while True:
-                    await self._receive(await inbound.receive(), ingress)
+                    try:
+                        item = inbound.receive_nowait()
+                    except anyio.WouldBlock:
+                        item = await inbound.receive()
+                    refused = self._receive(item, ingress)
+                    if refused is not None:
+                        await self._queue_or_refuse(refused, ingress)
             except (anyio.EndOfStream, anyio.ClosedResourceError, anyio.BrokenResourceError):
                 pass
         # End of input: nothing this client owes us can arrive any more.
         self._input_closed = True
         self._cancel_own_requests()
 
-    async def _receive(self, item: object, ingress: MemoryObjectSendStream[Request]) -> None:
+    def _receive(self, item: object, ingress: MemoryObjectSendStream[Request]) -> Request | None:
+        """Classify and route one inbound item; returns a request the full ingress queue refused."""
         if isinstance(item, DecodeError):
             logger.warning("Failed to deserialize JSONRPCMessage: %s", item.reason)
-            return
+            return None
         message = classify(item)
         if isinstance(message, Request):
             try:
                 ingress.send_nowait(message)
-                self._track(message)
             except anyio.WouldBlock:
-                logger.warning(
-                    "ingress queue full on connection %s; answering request %r overloaded",
-                    self._connection_id,
-                    message.id,
-                )
-                await self._send_error(message.id, overloaded_error())
+                return message
+            self._track(message)
         elif isinstance(message, Notification):
             logger.info("<- notification: %s", message.method)
         elif isinstance(message, Response | ErrorResponse):
@@ -505,6 +517,26 @@ class Connection:
         else:
             assert isinstance(message, Undecodable)
             logger.warning("Failed to deserialize JSONRPCMessage: %s", message.reason)
+        return None
+
+    async def _queue_or_refuse(
+        self, request: Request, ingress: MemoryObjectSendStream[Request]
+    ) -> None:
+        # The queue filled within one pass of this loop: the processing loop gets its turn first
+        # (it takes everything queued unless it is itself held up), so only a server that really
+        # cannot keep up answers overloaded, as the real one does.
+        await anyio.lowlevel.checkpoint()
+        try:
+            ingress.send_nowait(request)
+        except anyio.WouldBlock:
+            logger.warning(
+                "ingress queue full on connection %s; answering request %r overloaded",
+                self._connection_id,
+                request.id,
+            )
+            await self._send_error(request.id, overloaded_error())
+            return
+        self._track(request)
 
     # ---------------------------------------------------------------------------- processing
 
@@ -514,13 +546,11 @@ class Connection:
         async with ingress:
             try:
                 while True:
-                    await self._accept(await ingress.receive(), tg)
-                    while True:
-                        try:
-                            request = ingress.receive_nowait()
-                        except anyio.WouldBlock:
-                            break
-                        await self._accept(request, tg)
+                    try:
+                        request = ingress.receive_nowait()
+                    except anyio.WouldBlock:
+                        request = await ingress.receive()
+                    await self._accept(request, tg)
             except (anyio.EndOfStream, anyio.ClosedResourceError):
                 pass
 
@@ -543,6 +573,21 @@ class Connection:
         if spec.inline:
             await self._execute(ctx, spec)
             return
+        immediate = spec.immediate
+        if immediate is None and spec.handler is None:  # known, unsupported: nothing to run
+            self._untrack(request)
+            await self._send_error(request.id, self._table.unsupported_error(spec))
+            return
+        answered = False
+        if immediate is not None and (key is None or not self._scopes.busy(key)):
+            # Answered here and now, no task; a task is needed only for after-response callbacks.
+            outcome = self._dispatcher.invoke_now(ctx, immediate)
+            self._untrack(request)
+            answered = self._respond(ctx, outcome)
+            if not (answered and ctx._after_response):  # pyright: ignore[reportPrivateUsage]
+                if self.congested:
+                    await self.wait_writable()
+                return
         try:
             self._in_flight.acquire_nowait()
         except anyio.WouldBlock:
@@ -551,15 +596,22 @@ class Connection:
         if ticket is not None:
             self._tickets.add(ticket)
         self._active += 1
-        tg.start_soon(self._run_spawned, ctx, spec, ticket)
+        tg.start_soon(self._run_spawned, ctx, spec, ticket, answered)
 
     async def _run_spawned(
-        self, ctx: RequestContext, spec: MethodSpec[Any], ticket: ScopeTicket | None
+        self,
+        ctx: RequestContext,
+        spec: MethodSpec[Any],
+        ticket: ScopeTicket | None,
+        answered: bool,
     ) -> None:
         try:
             if ticket is not None:
                 await ticket.wait_turn()
-            await self._execute(ctx, spec)
+            if answered:
+                await self._after_response(ctx)
+            else:
+                await self._execute(ctx, spec)
         finally:
             self._untrack(ctx.request)
             if ticket is not None:
@@ -575,22 +627,33 @@ class Connection:
             outcome = await self._dispatcher.invoke(ctx, spec)
         finally:
             self._untrack(ctx.request)
+        if self._respond(ctx, outcome):
+            await self._after_response(ctx)
+        elif self.congested:
+            await self.wait_writable()
+
+    def _respond(self, ctx: RequestContext, outcome: Outcome) -> bool:
+        """Queue the answer to a handled request; True if a success response was queued (the
+        callbacks the handler registered with ``after_response`` are then due)."""
         deferred = ctx._deferred  # pyright: ignore[reportPrivateUsage]
         if isinstance(outcome, Failed):
             if deferred is not None:
                 deferred.cancel()
-            await self._send_error(ctx.request_id, outcome.error)
-            return
+            self.offer(encode_error(ctx.request_id, error_object(outcome.error)))
+            return False
         if deferred is not None:
-            return
+            return False
         try:
             data = encode_result(ctx.request_id, outcome.value)
         except (TypeError, ValueError) as exc:
             failure = RpcError(INTERNAL_ERROR, f"failed to serialize response: {exc}")
-            await self._send_error(ctx.request_id, failure)
-            return
-        if not await self._emit(data):
-            return
+            self.offer(encode_error(ctx.request_id, error_object(failure)))
+            return False
+        return self.offer(data)
+
+    async def _after_response(self, ctx: RequestContext) -> None:
+        if self.congested:
+            await self.wait_writable()
         for callback in ctx._after_response:  # pyright: ignore[reportPrivateUsage]
             try:
                 await callback()

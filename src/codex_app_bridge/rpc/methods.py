@@ -5,9 +5,14 @@ A ``MethodSpec`` names a client request method and says how to serve it:
 * ``params``: how the raw ``params`` member is decoded (``ModelParams`` for a pydantic model with
   the real server's serde-worded errors, ``RawParams`` for a plain object); decoding happens
   before the gate, as in the real server (a bad ``params`` is reported even before initialize);
-* ``handler``: ``async (ctx, params) -> result``; ``None`` marks a method the protocol has but this
-  server does not support: it is still a *known* method (never "unknown variant"), and calling it
-  answers the table's ``unsupported_error`` naming the method (the server layer decides the text);
+* ``handler``: ``async (ctx, params) -> result``; ``None`` (and no ``immediate``) marks a method
+  the protocol has but this server does not support: it is still a *known* method (never "unknown
+  variant"), and calling it answers the table's ``unsupported_error`` naming the method (the
+  server layer decides the text);
+* ``immediate``: instead of ``handler``, a plain ``(ctx, params) -> result`` for a method that
+  answers from memory without waiting for anything: the connection calls it on its processing
+  loop as the request arrives, with no task of its own (the request path's main cost when a
+  client pipelines requests), unless earlier requests with its scope key are still pending;
 * ``scope``: ``params -> key | None``; requests with the same non-``None`` key are handled FIFO
   (e.g. the ``threadId`` of thread/* and turn/* methods), others run concurrently;
   ``connection_scoped`` keys are namespaced by connection (for connection-owned resources);
@@ -44,6 +49,7 @@ if TYPE_CHECKING:
 
 __all__ = [
     "Handler",
+    "ImmediateHandler",
     "MethodSpec",
     "MethodTable",
     "ModelParams",
@@ -61,6 +67,9 @@ RawParamsValue: TypeAlias = "JsonValue | Absent"
 Handler: TypeAlias = "Callable[[RequestContext, P], Awaitable[object]]"
 """``async (ctx, params) -> result``: the result is a pydantic model, ``bytes``/``orjson.Fragment``
 (pre-encoded JSON) or plain JSON-able data; raising ``RpcError`` answers an error."""
+
+ImmediateHandler: TypeAlias = "Callable[[RequestContext, P], object]"
+"""``(ctx, params) -> result``, the same contract as ``Handler`` without awaiting."""
 
 
 class ParamsSpec(Protocol[P_co]):
@@ -156,10 +165,15 @@ class MethodSpec(Generic[P]):
     connection_scoped: bool = False
     experimental: bool = False
     inline: bool = False
+    immediate: ImmediateHandler[P] | None = None
+
+    def __post_init__(self) -> None:
+        if self.handler is not None and self.immediate is not None:
+            raise ValueError(f"method {self.name!r} has both a handler and an immediate handler")
 
     @property
     def supported(self) -> bool:
-        return self.handler is not None
+        return self.handler is not None or self.immediate is not None
 
     def scope_key(self, params: P, connection_id: int) -> Hashable | None:
         """The serialization key of a request with these params, or ``None`` (concurrent)."""

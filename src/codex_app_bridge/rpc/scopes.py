@@ -59,6 +59,10 @@ class SerialScopes:
         queue[ticket] = None
         return ticket
 
+    def busy(self, key: Hashable) -> bool:
+        """Whether requests with ``key`` are queued or running (a new one would have to wait)."""
+        return key in self._queues
+
     def _leave(self, key: Hashable, ticket: ScopeTicket) -> None:
         queue = self._queues[key]
         was_head = next(iter(queue)) is ticket

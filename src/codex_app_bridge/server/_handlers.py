@@ -477,7 +477,7 @@ class Handlers(StoredThreadMethods):
             thread=record.thread(turns=turns), **read_extras(record.read_state())
         )
 
-    async def thread_loaded_list(
+    def thread_loaded_list(
         self, ctx: RequestContext, params: ThreadLoadedListParams
     ) -> ThreadLoadedListResponse:
         page, next_cursor = _page(
@@ -485,7 +485,7 @@ class Handlers(StoredThreadMethods):
         )
         return ThreadLoadedListResponse(data=page, next_cursor=next_cursor)
 
-    async def thread_unsubscribe(
+    def thread_unsubscribe(
         self, ctx: RequestContext, params: ThreadUnsubscribeParams
     ) -> ThreadUnsubscribeResponse:
         thread_id = parse_thread_id(params.thread_id)
@@ -601,7 +601,18 @@ class Handlers(StoredThreadMethods):
 MethodHandler = Callable[[RequestContext, Any], Awaitable[object]]
 
 
-def handler_routes(handlers: Handlers) -> dict[str, MethodHandler]:
+@dataclass(frozen=True, slots=True)
+class Immediate:
+    """A route whose handler answers from memory without awaiting: the connection calls it as
+    the request arrives, with no task of its own (``rpc.MethodSpec.immediate``)."""
+
+    handler: Callable[[RequestContext, Any], object]
+
+
+Route = MethodHandler | Immediate
+
+
+def handler_routes(handlers: Handlers) -> dict[str, Route]:
     """Method -> handler of every supported method, grouped by namespace (one table)."""
     return {
         "initialize": handlers.initialize,
@@ -609,9 +620,9 @@ def handler_routes(handlers: Handlers) -> dict[str, MethodHandler]:
         "thread/start": handlers.thread_start,
         "thread/resume": handlers.thread_resume,
         "thread/fork": handlers.thread_fork,
-        "thread/unsubscribe": handlers.thread_unsubscribe,
+        "thread/unsubscribe": Immediate(handlers.thread_unsubscribe),
         "thread/list": handlers.thread_list,
-        "thread/loaded/list": handlers.thread_loaded_list,
+        "thread/loaded/list": Immediate(handlers.thread_loaded_list),
         "thread/read": handlers.thread_read,
         "thread/turns/list": handlers.thread_turns_list,
         "thread/items/list": handlers.thread_items_list,

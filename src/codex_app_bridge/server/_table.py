@@ -27,6 +27,7 @@ from codex_app_bridge.protocol.v2.methods import (
 )
 from codex_app_bridge.rpc import (
     Handler,
+    ImmediateHandler,
     MethodSpec,
     MethodTable,
     ModelParams,
@@ -115,7 +116,12 @@ def thread_scope(params: Any) -> Hashable | None:
         return ("thread", raw)  # the handler reports the bad id
 
 
-def _spec(method: str, model: type[BaseModel], handler: Handler[Any]) -> MethodSpec[Any]:
+def _spec(
+    method: str,
+    model: type[BaseModel],
+    handler: Handler[Any] | None,
+    immediate: ImmediateHandler[Any] | None,
+) -> MethodSpec[Any]:
     params = ModelParams(
         model,
         field_count=_FIELD_COUNTS.get(model.__name__),
@@ -129,12 +135,13 @@ def _spec(method: str, model: type[BaseModel], handler: Handler[Any]) -> MethodS
         scope=thread_scope if has_thread else None,
         experimental=method in EXPERIMENTAL_CLIENT_REQUEST_METHODS,
         inline=method == "initialize",
+        immediate=immediate,
     )
 
 
 def build_method_table(handlers: Handlers) -> MethodTable:
     """The table over every 0.163.0 client method (see the module docstring)."""
-    from codex_app_bridge.server._handlers import handler_routes
+    from codex_app_bridge.server._handlers import Immediate, handler_routes
 
     experimental = frozenset(EXPERIMENTAL_CLIENT_REQUEST_METHODS)
     routes = handler_routes(handlers)
@@ -147,7 +154,11 @@ def build_method_table(handlers: Handlers) -> MethodTable:
         if model is None:
             specs.append(MethodSpec(method, RawParams(), experimental=method in experimental))
             continue
-        specs.append(_spec(method, model, routes[method]))
+        route = routes[method]
+        if isinstance(route, Immediate):
+            specs.append(_spec(method, model, None, route.handler))
+        else:
+            specs.append(_spec(method, model, route, None))
     return MethodTable(specs, unsupported_error=unsupported_method)
 
 
@@ -163,7 +174,7 @@ class DeferredMethodTable(MethodTable):
     def __init__(
         self, initialize: Handler[InitializeParams], load: Callable[[], MethodTable]
     ) -> None:
-        self._initialize = _spec("initialize", InitializeParams, initialize)
+        self._initialize = _spec("initialize", InitializeParams, initialize, None)
         self._load = load
         self._full: MethodTable | None = None
         super().__init__([self._initialize], unsupported_error=unsupported_method)
