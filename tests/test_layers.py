@@ -163,8 +163,6 @@ _TYPE_ONLY_CIRCLES = {
     "rpc": "methods and _dispatch annotate with connection.RequestContext, whose module imports "
     "them: RequestContext and DeferredReply belong in a module of their own below all three "
     "(left for the hot-path work on rpc/connection.py)",
-    "sources": "_script names _rollout.RolloutSource, whose module imports _script (left for "
-    "the hot-path work on sources/_script.py)",
 }
 
 

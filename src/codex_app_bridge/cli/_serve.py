@@ -61,10 +61,12 @@ import sys
 from collections.abc import Callable
 from dataclasses import dataclass
 from functools import partial
+from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal
 
 import anyio
 
+from codex_app_bridge._scriptfile import ScriptPacing, check_script
 from codex_app_bridge.cli._common import EXIT_USAGE, add_codex_compat_flags
 from codex_app_bridge.server._handshake import codex_home
 from codex_app_bridge.server._idle import DEFAULT_IDLE_UNLOAD_SECONDS
@@ -330,23 +332,38 @@ def _agent_delay(pace: str | None) -> float:
     return delay
 
 
-def _build_source(args: argparse.Namespace) -> SourceFactory:
-    if args.producer is None and args.script is None:
-        return partial(_default_agent, _agent_delay(args.pace))
-    from codex_app_bridge.sources import ProducerSource, ScriptPacing, load_script
+def _script_source(path: str, pacing: ScriptPacing | None) -> EventSource | TurnSource:
+    """The ``--script`` source, made on first use (``_build_source`` checked the file's head).
 
-    if args.producer is not None:
-        if args.script is not None:
-            raise ValueError("--producer and --script cannot be combined")
-        if args.pace is not None:
-            raise ValueError("--pace does not apply to --producer (the producer paces itself)")
-        producer = ProducerSource(args.producer)
-        producer.check()
-        return lambda: producer
-    source = load_script(args.script, lazy=True)
+    Never raises: a file that can no longer be read gives a source whose every turn fails with
+    the index pass's message (and logs it), as a bad line further on does."""
+    from codex_app_bridge.sources import ScriptError, ScriptSource, load_script
+
+    try:
+        source = load_script(path, lazy=True)
+    except ScriptError:
+        source = ScriptSource(script_path=Path(path), name=str(Path(path)))
+    return source if pacing is None else source.with_pacing(pacing)
+
+
+def _build_source(args: argparse.Namespace) -> SourceFactory:
+    if args.producer is None:
+        if args.script is None:
+            return partial(_default_agent, _agent_delay(args.pace))
+        # Checked without the sources and the models (``_scriptfile``): the server answers
+        # ``initialize`` before it loads them, and before it reads more than the first line.
+        check_script(args.script)
+        pacing = None if args.pace is None else ScriptPacing.parse(args.pace)
+        return partial(_script_source, args.script, pacing)
+    from codex_app_bridge.sources import ProducerSource
+
+    if args.script is not None:
+        raise ValueError("--producer and --script cannot be combined")
     if args.pace is not None:
-        source = source.with_pacing(ScriptPacing.parse(args.pace))
-    return lambda: source
+        raise ValueError("--pace does not apply to --producer (the producer paces itself)")
+    producer = ProducerSource(args.producer)
+    producer.check()
+    return lambda: producer
 
 
 def resolve_codex_home(flag: str | None) -> str | None:
