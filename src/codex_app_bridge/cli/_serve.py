@@ -9,9 +9,12 @@
   ``--pace`` sets the seconds before each streamed delta (default ``0.02``).
 * ``--script FILE``: each ``turn/start`` plays the next recorded turn of FILE (``sources``
   ``ScriptSource``); ``--pace`` is then a fixed delay before each event, or ``recorded`` /
-  ``recorded:SPEED`` for the recorded timing (default: no pacing). A bad script is reported with
-  its line number and the command exits 2 before reading stdin. FILE may also be a Codex rollout
-  (``sources.RolloutSource``).
+  ``recorded:SPEED`` for the recorded timing (default: no pacing). FILE may also be a Codex
+  rollout (``sources.RolloutSource``). Before it reads stdin the command reads FILE's first line
+  only: a file that cannot be read, holds no events or whose first line is neither an event
+  envelope nor a rollout line is reported (with the line number) and the command exits 2, as a
+  bad ``--pace`` is. FILE is indexed on the first turn, after ``initialize`` is answered: a bad
+  line further on (or a file gone since) fails every turn with a message naming it, also logged.
 * ``--producer "CMD ARGS..."``: each thread's events come from its own CMD process, which reads
   Codex submissions on stdin and writes event envelopes on stdout (``sources.ProducerSource``).
   CMD is split into words as a POSIX shell would (no shell runs it); a program that cannot be
