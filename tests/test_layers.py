@@ -159,18 +159,10 @@ def test_no_module_imports_itself_back_at_import_time() -> None:
     assert _cycles(_graph(with_types=False)) == []
 
 
-_TYPE_ONLY_CIRCLES = {
-    "sources": "_script names _rollout.RolloutSource, whose module imports _script (left for "
-    "the hot-path work on sources/_script.py)",
-}
-
-
 @pytest.mark.parametrize(
     "subpackage",
     [
-        pytest.param(name, marks=pytest.mark.xfail(strict=True, reason=_TYPE_ONLY_CIRCLES[name]))
-        if name in _TYPE_ONLY_CIRCLES
-        else name
+        name
         for name in sorted({m.split(".")[1] for m in MODULES if m.count(".") >= 1})
         if (SRC / name).is_dir()
     ],

@@ -105,6 +105,29 @@ def test_bad_scripts_and_paces_stop_before_serving(tmp_path: object) -> None:
     assert missing.stdout == pace.stdout == bad_pace.stdout == b""
 
 
+@pytest.mark.parametrize(
+    ("data", "message"),
+    [
+        (b"", "the script holds no events"),
+        (b"\n  \n", "the script holds no events"),
+        (b"\n{oops\n", "line 2: not JSON"),
+        (b"[1]\n", "line 1: expected an object {id, msg}"),
+        (b'{"id":1,"msg":{}}\n', "line 1: expected an event envelope {id: string, msg: object}"),
+    ],
+)
+def test_a_script_whose_first_line_is_bad_stops_before_serving(
+    tmp_path: object, data: bytes, message: str
+) -> None:
+    from pathlib import Path
+
+    script = Path(str(tmp_path)) / "bad.jsonl"
+    script.write_bytes(data)
+    proc = run(["serve", "--script", str(script)], INIT)
+    assert proc.returncode == 2
+    assert proc.stderr.decode().startswith(f"codex-app-bridge serve: {script}: {message}")
+    assert proc.stdout == b""
+
+
 def test_a_bad_script_line_fails_the_turn_and_is_named(tmp_path: anyio.Path | object) -> None:
     """The script is indexed after start-up (initialize never waits for it); a bad line fails
     every turn with a message naming the file and line, and is logged on stderr."""

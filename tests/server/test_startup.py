@@ -4,17 +4,26 @@ The default ``serve`` (stdio, built-in agent) loads the CLI, the transport, the 
 handshake and the few wire models of ``initialize``; the handlers, the listener, the mapping, the
 core models, the sources and the storage are imported on the first request that needs them.
 A module-level import that pulls them in again is named by the first test.
+
+``serve --script FILE`` answers as soon: before the answer it reads the script's first line only
+(checked without the models, ``_scriptfile``); the sources are loaded and the file indexed when a
+turn first needs them, so the script's size costs nothing at start-up.
 """
 
 from __future__ import annotations
 
 import json
+import os
 import subprocess
 import sys
+from collections.abc import Sequence
+from pathlib import Path
 
 import orjson
+import pytest
 
-from tests.conftest import bridge_env
+from tests.conftest import DATA_DIR, bridge_env
+from tests.e2e._harness import open_bridge
 
 # Runs ``serve`` on a stdin holding one initialize and the end of input; at exit, reports the
 # package modules loaded and the generated models created.
@@ -34,7 +43,7 @@ def report():
 
 atexit.register(report)
 from codex_app_bridge.cli import main
-sys.exit(main(["serve"]))
+sys.exit(main(["serve", *sys.argv[2:]]))
 """
 
 DOMAIN = (
@@ -51,10 +60,12 @@ DOMAIN = (
 )
 
 
-def _serve(*lines: dict[str, object]) -> tuple[list[dict[str, object]], dict[str, object]]:
+def _serve(
+    *lines: dict[str, object], args: Sequence[str] = ()
+) -> tuple[list[dict[str, object]], dict[str, object]]:
     stdin = "\n".join(json.dumps(line) for line in lines)
     result = subprocess.run(
-        [sys.executable, "-c", PROBE, stdin],
+        [sys.executable, "-c", PROBE, stdin, *args],
         env=bridge_env({"LOG_LEVEL": "ERROR"}),
         capture_output=True,
         timeout=60,
@@ -109,3 +120,84 @@ def test_an_unknown_method_before_initialize_loads_nothing_more() -> None:
     modules = report["modules"]
     assert isinstance(modules, list)
     assert [m for m in modules if isinstance(m, str) and m.startswith(DOMAIN)] == []
+
+
+FIRST_LINE = b'{"id":"a","msg":{"type":"warning","message":"recorded"}}\n'
+
+
+def _domain_loaded(report: dict[str, object]) -> list[str]:
+    modules = report["modules"]
+    assert isinstance(modules, list)
+    return [m for m in modules if isinstance(m, str) and m.startswith(DOMAIN)]
+
+
+@pytest.mark.parametrize("pace", [None, "0.5", "recorded:2"])
+def test_serve_with_a_script_answers_initialize_without_the_sources_or_core_models(
+    tmp_path: Path, pace: str | None
+) -> None:
+    script = tmp_path / "script.jsonl"
+    script.write_bytes(FIRST_LINE + b"{a bad line further on is found by the first turn\n")
+    args = ["--script", str(script), *(["--pace", pace] if pace else [])]
+    answers, report = _serve(INITIALIZE, args=args)
+    assert answers[0]["id"] == 1
+    assert "result" in answers[0]
+    assert _domain_loaded(report) == []
+    assert "codex_app_bridge._scriptfile" in str(report["modules"])
+    models = report["models"]
+    assert isinstance(models, int)
+    assert models < 100
+
+
+@pytest.mark.skipif(not hasattr(os, "mkfifo"), reason="needs a named pipe")
+def test_serve_with_a_script_reads_nothing_past_its_first_line_before_the_answer(
+    tmp_path: Path,
+) -> None:
+    """The script is a pipe that gives its first line and then nothing, as if it went on
+    forever: ``initialize`` is still answered (and the server exits at end of input)."""
+    endless = tmp_path / "endless.jsonl"
+    os.mkfifo(endless)
+    # held open for reading and writing: the server's reads never see an end of file
+    holder = os.open(endless, os.O_RDWR)
+    try:
+        os.write(holder, b"\n" + FIRST_LINE)
+        answers, report = _serve(INITIALIZE, args=["--script", str(endless)])
+    finally:
+        os.close(holder)
+    assert answers[0]["id"] == 1
+    assert "result" in answers[0]
+    assert _domain_loaded(report) == []
+
+
+@pytest.mark.anyio
+async def test_the_script_is_indexed_on_its_first_turn_not_at_start_up(tmp_path: Path) -> None:
+    script = tmp_path / "script.jsonl"
+    script.write_bytes(FIRST_LINE)
+    async with open_bridge("stdio", script=script) as bridge:
+        client = await bridge.connect()
+        await client.initialize()
+        # what the server plays is what the file holds when the first turn needs it
+        script.write_bytes((DATA_DIR / "scripts" / "two_turns.jsonl").read_bytes())
+        thread_id = await client.start_thread()
+        _, messages = await client.run_turn(thread_id, "go")
+        turn = messages[-1]["params"]["turn"]
+        assert turn["status"] == "completed"
+        assert turn["items"][0]["text"].startswith('You said: "first recorded question".')
+
+
+@pytest.mark.anyio
+async def test_a_script_gone_after_start_up_fails_every_turn_with_a_clear_error(
+    tmp_path: Path,
+) -> None:
+    script = tmp_path / "script.jsonl"
+    script.write_bytes(FIRST_LINE)
+    async with open_bridge("stdio", script=script) as bridge:
+        client = await bridge.connect()
+        await client.initialize()
+        script.unlink()
+        thread_id = await client.start_thread()
+        for _ in range(2):
+            _, messages = await client.run_turn(thread_id, "go")
+            turn = messages[-1]["params"]["turn"]
+            assert turn["status"] == "failed"
+            assert f"{script}: cannot read the script" in turn["error"]["message"]
+    assert f"{script}: cannot read the script" in bridge.stderr.decode()

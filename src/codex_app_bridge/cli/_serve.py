@@ -9,9 +9,12 @@
   ``--pace`` sets the seconds before each streamed delta (default ``0.02``).
 * ``--script FILE``: each ``turn/start`` plays the next recorded turn of FILE (``sources``
   ``ScriptSource``); ``--pace`` is then a fixed delay before each event, or ``recorded`` /
-  ``recorded:SPEED`` for the recorded timing (default: no pacing). A bad script is reported with
-  its line number and the command exits 2 before reading stdin. FILE may also be a Codex rollout
-  (``sources.RolloutSource``).
+  ``recorded:SPEED`` for the recorded timing (default: no pacing). FILE may also be a Codex
+  rollout (``sources.RolloutSource``). Before it reads stdin the command reads FILE's first line
+  only: a file that cannot be read, holds no events or whose first line is neither an event
+  envelope nor a rollout line is reported (with the line number) and the command exits 2, as a
+  bad ``--pace`` is. FILE is indexed on the first turn, after ``initialize`` is answered: a bad
+  line further on (or a file gone since) fails every turn with a message naming it, also logged.
 * ``--producer "CMD ARGS..."``: each thread's events come from its own CMD process, which reads
   Codex submissions on stdin and writes event envelopes on stdout (``sources.ProducerSource``).
   CMD is split into words as a POSIX shell would (no shell runs it); a program that cannot be
@@ -61,10 +64,12 @@ import sys
 from collections.abc import Callable
 from dataclasses import dataclass
 from functools import partial
+from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal
 
 import anyio
 
+from codex_app_bridge._scriptfile import ScriptPacing, check_script
 from codex_app_bridge.cli._common import EXIT_USAGE, add_codex_compat_flags
 from codex_app_bridge.server._handshake import codex_home
 from codex_app_bridge.server._idle import DEFAULT_IDLE_UNLOAD_SECONDS
@@ -330,23 +335,38 @@ def _agent_delay(pace: str | None) -> float:
     return delay
 
 
-def _build_source(args: argparse.Namespace) -> SourceFactory:
-    if args.producer is None and args.script is None:
-        return partial(_default_agent, _agent_delay(args.pace))
-    from codex_app_bridge.sources import ProducerSource, ScriptPacing, load_script
+def _script_source(path: str, pacing: ScriptPacing | None) -> EventSource | TurnSource:
+    """The ``--script`` source, made on first use (``_build_source`` checked the file's head).
 
-    if args.producer is not None:
-        if args.script is not None:
-            raise ValueError("--producer and --script cannot be combined")
-        if args.pace is not None:
-            raise ValueError("--pace does not apply to --producer (the producer paces itself)")
-        producer = ProducerSource(args.producer)
-        producer.check()
-        return lambda: producer
-    source = load_script(args.script, lazy=True)
+    Never raises: a file that can no longer be read gives a source whose every turn fails with
+    the index pass's message (and logs it), as a bad line further on does."""
+    from codex_app_bridge.sources import ScriptError, ScriptSource, load_script
+
+    try:
+        source = load_script(path, lazy=True)
+    except ScriptError:
+        source = ScriptSource(script_path=Path(path), name=str(Path(path)))
+    return source if pacing is None else source.with_pacing(pacing)
+
+
+def _build_source(args: argparse.Namespace) -> SourceFactory:
+    if args.producer is None:
+        if args.script is None:
+            return partial(_default_agent, _agent_delay(args.pace))
+        # Checked without the sources and the models (``_scriptfile``): the server answers
+        # ``initialize`` before it loads them, and before it reads more than the first line.
+        check_script(args.script)
+        pacing = None if args.pace is None else ScriptPacing.parse(args.pace)
+        return partial(_script_source, args.script, pacing)
+    from codex_app_bridge.sources import ProducerSource
+
+    if args.script is not None:
+        raise ValueError("--producer and --script cannot be combined")
     if args.pace is not None:
-        source = source.with_pacing(ScriptPacing.parse(args.pace))
-    return lambda: source
+        raise ValueError("--pace does not apply to --producer (the producer paces itself)")
+    producer = ProducerSource(args.producer)
+    producer.check()
+    return lambda: producer
 
 
 def resolve_codex_home(flag: str | None) -> str | None:

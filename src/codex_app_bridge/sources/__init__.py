@@ -38,6 +38,7 @@ from codex_app_bridge.sources._default import (
     split_deltas,
 )
 from codex_app_bridge.sources._inject import InjectableSource, InjectedSession, InjectedSource
+from codex_app_bridge.sources._load import load_script
 from codex_app_bridge.sources._producer import (
     ProducerError,
     ProducerSession,
@@ -64,7 +65,6 @@ from codex_app_bridge.sources._script import (
     ScriptSource,
     TurnSpan,
     index_script,
-    load_script,
     parse_script,
 )
 from codex_app_bridge.sources._session import (

@@ -46,6 +46,7 @@ import anyio
 import orjson
 from pydantic import ValidationError
 
+from codex_app_bridge._scriptfile import is_rollout_line
 from codex_app_bridge.projection import parse_turn_item
 from codex_app_bridge.protocol.core import (
     EVENT_MSG_ADAPTER,
@@ -89,11 +90,6 @@ __all__ = [
 logger = logging.getLogger(__name__)
 
 _ITEM_EVENT_TYPES = frozenset({"item_started", "item_completed"})
-
-
-def is_rollout_line(value: object) -> bool:
-    """Whether a decoded JSON line has the shape of a rollout line (``type`` and ``payload``)."""
-    return isinstance(value, dict) and "type" in value and "payload" in value
 
 
 def _as_object(value: object) -> dict[str, Any]:

@@ -36,18 +36,18 @@ whatever the script's size; the index error, if any, then fails every turn and i
 from __future__ import annotations
 
 import logging
-import math
 import threading
 from collections.abc import AsyncIterator, Iterator, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, cast
+from typing import Any, cast
 
 import anyio
 import orjson
 from pydantic import ValidationError
 
+from codex_app_bridge._scriptfile import RECORDED, ScriptError, ScriptPacing
 from codex_app_bridge.protocol.core import (
     EVENT_MSG_ADAPTER,
     ErrorEvent,
@@ -65,9 +65,6 @@ from codex_app_bridge.sources._base import (
 )
 from codex_app_bridge.sources._replies import asks
 
-if TYPE_CHECKING:
-    from codex_app_bridge.sources._rollout import RolloutSource
-
 __all__ = [
     "RECORDED",
     "RecordedEvent",
@@ -79,17 +76,10 @@ __all__ = [
     "TurnSpan",
     "exhausted_turn",
     "index_script",
-    "load_script",
     "parse_script",
 ]
 
 logger = logging.getLogger(__name__)
-
-RECORDED = "recorded"
-
-
-class ScriptError(ValueError):
-    """A script that cannot be used; the message names the file and line."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -110,47 +100,6 @@ class RecordedTurn:
     @property
     def ended(self) -> bool:
         return bool(self.events) and self.events[-1].msg.get("type") in TURN_END_TYPES
-
-
-@dataclass(frozen=True, slots=True)
-class ScriptPacing:
-    """How long to wait before each replayed event (see the module docstring)."""
-
-    delay: float | None = None
-    """Fixed seconds before each event; ``None`` with ``recorded=False`` means no pacing."""
-    recorded: bool = False
-    speed: float = 1.0
-    max_gap: float = 5.0
-
-    @classmethod
-    def parse(cls, text: str) -> ScriptPacing:
-        """``recorded``, ``recorded:<speed>`` or a number of seconds."""
-        if text == RECORDED:
-            return cls(recorded=True)
-        if text.startswith(RECORDED + ":"):
-            speed = _number(text.split(":", 1)[1])
-            if speed is None or not speed > 0:
-                raise ValueError(f"invalid pace speed {text!r}: expected a positive number")
-            return cls(recorded=True, speed=speed)
-        seconds = _number(text)
-        if seconds is None or not seconds >= 0:
-            raise ValueError(f"invalid pace {text!r}: expected seconds >= 0 or 'recorded'")
-        return cls(delay=seconds)
-
-    def wait_before(self, previous: float | None, current: float | None) -> float:
-        if self.recorded:
-            if previous is None or current is None:
-                return 0.0
-            return min(max(0.0, current - previous), self.max_gap) / self.speed
-        return self.delay or 0.0
-
-
-def _number(text: str) -> float | None:
-    try:
-        value = float(text)
-    except ValueError:
-        return None
-    return None if math.isinf(value) or math.isnan(value) else value
 
 
 def recorded_time(line: dict[str, Any]) -> float | None:
@@ -330,37 +279,6 @@ def index_script(path: str | Path) -> ScriptIndex:
     if not spans:
         raise ScriptError(f"{script}: the script holds no events")
     return ScriptIndex(script, spans, thread_ids)
-
-
-def load_script(path: str | Path, *, lazy: bool = False) -> ScriptSource | RolloutSource:
-    """A source over a script file, or over a Codex rollout (``RolloutSource``) when its first
-    line is a rollout line; ``ScriptError`` names the problem and the line.
-
-    ``lazy``: only check that the file can be read now (and read its first line); index it on
-    the first turn instead.
-    """
-    from codex_app_bridge.sources._rollout import (  # the rollout source builds on this module
-        RolloutSource,
-        index_rollout,
-        is_rollout_line,
-    )
-
-    script = Path(path)
-    try:
-        with script.open("rb") as stream:
-            first = next((raw for raw in stream if raw.strip()), b"")
-    except OSError as exc:
-        raise ScriptError(f"{script}: cannot read the script: {exc.strerror or exc}") from None
-    try:
-        rollout = is_rollout_line(orjson.loads(first)) if first else False
-    except orjson.JSONDecodeError:
-        rollout = False  # reported with its line number by the index pass
-    if rollout:
-        return RolloutSource(script, index=None if lazy else index_rollout(script))
-    if lazy:
-        return ScriptSource(script_path=script, name=str(script))
-    index = index_script(script)
-    return ScriptSource(index=index, name=str(script))
 
 
 def _rewrite(value: object, mapping: dict[str, str]) -> object:
