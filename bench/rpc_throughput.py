@@ -26,7 +26,6 @@ from codex_app_bridge.rpc import (
     RequestContext,
 )
 from codex_app_bridge.rpc._dispatch import Dispatcher
-from codex_app_bridge.rpc.connection import RequestContext as Ctx
 from codex_app_bridge.transport import create_memory_transport_pair
 
 
@@ -63,11 +62,11 @@ async def dispatch_overhead_us(count: int) -> tuple[float, float]:
         connection = Connection(server, TABLE)
         spec = TABLE.get("echo")
         assert spec is not None
-        ctx = Ctx(connection, Request(1, "echo", {}), spec, {})
+        ctx = RequestContext(connection, Request(1, "echo", {}), spec, {})
         dispatcher = Dispatcher(TABLE)
         start = time.perf_counter()
         for _ in range(count):
-            await dispatcher.invoke(ctx)
+            await dispatcher.invoke(ctx, spec)
         through_library = (time.perf_counter() - start) / count * 1e6
         start = time.perf_counter()
         for _ in range(count):
