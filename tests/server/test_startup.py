@@ -7,7 +7,8 @@ A module-level import that pulls them in again is named by the first test.
 
 ``serve --script FILE`` answers as soon: before the answer it reads the script's first line only
 (checked without the models, ``_scriptfile``); the sources are loaded and the file indexed when a
-turn first needs them, so the script's size costs nothing at start-up.
+turn first needs them, so the script's size costs nothing at start-up. ``serve --producer CMD``
+checks CMD's program without the models (``_producer_command``) and makes the source after.
 """
 
 from __future__ import annotations
@@ -201,3 +202,16 @@ async def test_a_script_gone_after_start_up_fails_every_turn_with_a_clear_error(
             assert turn["status"] == "failed"
             assert f"{script}: cannot read the script" in turn["error"]["message"]
     assert f"{script}: cannot read the script" in bridge.stderr.decode()
+
+
+def test_serve_with_a_producer_answers_initialize_without_the_sources_or_core_models() -> None:
+    # The program is checked (found, executable) before the answer; the source that spawns it
+    # per thread is made when a thread first needs it.
+    answers, report = _serve(INITIALIZE, args=["--producer", f"{sys.executable} -c pass"])
+    assert answers[0]["id"] == 1
+    assert "result" in answers[0]
+    assert _domain_loaded(report) == []
+    assert "codex_app_bridge._producer_command" in str(report["modules"])
+    models = report["models"]
+    assert isinstance(models, int)
+    assert models < 100

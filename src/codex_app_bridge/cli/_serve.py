@@ -18,7 +18,8 @@
 * ``--producer "CMD ARGS..."``: each thread's events come from its own CMD process, which reads
   Codex submissions on stdin and writes event envelopes on stdout (``sources.ProducerSource``).
   CMD is split into words as a POSIX shell would (no shell runs it); a program that cannot be
-  found or executed is reported and the command exits 2 before reading stdin.
+  found or executed is reported and the command exits 2 before reading stdin (checked without
+  loading ``sources``: the producer source is made after ``initialize`` is answered).
 * ``--allow-inject``: adds the ``bridge/inject/*`` methods (``server._inject``) with which a test
   harness on the same connection claims a thread, pushes its event envelopes and reads the
   ``Op`` s it received; without the flag they do not exist, as any unknown method.
@@ -69,6 +70,7 @@ from typing import TYPE_CHECKING, Any, Literal
 
 import anyio
 
+from codex_app_bridge._producer_command import check_program, parse_command
 from codex_app_bridge._scriptfile import ScriptPacing, check_script
 from codex_app_bridge.cli._common import EXIT_USAGE, add_codex_compat_flags
 from codex_app_bridge.server._handshake import codex_home
@@ -358,15 +360,21 @@ def _build_source(args: argparse.Namespace) -> SourceFactory:
         check_script(args.script)
         pacing = None if args.pace is None else ScriptPacing.parse(args.pace)
         return partial(_script_source, args.script, pacing)
-    from codex_app_bridge.sources import ProducerSource
-
     if args.script is not None:
         raise ValueError("--producer and --script cannot be combined")
     if args.pace is not None:
         raise ValueError("--pace does not apply to --producer (the producer paces itself)")
-    producer = ProducerSource(args.producer)
-    producer.check()
-    return lambda: producer
+    # Checked without the sources and the models (``_producer_command``), as a script is.
+    argv = parse_command(args.producer)
+    check_program(argv, os.environ.get("PATH"))
+    return partial(_producer_source, tuple(argv))
+
+
+def _producer_source(argv: tuple[str, ...]) -> EventSource | TurnSource:
+    """The ``--producer`` source, made on first use (``_build_source`` checked its program)."""
+    from codex_app_bridge.sources import ProducerSource
+
+    return ProducerSource(argv)
 
 
 def resolve_codex_home(flag: str | None) -> str | None:

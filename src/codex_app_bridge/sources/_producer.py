@@ -34,8 +34,9 @@ needs no multiplexing. Faults, and what the thread's runtime sees:
 * ``shutdown``: written, then stdin is closed; the process has ``stop_grace`` seconds to exit
   before it is killed. A session cancelled (the server stops) kills its process at once.
 
-``ProducerSource.check()`` verifies once, at start-up, that the command's program exists and is
-executable (``ProducerError`` otherwise; ``serve`` then exits 2).
+``ProducerSource.check()`` verifies that the command's program exists and is executable
+(``ProducerError`` otherwise). ``serve`` runs the same check (``_producer_command``) at start-up,
+before it loads this module, and exits 2 when it fails.
 
 Boundary: no connections, no JSON-RPC, no thread state beyond what the turn in flight needs.
 """
@@ -46,7 +47,6 @@ import contextlib
 import logging
 import os
 import shlex
-import shutil
 import signal
 import subprocess
 from collections import deque
@@ -57,6 +57,7 @@ import anyio
 import anyio.abc
 from pydantic import ValidationError
 
+from codex_app_bridge._producer_command import ProducerError, check_program, parse_command
 from codex_app_bridge.protocol._base import dump_json
 from codex_app_bridge.protocol.core import (
     ErrorEvent,
@@ -92,24 +93,6 @@ STOP_GRACE: Final = 2.0
 """Seconds a producer has to exit after ``shutdown`` (stdin closed) before it is killed."""
 
 _ENV_PREFIX = "CODEX_APP_BRIDGE_"
-
-
-class ProducerError(ValueError):
-    """A producer command that cannot be used (the message says why)."""
-
-
-def parse_command(command: str | Sequence[str]) -> list[str]:
-    """``--producer``'s text as an argv (POSIX shell words, no shell); ``ProducerError``."""
-    if isinstance(command, str):
-        try:
-            argv = shlex.split(command)
-        except ValueError as exc:
-            raise ProducerError(f"invalid producer command {command!r}: {exc}") from None
-    else:
-        argv = list(command)
-    if not argv:
-        raise ProducerError("the producer command is empty")
-    return argv
 
 
 def _cut(text: str | bytes) -> str:
@@ -157,15 +140,7 @@ class ProducerSource:
 
     def check(self) -> None:
         """``ProducerError`` unless the command's program exists and may be executed."""
-        program = self.argv[0]
-        if os.sep in program:
-            found = program if os.path.isfile(program) else None
-            if found is not None and not os.access(found, os.X_OK):
-                raise ProducerError(f"the producer program {program!r} is not executable")
-        else:
-            found = shutil.which(program, path=self.env.get("PATH"))
-        if found is None:
-            raise ProducerError(f"the producer program {program!r} was not found")
+        check_program(self.argv, self.env.get("PATH"))
 
     def open_session(self, config: SessionConfig) -> ProducerSession:
         return ProducerSession(self, config)
