@@ -215,3 +215,30 @@ def test_serve_with_a_producer_answers_initialize_without_the_sources_or_core_mo
     models = report["models"]
     assert isinstance(models, int)
     assert models < 100
+
+
+def test_serve_allowing_injection_answers_initialize_without_the_domain_then_injects() -> None:
+    answers, report = _serve(
+        {"id": 0, "method": "x/y"},
+        INITIALIZE,
+        {"id": 2, "method": "bridge/inject/claim", "params": {}},
+        args=["--allow-inject"],
+    )
+    by_id = {answer.get("id"): answer for answer in answers}
+    # unknown before the table is built: the inject methods are listed last, as the full table
+    unknown = str(by_id[0]["error"])
+    assert "unknown variant `x/y`" in unknown
+    assert unknown.rstrip("`'\"}").endswith("bridge/inject/end")
+    assert "result" in by_id[1]
+    # the first inject request builds the table with the inject methods and reaches them
+    assert by_id[2]["error"] == {
+        "code": -32600,
+        "message": "bridge/inject: params.threadId must be a string",
+    }
+    assert "codex_app_bridge.server._inject" in str(report["modules"])
+
+
+def test_serve_allowing_injection_loads_nothing_more_for_initialize() -> None:
+    answers, report = _serve(INITIALIZE, args=["--allow-inject"])
+    assert "result" in answers[0]
+    assert _domain_loaded(report) == []

@@ -76,11 +76,13 @@ from codex_app_bridge.cli._common import EXIT_USAGE, add_codex_compat_flags
 from codex_app_bridge.server._handshake import codex_home
 from codex_app_bridge.server._idle import DEFAULT_IDLE_UNLOAD_SECONDS
 from codex_app_bridge.server._server import BridgeServer
+from codex_app_bridge.server._table import DeferredMethodTable, build_method_table
 from codex_app_bridge.transport import TransportKind, stdio_transport
 
 # Imported where used: the default ``serve`` (stdio, built-in agent) answers ``initialize``
 # before it needs the sources, the socket transports or the domain behind the handlers.
 if TYPE_CHECKING:
+    from codex_app_bridge.rpc import MethodTable
     from codex_app_bridge.sources import EventSource, TurnSource
     from codex_app_bridge.transport.auth import CapabilityToken
     from codex_app_bridge.transport.listen import ListenError, TcpEndpoint
@@ -377,6 +379,39 @@ def _producer_source(argv: tuple[str, ...]) -> EventSource | TurnSource:
     return ProducerSource(argv)
 
 
+def _injectable_source(
+    source: EventSource | TurnSource | None, source_factory: SourceFactory | None
+) -> EventSource | TurnSource:
+    """``--allow-inject``: the server's source (made now if it was not given) behind an
+    ``InjectableSource``, so that a harness can claim threads."""
+    from codex_app_bridge.sources import InjectableSource
+
+    if source is None:
+        source = source_factory() if source_factory is not None else _default_agent(0.0)
+    return InjectableSource(source)
+
+
+def _injecting_table(server: BridgeServer) -> MethodTable:
+    """``--allow-inject``: the server's table plus ``bridge/inject/*``, still built on the first
+    request other than ``initialize`` (so the answer to it loads nothing more than without)."""
+    from codex_app_bridge.server._inject import INJECT_METHODS
+
+    def load() -> MethodTable:
+        from codex_app_bridge.server._inject import with_injection
+        from codex_app_bridge.sources import InjectableSource
+
+        source = server.source
+        assert isinstance(source, InjectableSource)
+        hub = server.hub
+        return with_injection(
+            build_method_table(server.handlers),
+            source,
+            lambda thread_id: hub.get(thread_id) is not None,
+        )
+
+    return DeferredMethodTable(server.initialize, load, extra_names=INJECT_METHODS)
+
+
 def resolve_codex_home(flag: str | None) -> str | None:
     """``--codex-home``, else ``$CODEX_HOME``, else ``None`` (threads in memory only)."""
     chosen = flag or os.environ.get("CODEX_HOME") or None
@@ -513,13 +548,10 @@ async def run_server(
     built-in agent."""
     settings = settings if settings is not None else ServeSettings()
     listen = settings.listen
-    injectable = None
     if settings.allow_inject:
-        from codex_app_bridge.sources import InjectableSource
-
-        if source is None:
-            source = source_factory() if source_factory is not None else _default_agent(0.0)
-        source = injectable = InjectableSource(source)
+        # The source is wrapped when the server first needs it, as any source is made.
+        source_factory = partial(_injectable_source, source, source_factory)
+        source = None
     async with (
         BridgeServer(
             source,
@@ -531,13 +563,8 @@ async def run_server(
         ) as server,
         anyio.create_task_group() as tg,
     ):
-        if injectable is not None:
-            from codex_app_bridge.server._inject import with_injection
-
-            hub = server.hub
-            server.table = with_injection(
-                server.table, injectable, lambda thread_id: hub.get(thread_id) is not None
-            )
+        if settings.allow_inject:
+            server.table = _injecting_table(server)
 
         async def watch_signals() -> None:
             with anyio.open_signal_receiver(signal.SIGTERM, signal.SIGINT) as signals:

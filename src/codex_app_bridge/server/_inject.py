@@ -28,7 +28,7 @@ Boundary: request decoding and answers only; the behaviour is ``InjectableSource
 from __future__ import annotations
 
 from collections.abc import Awaitable, Callable
-from typing import Any, Final
+from typing import TYPE_CHECKING, Any, Final
 
 import anyio
 from pydantic import JsonValue, ValidationError
@@ -36,7 +36,9 @@ from pydantic import JsonValue, ValidationError
 from codex_app_bridge.protocol._base import dump_jsonable
 from codex_app_bridge.rpc import MethodSpec, MethodTable, RawParams, RequestContext
 from codex_app_bridge.rpc.errors import invalid_request
-from codex_app_bridge.sources import InjectableSource
+
+if TYPE_CHECKING:
+    from codex_app_bridge.sources import InjectableSource
 
 __all__ = ["INJECT_METHODS", "with_injection"]
 

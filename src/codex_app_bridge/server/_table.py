@@ -172,14 +172,19 @@ class DeferredMethodTable(MethodTable):
     """
 
     def __init__(
-        self, initialize: Handler[InitializeParams], load: Callable[[], MethodTable]
+        self,
+        initialize: Handler[InitializeParams],
+        load: Callable[[], MethodTable],
+        *,
+        extra_names: tuple[str, ...] = (),
     ) -> None:
+        """``extra_names``: the methods ``load`` adds after the 0.163.0 ones (in its order)."""
         self._initialize = _spec("initialize", InitializeParams, initialize, None)
         self._load = load
         self._full: MethodTable | None = None
         super().__init__([self._initialize], unsupported_error=unsupported_method)
-        self.names = ALL_CLIENT_REQUEST_METHODS
-        self._known = frozenset(ALL_CLIENT_REQUEST_METHODS)
+        self.names = (*ALL_CLIENT_REQUEST_METHODS, *extra_names)
+        self._known = frozenset(self.names)
 
     @property
     def full(self) -> MethodTable:
