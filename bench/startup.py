@@ -5,8 +5,9 @@ run (variants interleaved, median of several spawns each).
 Bridge variants: no script / a ``--script`` of N deltas (default 200,000), each warm (the normal
 bytecode caches, populated by one discarded spawn) and cold (``PYTHONPYCACHEPREFIX`` set to a new
 empty directory for every spawn, so that nothing at all, the standard library included, comes from
-a bytecode cache: the worst case). The real binary has no script and no bytecode; its first spawn
-is reported separately.
+a bytecode cache: the worst case); warm ``--producer`` (a program that is found, never started
+before a turn) and warm ``--allow-inject``. The real binary has no script and no bytecode; its
+first spawn is reported separately.
 
     .venv/bin/python bench/startup.py [--runs 5] [--deltas 200000] [--servers bridge,real]
                                        [--no-script]
@@ -16,6 +17,7 @@ from __future__ import annotations
 
 import argparse
 import contextlib
+import sys
 import tempfile
 import time
 from collections.abc import Callable
@@ -52,10 +54,13 @@ def main() -> None:
         script = Path(tmp) / "deltas.jsonl"
         cold_dirs = iter(range(1 << 30))
 
-        def bridge(with_script: bool, cold: bool) -> Callable[[], StdioClient]:
+        def bridge(
+            with_script: bool, cold: bool, flags: tuple[str, ...] = ()
+        ) -> Callable[[], StdioClient]:
             def spawn() -> StdioClient:
                 extra = {"PYTHONPYCACHEPREFIX": f"{tmp}/pyc-{next(cold_dirs)}"} if cold else None
-                argv = bridge_argv("serve", *(["--script", str(script)] if with_script else []))
+                script_flags = ["--script", str(script)] if with_script else []
+                argv = bridge_argv("serve", *script_flags, *flags)
                 env = bridge_env(extra)
                 # warm means the bytecode caches exist: one inherited PYTHONDONTWRITEBYTECODE
                 # would keep a changed source from ever getting its cache (every spawn cold)
@@ -74,6 +79,9 @@ def main() -> None:
                 large = f"bridge --script ({args.deltas:,} deltas, {size_mb:.0f} MB)"
                 variants[f"{large}, warm"] = bridge(True, False)
                 variants[f"{large}, cold"] = bridge(True, True)
+            producer = f"{sys.executable} -c pass"
+            variants["bridge --producer, warm"] = bridge(False, False, ("--producer", producer))
+            variants["bridge --allow-inject, warm"] = bridge(False, False, ("--allow-inject",))
             time_to_initialize(bridge(False, False)())  # populate the warm bytecode caches
         first_real: float | None = None
         if "real" in servers:
