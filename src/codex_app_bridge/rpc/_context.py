@@ -3,7 +3,8 @@
 Below ``connection`` (which builds both) and ``methods`` / ``_dispatch`` (which name
 ``RequestContext`` in their types), so the rpc modules depend one way: a context knows its
 connection only as ``ContextConnection``, the part of a connection that handlers use.
-``encode_result`` is the one place a handler's return value becomes response bytes.
+``encode_result`` is the one place a handler's return value becomes response bytes (or the
+error saying it cannot).
 """
 
 from __future__ import annotations
@@ -114,11 +115,7 @@ class DeferredReply:
         if self._done:
             return False
         self._done = True
-        try:
-            data = encode_result(self.request_id, value)
-        except (TypeError, ValueError) as exc:
-            failure = RpcError(INTERNAL_ERROR, f"failed to serialize response: {exc}")
-            data = encode_error(self.request_id, error_object(failure))
+        data, _ = encode_result(self.request_id, value)
         return self._connection.offer(data)
 
     def fail(self, exc: BaseException) -> bool:
@@ -144,9 +141,15 @@ def _orjson_default(value: object) -> object:
     raise TypeError(f"Type is not JSON serializable: {type(value).__name__}")
 
 
-def encode_result(request_id: RequestId, value: object) -> bytes:
-    if isinstance(value, BaseModel):
-        return encode_response(request_id, _model_json(value))
-    if isinstance(value, bytes | orjson.Fragment):
-        return encode_response(request_id, value)
-    return orjson.dumps({"id": request_id, "result": value}, default=_orjson_default)
+def encode_result(request_id: RequestId, value: object) -> tuple[bytes, bool]:
+    """The response to a handler's return value (a model, pre-encoded bytes or plain JSON data)
+    and True; or, when the value cannot be serialized, the internal error saying why and False."""
+    try:
+        if isinstance(value, BaseModel):
+            return encode_response(request_id, _model_json(value)), True
+        if isinstance(value, bytes | orjson.Fragment):
+            return encode_response(request_id, value), True
+        return orjson.dumps({"id": request_id, "result": value}, default=_orjson_default), True
+    except (TypeError, ValueError) as exc:
+        failure = RpcError(INTERNAL_ERROR, f"failed to serialize response: {exc}")
+        return encode_error(request_id, error_object(failure)), False

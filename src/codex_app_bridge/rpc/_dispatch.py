@@ -18,7 +18,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from codex_app_bridge.rpc._context import RequestContext
-from codex_app_bridge.rpc.methods import ImmediateHandler, MethodSpec, MethodTable
+from codex_app_bridge.rpc.methods import MethodSpec, MethodTable
 
 __all__ = ["Dispatcher", "Failed", "Outcome", "Succeeded"]
 
@@ -44,20 +44,21 @@ class Dispatcher:
 
     async def invoke(self, ctx: RequestContext, spec: MethodSpec[Any]) -> Outcome:
         """Call the handler of ``spec`` with ``ctx``; never raises (except cancellation)."""
-        if spec.immediate is not None:
-            return self.invoke_now(ctx, spec.immediate)
+        handler = spec.handler
+        if handler is None:
+            return self.invoke_now(ctx, spec)
         try:
-            if spec.handler is None:
-                raise self._table.unsupported_error(spec)
-            value = await spec.handler(ctx, ctx.params)
+            value = await handler(ctx, ctx.params)
         except Exception as exc:
             return Failed(exc)
         return Succeeded(value)
 
-    @staticmethod
-    def invoke_now(ctx: RequestContext, handler: ImmediateHandler[Any]) -> Outcome:
-        """Call an immediate handler with ``ctx``; never raises."""
+    def invoke_now(self, ctx: RequestContext, spec: MethodSpec[Any]) -> Outcome:
+        """Call the immediate handler of ``spec`` with ``ctx`` (a known method with no handler at
+        all answers the table's unsupported error); never raises."""
         try:
-            return Succeeded(handler(ctx, ctx.params))
+            if spec.immediate is None:
+                raise self._table.unsupported_error(spec)
+            return Succeeded(spec.immediate(ctx, ctx.params))
         except Exception as exc:
             return Failed(exc)

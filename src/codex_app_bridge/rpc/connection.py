@@ -100,8 +100,6 @@ from codex_app_bridge.protocol.jsonrpc import (
 from codex_app_bridge.rpc._context import DeferredReply, RequestContext, encode_result
 from codex_app_bridge.rpc._dispatch import Dispatcher, Failed, Outcome
 from codex_app_bridge.rpc.errors import (
-    INTERNAL_ERROR,
-    RpcError,
     error_object,
     overloaded_error,
 )
@@ -573,15 +571,11 @@ class Connection:
         if spec.inline:
             await self._execute(ctx, spec)
             return
-        immediate = spec.immediate
-        if immediate is None and spec.handler is None:  # known, unsupported: nothing to run
-            self._untrack(request)
-            await self._send_error(request.id, self._table.unsupported_error(spec))
-            return
         answered = False
-        if immediate is not None and (key is None or not self._scopes.busy(key)):
-            # Answered here and now, no task; a task is needed only for after-response callbacks.
-            outcome = self._dispatcher.invoke_now(ctx, immediate)
+        if spec.handler is None and (key is None or not self._scopes.busy(key)):
+            # Immediate, or known but unsupported: answered here and now, with no task; a task
+            # is needed only for after-response callbacks.
+            outcome = self._dispatcher.invoke_now(ctx, spec)
             self._untrack(request)
             answered = self._respond(ctx, outcome)
             if not (answered and ctx._after_response):  # pyright: ignore[reportPrivateUsage]
@@ -643,13 +637,8 @@ class Connection:
             return False
         if deferred is not None:
             return False
-        try:
-            data = encode_result(ctx.request_id, outcome.value)
-        except (TypeError, ValueError) as exc:
-            failure = RpcError(INTERNAL_ERROR, f"failed to serialize response: {exc}")
-            self.offer(encode_error(ctx.request_id, error_object(failure)))
-            return False
-        return self.offer(data)
+        data, encoded = encode_result(ctx.request_id, outcome.value)
+        return self.offer(data) and encoded
 
     async def _after_response(self, ctx: RequestContext) -> None:
         if self.congested:
