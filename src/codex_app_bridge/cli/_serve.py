@@ -76,7 +76,7 @@ from codex_app_bridge.cli._common import EXIT_USAGE, add_codex_compat_flags
 from codex_app_bridge.server._handshake import codex_home
 from codex_app_bridge.server._idle import DEFAULT_IDLE_UNLOAD_SECONDS
 from codex_app_bridge.server._server import BridgeServer
-from codex_app_bridge.server._table import DeferredMethodTable, build_method_table
+from codex_app_bridge.server._table import DeferredMethodTable
 from codex_app_bridge.transport import TransportKind, stdio_transport
 
 # Imported where used: the default ``serve`` (stdio, built-in agent) answers ``initialize``
@@ -396,20 +396,17 @@ def _injecting_table(server: BridgeServer) -> MethodTable:
     request other than ``initialize`` (so the answer to it loads nothing more than without)."""
     from codex_app_bridge.server._inject import INJECT_METHODS
 
-    def load() -> MethodTable:
+    def extend(table: MethodTable) -> MethodTable:
         from codex_app_bridge.server._inject import with_injection
         from codex_app_bridge.sources import InjectableSource
 
         source = server.source
         assert isinstance(source, InjectableSource)
         hub = server.hub
-        return with_injection(
-            build_method_table(server.handlers),
-            source,
-            lambda thread_id: hub.get(thread_id) is not None,
-        )
+        return with_injection(table, source, lambda thread_id: hub.get(thread_id) is not None)
 
-    return DeferredMethodTable(server.initialize, load, extra_names=INJECT_METHODS)
+    assert isinstance(server.table, DeferredMethodTable)
+    return server.table.extended(extend, INJECT_METHODS)
 
 
 def resolve_codex_home(flag: str | None) -> str | None:

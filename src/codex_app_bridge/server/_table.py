@@ -179,12 +179,25 @@ class DeferredMethodTable(MethodTable):
         extra_names: tuple[str, ...] = (),
     ) -> None:
         """``extra_names``: the methods ``load`` adds after the 0.163.0 ones (in its order)."""
+        self._initialize_handler = initialize
         self._initialize = _spec("initialize", InitializeParams, initialize, None)
         self._load = load
+        self._extra_names = extra_names
         self._full: MethodTable | None = None
         super().__init__([self._initialize], unsupported_error=unsupported_method)
         self.names = (*ALL_CLIENT_REQUEST_METHODS, *extra_names)
         self._known = frozenset(self.names)
+
+    def extended(
+        self, extend: Callable[[MethodTable], MethodTable], names: tuple[str, ...]
+    ) -> DeferredMethodTable:
+        """This table plus the methods ``extend`` adds to the full one (``names``, in its order),
+        still built on the first request other than ``initialize``."""
+        return DeferredMethodTable(
+            self._initialize_handler,
+            lambda: extend(self.full),
+            extra_names=(*self._extra_names, *names),
+        )
 
     @property
     def full(self) -> MethodTable:
