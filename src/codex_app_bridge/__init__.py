@@ -9,9 +9,9 @@ Public surface: the names listed in ``__all__``. Everything else lives in privat
 
 from __future__ import annotations
 
-import importlib as _importlib
 import typing as _typing
 
+from codex_app_bridge._reexports import import_reexport as _import_reexport
 from codex_app_bridge._version import CODEX_PROTOCOL_VERSION, __version__
 
 if _typing.TYPE_CHECKING:
@@ -194,12 +194,7 @@ __all__ = [
 
 
 def __getattr__(name: str) -> object:
-    module = _SOURCES.get(name)
-    if module is None:
-        raise AttributeError(f"module {__name__!r} has no attribute {name!r}", name=name)
-    value: object = getattr(_importlib.import_module(module), name)
-    globals()[name] = value
-    return value
+    return _import_reexport(__name__, globals(), _SOURCES, name)
 
 
 def __dir__() -> list[str]:

@@ -13,8 +13,9 @@ lifecycle and the request handlers grouped by namespace.
 
 from __future__ import annotations
 
-import importlib as _importlib
 import typing as _typing
+
+from codex_app_bridge._reexports import import_reexport as _import_reexport
 
 if _typing.TYPE_CHECKING:
     from codex_app_bridge.server._errors import UNSUPPORTED_REASON, unsupported_method
@@ -88,12 +89,7 @@ __all__ = [
 
 
 def __getattr__(name: str) -> object:
-    module = _SOURCES.get(name)
-    if module is None:
-        raise AttributeError(f"module {__name__!r} has no attribute {name!r}", name=name)
-    value: object = getattr(_importlib.import_module(module), name)
-    globals()[name] = value
-    return value
+    return _import_reexport(__name__, globals(), _SOURCES, name)
 
 
 def __dir__() -> list[str]:
