@@ -19,6 +19,8 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from typing import Any, ClassVar, Self
 
+from tests.conftest import bridge_command, bridge_env
+
 TIMEOUT = 60.0
 
 
@@ -253,3 +255,9 @@ class Peer:
 def real_peer(home: Path, cwd: Path) -> Peer:
     env = {**os.environ, "CODEX_HOME": str(home), "HOME": str(home.parent), "RUST_LOG": "error"}
     return Peer([real_binary(), "app-server"], env, cwd)
+
+
+def bridge_peer(home: Path, cwd: Path) -> Peer:
+    """The bridge, in the same role as ``real_peer``: ``serve`` on stdio with ``CODEX_HOME``."""
+    env = bridge_env({"CODEX_HOME": str(home)})
+    return Peer([*bridge_command(), "serve", "--pace", "0"], env, cwd)

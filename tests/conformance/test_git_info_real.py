@@ -10,8 +10,7 @@ from typing import Any
 
 import pytest
 
-from tests.conformance._realpeer import MockModel, Peer, real_peer
-from tests.conftest import bridge_command, bridge_env
+from tests.conformance._realpeer import MockModel, bridge_peer, real_peer
 
 pytestmark = pytest.mark.conformance
 
@@ -63,11 +62,6 @@ def _flow(start: Any, home: Path, cwd: Path) -> list[Any]:
     return seen
 
 
-def _bridge(home: Path, cwd: Path) -> Peer:
-    env = bridge_env({"CODEX_HOME": str(home)})
-    return Peer([*bridge_command(), "serve", "--pace", "0"], env, cwd)
-
-
 def test_git_info_updates_are_answered_stored_and_shown_as_by_the_real_binary(
     tmp_path: Path,
 ) -> None:
@@ -76,7 +70,7 @@ def test_git_info_updates_are_answered_stored_and_shown_as_by_the_real_binary(
     with MockModel() as model:
         model.write_config(tmp_path / "real")
         theirs = _flow(real_peer, tmp_path / "real", cwd)
-    ours = _flow(_bridge, tmp_path / "bridge", cwd)
+    ours = _flow(bridge_peer, tmp_path / "bridge", cwd)
     assert ours == theirs
     last = {"sha": None, "branch": "dev", "originUrl": "https://example.com/r.git"}
     assert theirs[4] == (

@@ -14,8 +14,8 @@ from codex_app_bridge.mapping.thread_history import build_turns
 from codex_app_bridge.protocol import core
 from codex_app_bridge.protocol.v2 import dump_dict
 from codex_app_bridge.storage import CodexHome, RolloutWriter, ThreadCatalog, session_meta
-from tests.conformance._realpeer import MockModel, Peer, real_peer
-from tests.conftest import CAPTURES_DIR, bridge_command, bridge_env
+from tests.conformance._realpeer import MockModel, Peer, bridge_peer, real_peer
+from tests.conftest import CAPTURES_DIR
 
 pytestmark = pytest.mark.conformance
 
@@ -92,17 +92,12 @@ def test_bridge_reads_what_the_real_binary_stored(tmp_path: Path) -> None:
     assert [dump_dict(turn) for turn in turns] == read["thread"]["turns"]
 
 
-def _bridge_peer(home: Path, cwd: Path) -> Peer:
-    env = bridge_env({"CODEX_HOME": str(home)})
-    return Peer([*bridge_command(), "serve", "--pace", "0"], env, cwd)
-
-
 def test_real_binary_resumes_and_continues_a_thread_the_bridge_server_stored(
     tmp_path: Path,
 ) -> None:
     home, cwd = tmp_path / "home", tmp_path / "work"
     cwd.mkdir()
-    with _bridge_peer(home, cwd) as bridge:
+    with bridge_peer(home, cwd) as bridge:
         # a provider the binary's config knows (it resumes with the stored one)
         started = bridge.result("thread/start", {"modelProvider": "mock", "model": "mock-model"})
         thread_id = started["thread"]["id"]
@@ -121,7 +116,7 @@ def test_real_binary_resumes_and_continues_a_thread_the_bridge_server_stored(
             assert resumed["turns"] == ours["thread"]["turns"]
             assert real.run_turn(thread_id, "third")["status"] == "completed"
     # and the bridge reads the turn the binary appended
-    with _bridge_peer(home, cwd) as bridge:
+    with bridge_peer(home, cwd) as bridge:
         read = bridge.result("thread/read", {"threadId": thread_id, "includeTurns": True})
         assert read["thread"]["turns"][:2] == ours["thread"]["turns"]
         assert read["thread"]["turns"][2]["items"][0]["content"][0]["text"] == "third"
@@ -162,7 +157,7 @@ def test_turns_and_items_page_exactly_as_the_real_server_pages_them(tmp_path: Pa
             ]
             turn_id = expected[0][0]["data"][0]["id"]
             by_turn = real.result("thread/items/list", {"threadId": thread_id, "turnId": turn_id})
-    with _bridge_peer(home, cwd) as bridge:
+    with bridge_peer(home, cwd) as bridge:
         got = [
             _pages(bridge, method, {"threadId": thread_id, **params}) for method, params in queries
         ]

@@ -12,8 +12,7 @@ from typing import Any
 
 import pytest
 
-from tests.conformance._realpeer import MockModel, Peer, real_peer
-from tests.conftest import bridge_command, bridge_env
+from tests.conformance._realpeer import MockModel, Peer, bridge_peer, real_peer
 
 pytestmark = pytest.mark.conformance
 
@@ -115,19 +114,13 @@ def _flow(start: Any, home: Path, cwd: Path) -> list[Any]:
     return record
 
 
-def _bridge(home: Path, cwd: Path) -> Peer:
-    return Peer(
-        [*bridge_command(), "serve", "--pace", "0"], bridge_env({"CODEX_HOME": str(home)}), cwd
-    )
-
-
 def test_resume_and_fork_replay_token_usage_where_the_real_binary_does(tmp_path: Path) -> None:
     cwd = tmp_path / "work"
     cwd.mkdir()
     with MockModel() as model:
         model.write_config(tmp_path / "real")
         real = _flow(real_peer, tmp_path / "real", cwd)
-    ours = _flow(_bridge, tmp_path / "bridge", cwd)
+    ours = _flow(bridge_peer, tmp_path / "bridge", cwd)
     assert ours == real
     # what the binary does, spelled out (so that a change on both sides is seen too)
     assert [steps for _method, _params, steps in real] == [
