@@ -83,18 +83,29 @@ INITIALIZE = {
 }
 
 
-def test_serve_answers_initialize_without_importing_the_domain() -> None:
-    answers, report = _serve(INITIALIZE)
-    assert answers[0]["id"] == 1
-    assert set(answers[0]["result"]) == {"userAgent", "codexHome", "platformFamily", "platformOs"}
-    assert answers[1]["method"] == "remoteControl/status/changed"
+def _domain_loaded(report: dict[str, object]) -> list[str]:
     modules = report["modules"]
     assert isinstance(modules, list)
-    loaded = [m for m in modules if isinstance(m, str) and m.startswith(DOMAIN)]
-    assert loaded == []
+    return [m for m in modules if isinstance(m, str) and m.startswith(DOMAIN)]
+
+
+def _assert_answered_without_the_domain(
+    answers: list[dict[str, object]], report: dict[str, object]
+) -> None:
+    """``initialize`` (id 1) answered, nothing of the domain loaded, fewer than 100 models."""
+    assert answers[0]["id"] == 1
+    assert "result" in answers[0]
+    assert _domain_loaded(report) == []
     models = report["models"]
     assert isinstance(models, int)
     assert models < 100
+
+
+def test_serve_answers_initialize_without_importing_the_domain() -> None:
+    answers, report = _serve(INITIALIZE)
+    _assert_answered_without_the_domain(answers, report)
+    assert set(answers[0]["result"]) == {"userAgent", "codexHome", "platformFamily", "platformOs"}
+    assert answers[1]["method"] == "remoteControl/status/changed"
 
 
 def test_the_first_other_request_loads_the_rest_and_is_answered() -> None:
@@ -118,18 +129,10 @@ def test_an_unknown_method_before_initialize_loads_nothing_more() -> None:
     assert "unknown variant `x/y`" in str(answers[0]["error"])
     assert answers[1]["id"] == 1
     assert "result" in answers[1]
-    modules = report["modules"]
-    assert isinstance(modules, list)
-    assert [m for m in modules if isinstance(m, str) and m.startswith(DOMAIN)] == []
+    assert _domain_loaded(report) == []
 
 
 FIRST_LINE = b'{"id":"a","msg":{"type":"warning","message":"recorded"}}\n'
-
-
-def _domain_loaded(report: dict[str, object]) -> list[str]:
-    modules = report["modules"]
-    assert isinstance(modules, list)
-    return [m for m in modules if isinstance(m, str) and m.startswith(DOMAIN)]
 
 
 @pytest.mark.parametrize("pace", [None, "0.5", "recorded:2"])
@@ -140,13 +143,8 @@ def test_serve_with_a_script_answers_initialize_without_the_sources_or_core_mode
     script.write_bytes(FIRST_LINE + b"{a bad line further on is found by the first turn\n")
     args = ["--script", str(script), *(["--pace", pace] if pace else [])]
     answers, report = _serve(INITIALIZE, args=args)
-    assert answers[0]["id"] == 1
-    assert "result" in answers[0]
-    assert _domain_loaded(report) == []
+    _assert_answered_without_the_domain(answers, report)
     assert "codex_app_bridge._scriptfile" in str(report["modules"])
-    models = report["models"]
-    assert isinstance(models, int)
-    assert models < 100
 
 
 @pytest.mark.skipif(not hasattr(os, "mkfifo"), reason="needs a named pipe")
@@ -164,9 +162,7 @@ def test_serve_with_a_script_reads_nothing_past_its_first_line_before_the_answer
         answers, report = _serve(INITIALIZE, args=["--script", str(endless)])
     finally:
         os.close(holder)
-    assert answers[0]["id"] == 1
-    assert "result" in answers[0]
-    assert _domain_loaded(report) == []
+    _assert_answered_without_the_domain(answers, report)
 
 
 @pytest.mark.anyio
@@ -208,13 +204,8 @@ def test_serve_with_a_producer_answers_initialize_without_the_sources_or_core_mo
     # The program is checked (found, executable) before the answer; the source that spawns it
     # per thread is made when a thread first needs it.
     answers, report = _serve(INITIALIZE, args=["--producer", f"{sys.executable} -c pass"])
-    assert answers[0]["id"] == 1
-    assert "result" in answers[0]
-    assert _domain_loaded(report) == []
+    _assert_answered_without_the_domain(answers, report)
     assert "codex_app_bridge._producer_command" in str(report["modules"])
-    models = report["models"]
-    assert isinstance(models, int)
-    assert models < 100
 
 
 def test_serve_allowing_injection_answers_initialize_without_the_domain_then_injects() -> None:
@@ -240,5 +231,4 @@ def test_serve_allowing_injection_answers_initialize_without_the_domain_then_inj
 
 def test_serve_allowing_injection_loads_nothing_more_for_initialize() -> None:
     answers, report = _serve(INITIALIZE, args=["--allow-inject"])
-    assert "result" in answers[0]
-    assert _domain_loaded(report) == []
+    _assert_answered_without_the_domain(answers, report)
