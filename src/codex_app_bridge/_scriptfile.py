@@ -3,7 +3,9 @@
 Role: the part of a script (``sources._script``) or rollout (``sources._rollout``) file that can
 be judged without the core models, so that ``serve --script`` can refuse a bad file or a bad
 ``--pace`` (exit 2) before it answers ``initialize``, and load ``sources`` only when a turn needs
-it. ``ScriptError`` and ``ScriptPacing`` live here and ``sources`` re-exports them.
+it. ``ScriptError`` and ``ScriptPacing`` live here and ``sources`` re-exports them; so does the
+shape check of one line (``parse_envelope``), which the head check and the index pass share, so
+both refuse a line in the same words.
 
 Boundary: ``orjson`` and the file's first non-empty line only; it never reads further, so its
 cost does not grow with the file (the index pass and the validation of each event stay in
@@ -26,7 +28,9 @@ __all__ = [
     "ScriptPacing",
     "check_script",
     "is_rollout_line",
+    "parse_envelope",
     "read_head",
+    "unreadable_script",
 ]
 
 RECORDED = "recorded"
@@ -91,6 +95,31 @@ class ScriptHead:
     raw: bytes
 
 
+def unreadable_script(path: str | Path, exc: OSError) -> ScriptError:
+    """The error of a script that cannot be read (at start-up or by the index pass)."""
+    return ScriptError(f"{path}: cannot read the script: {exc.strerror or exc}")
+
+
+def parse_envelope(
+    raw: bytes, number: int, name: str
+) -> tuple[str, dict[str, Any], dict[str, Any]]:
+    """``(turn id, msg, envelope)`` of one script line; ``ScriptError`` (naming the file and
+    line) if it is not an event envelope ``{id: string, msg: object}``."""
+    try:
+        line = orjson.loads(raw)
+    except orjson.JSONDecodeError as exc:
+        raise ScriptError(f"{name}: line {number}: not JSON: {exc}") from None
+    if not isinstance(line, dict):
+        raise ScriptError(f"{name}: line {number}: expected an object {{id, msg}}")
+    envelope = cast(dict[str, Any], line)
+    turn_id, msg = envelope.get("id"), envelope.get("msg")
+    if not isinstance(turn_id, str) or not isinstance(msg, dict):
+        raise ScriptError(
+            f"{name}: line {number}: expected an event envelope {{id: string, msg: object}}"
+        )
+    return turn_id, cast(dict[str, Any], msg), envelope
+
+
 def read_head(path: str | Path) -> ScriptHead | None:
     """The first non-empty line of ``path`` (``None``: it has none); ``ScriptError`` if the file
     cannot be read."""
@@ -101,7 +130,7 @@ def read_head(path: str | Path) -> ScriptHead | None:
                 if raw.strip():
                     return ScriptHead(number, raw)
     except OSError as exc:
-        raise ScriptError(f"{script}: cannot read the script: {exc.strerror or exc}") from None
+        raise unreadable_script(script, exc) from None
     return None
 
 
@@ -117,16 +146,9 @@ def check_script(path: str | Path) -> bool:
     if head is None:
         raise ScriptError(f"{name}: the script holds no events")
     try:
-        line = orjson.loads(head.raw)
-    except orjson.JSONDecodeError as exc:
-        raise ScriptError(f"{name}: line {head.number}: not JSON: {exc}") from None
-    if is_rollout_line(line):
-        return True
-    if not isinstance(line, dict):
-        raise ScriptError(f"{name}: line {head.number}: expected an object {{id, msg}}")
-    envelope = cast(dict[str, Any], line)
-    if not isinstance(envelope.get("id"), str) or not isinstance(envelope.get("msg"), dict):
-        raise ScriptError(
-            f"{name}: line {head.number}: expected an event envelope {{id: string, msg: object}}"
-        )
+        if is_rollout_line(orjson.loads(head.raw)):
+            return True
+    except orjson.JSONDecodeError:
+        pass  # reported by the envelope check, with the index pass's words
+    parse_envelope(head.raw, head.number, name)
     return False

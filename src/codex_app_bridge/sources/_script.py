@@ -47,7 +47,8 @@ import anyio
 import orjson
 from pydantic import ValidationError
 
-from codex_app_bridge._scriptfile import RECORDED, ScriptError, ScriptPacing
+from codex_app_bridge._scriptfile import RECORDED, ScriptError, ScriptPacing, unreadable_script
+from codex_app_bridge._scriptfile import parse_envelope as _envelope
 from codex_app_bridge.protocol.core import (
     EVENT_MSG_ADAPTER,
     ErrorEvent,
@@ -150,23 +151,6 @@ class _Grouper:
             self.turn_id = turn_id
         self.ended = kind in TURN_END_TYPES
         return new
-
-
-def _envelope(raw: bytes, number: int, name: str) -> tuple[str, dict[str, Any], dict[str, Any]]:
-    """``(turn id, msg, envelope)`` of one line; ``ScriptError`` if it is not an envelope."""
-    try:
-        line = orjson.loads(raw)
-    except orjson.JSONDecodeError as exc:
-        raise ScriptError(f"{name}: line {number}: not JSON: {exc}") from None
-    if not isinstance(line, dict):
-        raise ScriptError(f"{name}: line {number}: expected an object {{id, msg}}")
-    envelope = cast(dict[str, Any], line)
-    turn_id, msg = envelope.get("id"), envelope.get("msg")
-    if not isinstance(turn_id, str) or not isinstance(msg, dict):
-        raise ScriptError(
-            f"{name}: line {number}: expected an event envelope {{id: string, msg: object}}"
-        )
-    return turn_id, cast(dict[str, Any], msg), envelope
 
 
 def _validated(event: dict[str, Any], number: int, name: str) -> EventMsg:
@@ -273,7 +257,7 @@ def index_script(path: str | Path) -> ScriptIndex:
                 elif current is not None and grouper.turn_id != current[0]:
                     current = (cast(str, grouper.turn_id), current[1], current[2])
     except OSError as exc:
-        raise ScriptError(f"{script}: cannot read the script: {exc.strerror or exc}") from None
+        raise unreadable_script(script, exc) from None
     if current is not None:
         spans.append(TurnSpan(current[0], current[1], offset, current[2]))
     if not spans:
