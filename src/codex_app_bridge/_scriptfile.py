@@ -27,6 +27,7 @@ __all__ = [
     "ScriptHead",
     "ScriptPacing",
     "check_script",
+    "is_rollout_head",
     "is_rollout_line",
     "parse_envelope",
     "read_head",
@@ -95,6 +96,16 @@ class ScriptHead:
     raw: bytes
 
 
+def is_rollout_head(head: ScriptHead | None) -> bool:
+    """Whether a file's first non-empty line is a rollout line (one that is not JSON is not)."""
+    if head is None:
+        return False
+    try:
+        return is_rollout_line(orjson.loads(head.raw))
+    except orjson.JSONDecodeError:
+        return False
+
+
 def unreadable_script(path: str | Path, exc: OSError) -> ScriptError:
     """The error of a script that cannot be read (at start-up or by the index pass)."""
     return ScriptError(f"{path}: cannot read the script: {exc.strerror or exc}")
@@ -145,10 +156,7 @@ def check_script(path: str | Path) -> bool:
     head = read_head(path)
     if head is None:
         raise ScriptError(f"{name}: the script holds no events")
-    try:
-        if is_rollout_line(orjson.loads(head.raw)):
-            return True
-    except orjson.JSONDecodeError:
-        pass  # reported by the envelope check, with the index pass's words
-    parse_envelope(head.raw, head.number, name)
+    if is_rollout_head(head):
+        return True
+    parse_envelope(head.raw, head.number, name)  # the index pass's words for a bad line
     return False

@@ -9,9 +9,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-import orjson
-
-from codex_app_bridge._scriptfile import is_rollout_line, read_head
+from codex_app_bridge._scriptfile import is_rollout_head, read_head
 from codex_app_bridge.sources._rollout import RolloutSource, index_rollout
 from codex_app_bridge.sources._script import ScriptSource, index_script
 
@@ -26,12 +24,8 @@ def load_script(path: str | Path, *, lazy: bool = False) -> ScriptSource | Rollo
     the first turn instead.
     """
     script = Path(path)
-    head = read_head(script)
-    try:
-        rollout = is_rollout_line(orjson.loads(head.raw)) if head is not None else False
-    except orjson.JSONDecodeError:
-        rollout = False  # reported with its line number by the index pass
-    if rollout:
+    # a head that is not JSON is reported with its line number by the index pass
+    if is_rollout_head(read_head(script)):
         return RolloutSource(script, index=None if lazy else index_rollout(script))
     if lazy:
         return ScriptSource(script_path=script, name=str(script))
