@@ -184,6 +184,14 @@ def test_rpc_and_transport_know_no_domain_package() -> None:
     assert "transport" not in packages["listener"]
 
 
+def test_the_model_client_sits_above_the_protocol_and_below_the_domain() -> None:
+    packages = _package_graph(_graph(with_types=True))
+    # it knows the protocol's core values and nothing of threads, connections or JSON-RPC
+    assert packages["model"] <= {"protocol"}
+    for below in ("protocol", "rpc", "transport"):
+        assert "model" not in packages[below], below
+
+
 def test_reducer_concerns_depend_one_way_state_then_concerns_then_reducer() -> None:
     graph = _graph(with_types=True)
     helpers = {"_convert", "_realtime"}

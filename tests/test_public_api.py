@@ -25,6 +25,7 @@ def test_all_names_are_exported_and_public() -> None:
         "server",
         "storage",
         "conformance",
+        "model",
     }
     assert public <= set(codex_app_bridge.__all__), public - set(codex_app_bridge.__all__)
 
