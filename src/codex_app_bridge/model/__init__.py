@@ -17,4 +17,9 @@ limits). The HTTP stack is imported on the first request.
 
 from __future__ import annotations
 
-__all__ = []
+from ._errors import FAILURES, ModelError
+
+__all__ = [
+    "FAILURES",
+    "ModelError",
+]
