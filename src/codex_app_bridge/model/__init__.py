@@ -18,8 +18,11 @@ limits). The HTTP stack is imported on the first request.
 from __future__ import annotations
 
 from ._errors import FAILURES, ModelError
+from ._usage import rate_limits_from_headers, token_usage_from
 
 __all__ = [
     "FAILURES",
     "ModelError",
+    "rate_limits_from_headers",
+    "token_usage_from",
 ]
