@@ -17,12 +17,17 @@ limits). The HTTP stack is imported on the first request.
 
 from __future__ import annotations
 
+from ._client import Endpoint, ResponsesClient, ResponseStream, backoff_s
 from ._errors import FAILURES, ModelError
 from ._usage import rate_limits_from_headers, token_usage_from
 
 __all__ = [
     "FAILURES",
+    "Endpoint",
     "ModelError",
+    "ResponseStream",
+    "ResponsesClient",
+    "backoff_s",
     "rate_limits_from_headers",
     "token_usage_from",
 ]
