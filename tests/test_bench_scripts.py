@@ -56,6 +56,9 @@ RUNS: dict[str, list[str]] = {
     "serve_script": ["serve_script.py", "--lines", "40", "--turns", "2"],
     "offline_memory": ["offline_memory.py", "--lines", "100", "--deltas-per-turn", "5"],
     "serve_rollout": ["serve_script.py", "--lines", "40", "--turns", "2", "--kind", "rollout"],
+    "model_stream_client": [
+        *("model_stream_client.py", "--events", "300", "--rounds", "1", "--disconnects", "2"),
+    ],
 }
 REAL_RUNS: dict[str, list[str]] = {
     "throughput": ["throughput.py", "--deltas", "300", "--rounds", "1", "--servers", "real"],
@@ -132,6 +135,13 @@ def test_throughput_reads_every_delta_from_the_bridge_the_passthrough_and_the_ce
     assert re.search(r"^0\s+bridge\s+[\d,]+", out, re.M)
     assert re.search(r"^0\s+passthrough\s+[\d,]+", out, re.M)
     assert "bridge/limit deltas/s" in out
+
+
+def test_model_stream_client_reads_every_delta_with_each_http_stack(output: Read) -> None:
+    out = output("model_stream_client")
+    for candidate in ("bridge", "bridge-batches", "httpx-sse", "openai", "floor"):
+        assert re.search(rf"^  {candidate} +[\d,]+ events/s +[\d.]+ us/event", out, re.M)
+    assert re.search(r"server sees end-of-file: median [\d.]+ ms", out)
 
 
 def test_startup_times_the_bridge_warm_and_cold(output: Read) -> None:
