@@ -80,6 +80,8 @@ class Step:
     delay_s: float = 0.0
     """Pause before each chunk."""
     end: End = "finish"
+    keep_alive: bool = False
+    """Answer ``connection: keep-alive`` and read the next request on the same connection."""
 
     @classmethod
     def events(cls, *events: dict[str, Any], end: End = "finish", **kw: Any) -> Step:
@@ -104,6 +106,8 @@ class Request:
     body: bytes
     at: float
     """``time.monotonic()`` when the request's headers were read."""
+    connection: int = 0
+    """Which connection of the server carried it (1, 2, ... in order of accept)."""
     gone: anyio.Event = field(default_factory=anyio.Event)
     gone_at: float | None = None
     """``time.monotonic()`` when the server saw the client close the connection."""
@@ -120,6 +124,7 @@ class MockServer:
         self.steps = list(steps)
         self.requests: list[Request] = []
         self.port = 0
+        self.connections = 0
         self.arrived = anyio.Event()
         """Set at each request (replaced after each set)."""
 
@@ -139,54 +144,69 @@ class MockServer:
     def _step(self, index: int) -> Step:
         return self.steps[min(index, len(self.steps) - 1)]
 
+    async def _read_request(
+        self, reader: BufferedByteReceiveStream, connection: int
+    ) -> Request | None:
+        try:
+            head = await reader.receive_until(b"\r\n\r\n", 1 << 20)
+        except (anyio.EndOfStream, anyio.IncompleteRead):
+            return None
+        lines = head.decode("latin-1").split("\r\n")
+        method, target, _ = lines[0].split(" ", 2)
+        headers = [
+            (k.strip(), v.strip()) for k, v in (line.split(":", 1) for line in lines[1:] if line)
+        ]
+        lowered = {k.lower(): v for k, v in headers}
+        if lowered.get("transfer-encoding", "").lower() == "chunked":
+            body = b""
+            while True:
+                size = int((await reader.receive_until(b"\r\n", 1 << 20)).split(b";")[0], 16)
+                body += await reader.receive_exactly(size + 2)
+                if size == 0:
+                    break
+            body = body[:-2]
+        else:
+            length = int(lowered.get("content-length", "0"))
+            body = await reader.receive_exactly(length) if length else b""
+        return Request(method, target, headers, body, time.monotonic(), connection)
+
     async def _serve(self, stream: anyio.abc.SocketStream) -> None:
+        self.connections += 1
+        connection = self.connections
+        served: list[Request] = []
         async with stream:
             reader = BufferedByteReceiveStream(stream)
             try:
-                head = await reader.receive_until(b"\r\n\r\n", 1 << 20)
-            except (anyio.EndOfStream, anyio.IncompleteRead, anyio.BrokenResourceError):
-                return
-            lines = head.decode("latin-1").split("\r\n")
-            method, target, _ = lines[0].split(" ", 2)
-            headers = [
-                (k.strip(), v.strip())
-                for k, v in (line.split(":", 1) for line in lines[1:] if line)
-            ]
-            lowered = {k.lower(): v for k, v in headers}
-            if lowered.get("transfer-encoding", "").lower() == "chunked":
-                body = b""
-                while True:
-                    size = int((await reader.receive_until(b"\r\n", 1 << 20)).split(b";")[0], 16)
-                    body += await reader.receive_exactly(size + 2)
-                    if size == 0:
+                while (request := await self._read_request(reader, connection)) is not None:
+                    step = self._step(len(self.requests))
+                    self.requests.append(request)
+                    served.append(request)
+                    self.arrived.set()
+                    self.arrived = anyio.Event()
+                    await self._answer(stream, step)
+                    if step.end in ("hang", "stall"):
+                        while True:
+                            await stream.receive()
+                    if not (step.keep_alive and step.end == "finish"):
                         break
-                body = body[:-2]
-            else:
-                length = int(lowered.get("content-length", "0"))
-                body = await reader.receive_exactly(length) if length else b""
-            request = Request(method, target, headers, body, time.monotonic())
-            step = self._step(len(self.requests))
-            self.requests.append(request)
-            self.arrived.set()
-            self.arrived = anyio.Event()
-            try:
-                await self._answer(stream, step)
-                if step.end in ("hang", "stall"):
-                    while True:
-                        await stream.receive()
             except (anyio.EndOfStream, anyio.BrokenResourceError, anyio.ClosedResourceError):
                 pass
             except OSError:
                 pass
             finally:
-                request.gone_at = time.monotonic()
-                request.gone.set()
+                now = time.monotonic()
+                for request in served:
+                    request.gone_at = now
+                    request.gone.set()
 
     async def _answer(self, stream: anyio.abc.SocketStream, step: Step) -> None:
         if step.end in ("drop", "stall"):
             return
         reason = REASONS.get(step.status, "Unknown")
-        head = [f"HTTP/1.1 {step.status} {reason}", "connection: close"]
+        head = [
+            f"HTTP/1.1 {step.status} {reason}",
+            "connection: " + ("keep-alive" if step.keep_alive else "close"),
+        ]
         streamed = step.status == 200 and (step.chunks or step.end != "finish")
         if streamed:
             head += ["content-type: text/event-stream", "transfer-encoding: chunked"]

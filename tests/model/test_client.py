@@ -163,6 +163,22 @@ async def test_an_event_of_twenty_megabytes_arrives_whole() -> None:
     assert events[1]["item"]["text"] == text
 
 
+async def test_a_completed_answer_leaves_its_connection_to_the_next_request() -> None:
+    kept = Step.events(CREATED, delta("a"), completed(), keep_alive=True)
+    async with serving(kept) as (server, client):
+        for _ in range(3):
+            assert (await collect(client))[-1] == completed()
+    assert [r.connection for r in server.requests] == [1, 1, 1]
+
+
+async def test_a_server_that_keeps_streaming_after_completed_loses_its_connection() -> None:
+    after = Step.events(CREATED, completed(), delta("more"), end="hang", keep_alive=True)
+    async with serving(after) as (server, client):
+        assert (await collect(client))[-1] == completed()
+        with anyio.fail_after(WAIT):
+            await server.requests[0].gone.wait()
+
+
 # --- layer 1: transport retries ---------------------------------------------------------
 
 

@@ -6,7 +6,9 @@ given, re-sends on 5xx answers and transport errors (``request_max_retries``, 20
 answer's headers arrived; anything else becomes a :class:`~._errors.ModelError`. The stream
 yields the SSE events' JSON objects until ``response.completed`` and turns idleness, cuts,
 ``response.failed`` and ``response.incomplete`` into ``ModelError`` as Codex does. Leaving the
-``stream`` block (or cancelling the task in it) closes the connection at once.
+``stream`` block (or cancelling the task in it) closes the connection at once; after a
+completed answer its end of body is read first (50 ms at most) so the pooled connection serves
+the next request without a new handshake.
 
 Boundary: bytes and headers in, dicts out. It knows nothing of threads, turns, core events or
 JSON-RPC, and nothing of the turn-level retries (the caller's, driven by ``ModelError``).
@@ -50,6 +52,11 @@ BODY_BROKEN: Final = "Transport error: network error: error decoding response bo
 NO_ANSWER: Final = "error sending request"
 ERROR_BODY_LIMIT: Final = 4 << 20
 """At most this much of an error answer's body is read (the rest is not needed for its text)."""
+TAIL_LIMIT: Final = 64 << 10
+TAIL_WAIT_S: Final = 0.05
+"""After ``response.completed``, the end of the body is read for at most this long and this
+many bytes, so the connection goes back to the pool (no new TCP/TLS handshake for the next
+request); a server that keeps writing loses the connection instead."""
 
 _WATCHED: Final = frozenset({"response.completed", "response.failed", "response.incomplete"})
 
@@ -80,6 +87,7 @@ class ResponseStream:
         """The answer's headers, lower-case names (the first value of a repeated header)."""
         self.completed = False
         """``response.completed`` was seen (and yielded)."""
+        self._response = response
         self._chunks: AsyncIterator[bytes] = response.aiter_bytes()
         self._idle_s = idle_timeout_s
         self._decoder = SSEDecoder()
@@ -163,6 +171,29 @@ class ResponseStream:
             self._ended = True
             raise stream_error(BODY_BROKEN) from None
 
+    async def aclose(self) -> None:
+        """Close the connection (``client.stream`` does it on leaving the block). A completed
+        answer's end of body is read first, briefly, so the connection can serve again."""
+        try:
+            if self.completed:
+                await self._read_tail()
+        finally:
+            with anyio.CancelScope(shield=True):
+                await self._response.aclose()
+
+    async def _read_tail(self) -> None:
+        import httpx
+
+        read = 0
+        with anyio.move_on_after(TAIL_WAIT_S):
+            try:
+                async for chunk in self._chunks:
+                    read += len(chunk)
+                    if read > TAIL_LIMIT:
+                        return
+            except httpx.TransportError:
+                return
+
     def _end_error(self) -> ModelError:
         return self._pending if self._pending is not None else stream_error(CLOSED_EARLY)
 
@@ -236,11 +267,11 @@ class ResponsesClient:
     ) -> AsyncGenerator[ResponseStream]:
         """POST ``body``; the answer's stream once its headers arrived (``ModelError`` else)."""
         response = await self._send(body, headers or {})
+        stream = ResponseStream(response, self.endpoint.stream_idle_timeout_s)
         try:
-            yield ResponseStream(response, self.endpoint.stream_idle_timeout_s)
+            yield stream
         finally:
-            with anyio.CancelScope(shield=True):
-                await response.aclose()
+            await stream.aclose()
 
     async def _send(self, body: bytes, headers: Mapping[str, str]) -> httpx.Response:
         import httpx
