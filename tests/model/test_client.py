@@ -386,6 +386,15 @@ async def test_response_incomplete_fails_at_once_without_waiting_for_the_stream(
     assert (error.codex_error_info, error.retryable) == ("other", False)
 
 
+async def test_an_incomplete_ended_only_by_the_end_of_the_stream_still_fails_at_once() -> None:
+    # the last line end is a lone CR: the event is only complete when the stream ends
+    step = Step(chunks=[sse(CREATED) + b'data: {"type":"response.incomplete","response":{}}\n\r'])
+    async with serving(step) as (_, client):
+        error, seen = await failure(client)
+    assert seen == [CREATED]
+    assert error.message == "Incomplete response returned, reason: unknown"
+
+
 async def test_a_content_filter_incomplete_waits_for_the_end_of_the_stream() -> None:
     async with serving(Step.events(CREATED, incomplete("content_filter"), delta("x"))) as (
         _,

@@ -143,14 +143,15 @@ class ResponseStream:
                 raise stream_error(IDLE_TIMEOUT)
             if chunk is None:
                 self._ended = True
-                events = decoder.close()
-                if events and (batch := self._watch(events)):
-                    if not self.completed:
-                        self._final = self._end_error()
+                batch = self._watch(decoder.close())
+                if self._final is None and not self.completed:
+                    self._final = self._end_error()
+                if batch:
                     return batch
-                if self.completed:
-                    raise StopAsyncIteration
-                raise self._end_error()
+                if self._final is not None:
+                    final, self._final = self._final, None
+                    raise final
+                raise StopAsyncIteration
             seen = decoder.dispatched
             events = decoder.feed(chunk)
             if events and (batch := self._watch(events)):
