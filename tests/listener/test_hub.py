@@ -358,3 +358,42 @@ async def test_thread_created_with_its_settings_reports_the_first_differing_turn
     await feed(listener, settings_event(model="gpt-5.4"))
     assert conn.methods() == ["thread/settings/updated"]
     assert conn.received[0]["params"]["threadSettings"]["model"] == "gpt-5.4"
+
+
+class _CongestedOutbox(RecordingOutbox):
+    """A connection whose client has stopped reading: congested until ``drained`` is set."""
+
+    def __init__(self, connection_id: int) -> None:
+        super().__init__(connection_id)
+        self.drained = anyio.Event()
+        self.waited = 0
+
+    @property
+    def congested(self) -> bool:  # pyright: ignore[reportIncompatibleVariableOverride]
+        return not self.drained.is_set()
+
+    async def wait_writable(self) -> None:
+        self.waited += 1
+        await self.drained.wait()
+
+
+async def test_a_client_congested_by_one_thread_does_not_hold_up_another_thread() -> None:
+    slow, reading = _CongestedOutbox(1), RecordingOutbox(2)
+    hub = ListenerHub(clock=clock)
+    stuck = hub.create_thread(THREAD)
+    other = hub.create_thread("01a229f2-0000-7000-8000-000000000002")
+    stuck.subscribe(slow)
+    other.subscribe(reading)
+    stuck.process(envelope(task_started()))
+    other.process(envelope(task_started()))
+    assert stuck.congested
+    assert not other.congested
+    with anyio.fail_after(TIMEOUT):
+        await other.wait_writable()
+        await other.handle(envelope(task_complete()))
+    assert slow.waited == 0
+    assert reading.methods()[-1] == "turn/completed"
+    slow.drained.set()
+    with anyio.fail_after(TIMEOUT):
+        await stuck.wait_writable()
+    assert not stuck.congested

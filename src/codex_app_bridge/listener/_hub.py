@@ -8,9 +8,11 @@ The hot path is synchronous: ``ThreadListener.process`` reduces one event and of
 notification to every recipient without awaiting anything (no lock, no checkpoint). Streaming
 deltas skip the reducer (they do not change its state) and are written from the mapping layer's
 byte templates (``DELTA_ROWS``). A thread has one caller of ``process``, its runtime task, so
-events are reduced and delivered in the order they are processed. Flow control is separate:
-an outbox that reports itself ``congested`` after an offer is remembered, and ``wait_writable``
-(awaited by the caller between batches) returns once every such outbox has room again.
+events are reduced and delivered in the order they are processed. Flow control is separate,
+and per thread: an outbox that reports itself ``congested`` after one of a thread's offers is
+remembered by that thread, and its ``wait_writable`` (awaited by the caller between batches)
+returns once every such outbox has room again; a client that congests one thread never holds up
+another that it does not subscribe to.
 
 Boundary: no transport. Connections are reached through the rpc layer's ``Outbox`` protocol
 (``connection_id``, ``closed``, ``wants``, ``offer_notification``, ``congested``,
@@ -93,6 +95,10 @@ class _Subscriber:
     raw_events: bool
 
 
+Congested = dict[int, Outbox]
+"""Outboxes one sender's offers left congested, by connection id, until they have room again."""
+
+
 class _Router:
     """The state the hub and its thread listeners share: clock, connections, subscriptions.
 
@@ -106,8 +112,6 @@ class _Router:
         """thread id -> connection id -> subscriber, in subscription order."""
         self.memberships: dict[int, set[str]] = {}
         """connection id -> the thread ids it is subscribed to."""
-        self.congested: dict[int, Outbox] = {}
-        """Outboxes that reported congestion after an offer, until they have room again."""
 
     def subscribe(self, thread_id: str, outbox: Outbox, raw_events: bool) -> None:
         subscribers = self.subscribers.setdefault(thread_id, {})
@@ -150,14 +154,16 @@ class _Router:
             o for o in self.connections.values() if o.connection_id not in subscribers
         ]
 
-    def deliver(self, method: str, params_json: bytes, recipients: Iterable[Outbox]) -> None:
+    def deliver(
+        self, method: str, params_json: bytes, recipients: Iterable[Outbox], congested: Congested
+    ) -> None:
         """Encode once and offer to each recipient that wants ``method``; never raises."""
         wanted = self.wanted(method, recipients)
         if wanted:
             notification = OutboundNotification.encode(
                 method, params_json, emitted_at_ms=self.clock()
             )
-            self.offer(notification, wanted)
+            self.offer(notification, wanted, congested)
 
     def wanted(self, method: str, recipients: Iterable[Outbox]) -> list[Outbox]:
         wanted: list[Outbox] = []
@@ -170,10 +176,13 @@ class _Router:
                 wanted.append(outbox)
         return wanted
 
-    def offer(self, notification: OutboundNotification, recipients: Iterable[Outbox]) -> None:
+    def offer(
+        self, notification: OutboundNotification, recipients: Iterable[Outbox], congested: Congested
+    ) -> None:
         """Hand the same encoded notification to each recipient, in order; never raises.
 
-        A closed recipient is forgotten instead; opt-out is each outbox's own check.
+        A closed recipient is forgotten instead; opt-out is each outbox's own check. A recipient
+        that is congested afterwards is noted in ``congested`` (the sender's own set).
         """
         for outbox in recipients:
             if outbox.closed:
@@ -190,14 +199,15 @@ class _Router:
                 )
                 continue
             if outbox.congested:
-                self.congested[outbox.connection_id] = outbox
+                congested[outbox.connection_id] = outbox
 
-    async def wait_writable(self) -> None:
-        """Return once no outbox that reported congestion is still congested."""
-        while self.congested:
-            _, outbox = self.congested.popitem()
-            if outbox.congested and not outbox.closed:
-                await outbox.wait_writable()
+
+async def _wait_writable(congested: Congested) -> None:
+    """Return once no outbox noted in ``congested`` is still congested."""
+    while congested:
+        _, outbox = congested.popitem()
+        if outbox.congested and not outbox.closed:
+            await outbox.wait_writable()
 
 
 class ListenerHub:
@@ -256,16 +266,19 @@ class ListenerHub:
 
     def offer_broadcast(self, method: str, params: object) -> None:
         """Queue one notification for every initialized connection, without waiting."""
-        self._router.deliver(method, _params_json(params), list(self._router.connections.values()))
+        recipients = list(self._router.connections.values())
+        self._router.deliver(method, _params_json(params), recipients, {})
 
     async def broadcast(self, method: str, params: object) -> None:
-        """Send one notification to every initialized connection (``thread/started``, ...).
+        """Send one notification to every initialized connection (``thread/started``, ...),
+        then wait for room where it congested one.
 
         ``params`` is a wire model, pre-encoded JSON bytes or plain JSON data.
         """
         recipients = list(self._router.connections.values())
-        self._router.deliver(method, _params_json(params), recipients)
-        await self._router.wait_writable()
+        congested: Congested = {}
+        self._router.deliver(method, _params_json(params), recipients, congested)
+        await _wait_writable(congested)
 
 
 def _params_json(params: object) -> bytes:
@@ -286,6 +299,8 @@ class ThreadListener:
         self._thread_id = thread_id
         baseline = None if settings is None else convert.thread_settings(settings)
         self._state = ThreadState(thread_settings=baseline)
+        self._congested: Congested = {}
+        """This thread's recipients that its offers left congested (see the module docstring)."""
         self._skipped = 0
         self._last_skip_reason: str | None = None
 
@@ -341,8 +356,9 @@ class ThreadListener:
 
     @property
     def token_usage(self) -> ThreadTokenUsage | None:
-        """The last ``thread/tokenUsage/updated`` payload's usage (kept for a replay on resume,
-        which the server does not do yet)."""
+        """The usage of the last ``thread/tokenUsage/updated`` this thread sent (``None``
+        before the first). A resume's replay is rebuilt from the history log instead
+        (``server._token_replay``), which also knows the turn it belongs to."""
         return self._state.token_usage
 
     @property
@@ -373,25 +389,27 @@ class ThreadListener:
                 return
             # opt-out and closed connections are handled by ``offer``, per recipient
             router.offer(
-                OutboundNotification(row.method, data), [s.outbox for s in subscribers.values()]
+                OutboundNotification(row.method, data),
+                [s.outbox for s in subscribers.values()],
+                self._congested,
             )
             return
         self._reduce(envelope)
 
     async def wait_writable(self) -> None:
         """Return once every connection this thread's traffic congested has room again."""
-        await self._router.wait_writable()
+        await _wait_writable(self._congested)
 
     @property
     def congested(self) -> bool:
-        """Some recipient reported congestion since the last :meth:`wait_writable`."""
-        return bool(self._router.congested)
+        """A recipient of this thread reported congestion since the last :meth:`wait_writable`."""
+        return bool(self._congested)
 
     async def handle(self, envelope: EventEnvelope) -> None:
         """``process`` one event, then wait for room where it congested a connection."""
         self.process(envelope)
-        if self._router.congested:
-            await self._router.wait_writable()
+        if self._congested:
+            await _wait_writable(self._congested)
 
     async def handle_json(self, data: bytes | str) -> bool:
         """Parse one ``{id, msg}`` envelope and handle it; a malformed one is skipped (False)."""
@@ -426,8 +444,8 @@ class ThreadListener:
             )
             self._reduce(EventEnvelope(id=turn_id, msg=started))
             self._reduce(EventEnvelope(id=turn_id, msg=completed))
-        if self._router.congested:
-            await self._router.wait_writable()
+        if self._congested:
+            await _wait_writable(self._congested)
 
     # --- server -> client requests (``_server_requests``; ids and sending are the server's) --
 
@@ -456,7 +474,7 @@ class ThreadListener:
             if queued:
                 reached.append(outbox.connection_id)
             if outbox.congested:
-                self._router.congested[outbox.connection_id] = outbox
+                self._congested[outbox.connection_id] = outbox
         return reached
 
     def resolve_request(self, raised: RaisedRequest, request_id: int, answer: Answer) -> Op:
@@ -485,9 +503,10 @@ class ThreadListener:
             self._skip(reduction.skipped)
             return
         self._state = reduction.state
+        router = self._router
         for emission in reduction.emissions:
-            recipients = self._router.recipients(self._thread_id, emission.audience)
-            self._router.deliver(emission.method, emission.params_json(), recipients)
+            recipients = router.recipients(self._thread_id, emission.audience)
+            router.deliver(emission.method, emission.params_json(), recipients, self._congested)
 
     def _skip(self, reason: str) -> None:
         self._skipped += 1
@@ -495,12 +514,4 @@ class ThreadListener:
         logger.debug("thread %s: skipped event (%s)", self._thread_id, reason)
 
     def _reduce(self, envelope: EventEnvelope) -> None:
-        ctx = ReduceContext(thread_id=self._thread_id, now_ms=self._router.clock())
-        reduction = reduce(self._state, envelope, ctx)
-        if reduction.skipped is not None:
-            self._skip(reduction.skipped)
-            return
-        self._state = reduction.state
-        for emission in reduction.emissions:
-            recipients = self._router.recipients(self._thread_id, emission.audience)
-            self._router.deliver(emission.method, emission.params_json(), recipients)
+        self._apply(reduce(self._state, envelope, self._context()))
