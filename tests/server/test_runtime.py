@@ -107,14 +107,27 @@ async def _forever(request: TurnRequest) -> AsyncIterator[EventMsg]:
     await anyio.Event().wait()
 
 
-async def test_two_interrupts_sent_back_to_back_are_both_answered_before_turn_completed() -> None:
+# every spelling of a thread id the real server accepts (``_ids.parse_thread_id``)
+_ID_FORMS: dict[str, Callable[[str], str]] = {
+    "canonical": lambda thread_id: thread_id,
+    "uppercase": str.upper,
+    "simple": lambda thread_id: thread_id.replace("-", ""),
+    "braced": lambda thread_id: "{" + thread_id + "}",
+    "urn": lambda thread_id: "urn:uuid:" + thread_id,
+}
+
+
+@pytest.mark.parametrize("form", list(_ID_FORMS))
+async def test_two_interrupts_sent_back_to_back_are_both_answered_before_turn_completed(
+    form: str,
+) -> None:
     with anyio.fail_after(TIMEOUT):
         async with open_bridge("memory", source=FakeSource(_forever)) as bridge:
             client = await bridge.connect()
             thread_id = await _thread(client)
             turn_id = await client.start_turn(thread_id, "hi")
             await client.until(lambda m: m.get("method") == "turn/started")
-            params = {"threadId": thread_id, "turnId": turn_id}
+            params = {"threadId": _ID_FORMS[form](thread_id), "turnId": turn_id}
             both = [{"id": i, "method": "turn/interrupt", "params": params} for i in ("i1", "i2")]
             for message in both:
                 client._methods[message["id"]] = "turn/interrupt"  # pyright: ignore[reportPrivateUsage]

@@ -76,7 +76,7 @@ import asyncio
 import itertools
 import logging
 from collections import Counter, deque
-from collections.abc import Awaitable, Callable, Iterable
+from collections.abc import Awaitable, Callable, Hashable, Iterable
 from enum import Enum
 from typing import TYPE_CHECKING, Any, Final
 
@@ -115,6 +115,7 @@ __all__ = [
     "OUTBOUND_HIGH_WATER",
     "SOCKET_OUTBOUND_BUDGET",
     "Connection",
+    "CountKey",
     "DeferredReply",
     "Gate",
     "OutboundPolicy",
@@ -158,6 +159,10 @@ def outbound_policy_for(kind: TransportKind) -> OutboundPolicy:
 Gate = Callable[[RequestContext], Awaitable[None]]
 """Runs before dispatch with the decoded request; raises ``RpcError`` to refuse it."""
 
+CountKey = Callable[[str, object], Hashable | None]
+"""What a received request is counted under until its handler returns (``Connection.unhandled``),
+from its method and raw params; ``None``: the request is not counted."""
+
 
 class Connection:
     """Serves one client over a transport's stream pair (see the module docstring)."""
@@ -178,6 +183,7 @@ class Connection:
         drain_timeout: float = 10.0,
         state: Any = None,
         outbound_budget: int | None = None,
+        count_key: CountKey | None = None,
     ) -> None:
         self._inbound: MemoryObjectReceiveStream[Any] = streams[0]
         self._outbound: MemoryObjectSendStream[Any] = streams[1]
@@ -219,9 +225,10 @@ class Connection:
         self._idle = anyio.Event()
         self._tickets: set[ScopeTicket] = set()
         self._own_requests: set[int] = set()
-        self._unhandled: dict[int, str] = {}
-        """id(request) -> its ``method/threadId`` key, from receipt until its handler returned."""
-        self._unhandled_keys: Counter[str] = Counter()
+        self._count_key = count_key
+        self._unhandled: dict[int, Hashable] = {}
+        """id(request) -> its ``count_key``, from receipt until its handler returned."""
+        self._unhandled_keys: Counter[Hashable] = Counter()
 
     # ---------------------------------------------------------------------------- outbox surface
 
@@ -385,17 +392,18 @@ class Connection:
         finally:
             self._own_requests.discard(pending.id)
 
-    def unhandled(self, method: str, thread_id: str) -> int:
-        """Requests for ``method`` on ``thread_id`` received but whose handler has not returned
-        yet (queued, waiting for their thread's turn, or running)."""
-        return self._unhandled_keys[_request_key(method, thread_id)]
+    def unhandled(self, key: Hashable) -> int:
+        """Requests counted under ``key`` (``count_key``) received but whose handler has not
+        returned yet (queued, waiting for their scope's turn, or running)."""
+        return self._unhandled_keys[key]
 
     def _track(self, request: Request) -> None:
-        params = request.params
-        thread_id = params.get("threadId") if isinstance(params, dict) else None
-        key = _request_key(request.method, thread_id if isinstance(thread_id, str) else "")
-        self._unhandled[id(request)] = key
-        self._unhandled_keys[key] += 1
+        if self._count_key is None:
+            return
+        key = self._count_key(request.method, request.params)
+        if key is not None:
+            self._unhandled[id(request)] = key
+            self._unhandled_keys[key] += 1
 
     def _untrack(self, request: Request) -> None:
         key = self._unhandled.pop(id(request), None)
@@ -666,10 +674,6 @@ class Connection:
         elif self.congested and self.policy is OutboundPolicy.BACKPRESSURE:
             await self.wait_writable()
         return True
-
-
-def _request_key(method: str, thread_id: str) -> str:
-    return f"{method}\0{thread_id}"
 
 
 if TYPE_CHECKING:

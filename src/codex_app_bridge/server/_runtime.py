@@ -19,14 +19,15 @@ What the runtime guarantees whatever the source does:
   time when the source begins with anything else).
 * **Interrupt** (``turn/interrupt``): every request received while the turn runs is answered
   ``{}`` right before the turn's terminal notifications (``thread/status/changed``,
-  ``turn/completed``), by the runtime itself (``DeferredReply``), so two interrupts sent back to
-  back are both answered before ``turn/completed``. The ``interrupt`` op goes to the source once;
-  The terminal event of an interrupted turn is held while more ``turn/interrupt`` requests for
-  the thread have been received by a connection and not handled yet (``pending_interrupts``,
-  at most ``INTERRUPT_SETTLE`` seconds), so that requests a client sent back to back find the
-  turn still running, as they do in the real server, where the abort takes core a while. A source that has not ended the turn ``INTERRUPT_GRACE`` seconds later gets a ``turn_aborted``
-  synthesized for it and is dropped (its task cancelled, what it still had is discarded): it no
-  longer answers, so the next turn opens a new session.
+  ``turn/completed``), by the runtime itself (``DeferredReply``). The ``interrupt`` op goes to
+  the source once. The terminal event of an interrupted turn is held while more
+  ``turn/interrupt`` requests for the thread have been received by a connection and not handled
+  yet (``pending_interrupts``, counted under the thread's canonical id; at most
+  ``INTERRUPT_SETTLE`` seconds), so that requests a client sent back to back find the turn still
+  running and are all answered before ``turn/completed``, as in the real server, where the
+  abort takes core a while. A source that has not ended the turn ``INTERRUPT_GRACE`` seconds
+  later gets a ``turn_aborted`` synthesized for it and is dropped (its task cancelled, what it
+  still had is discarded): it no longer answers, so the next turn opens a new session.
 * **A session that ends** (its producer died) while a turn runs: the turn fails with an ``error``
   and a failed ``task_complete`` that say so; the next ``start_turn`` opens a new session.
 

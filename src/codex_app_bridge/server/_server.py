@@ -59,7 +59,11 @@ from codex_app_bridge.server._handshake import (
     validate_initialize,
 )
 from codex_app_bridge.server._idle import DEFAULT_IDLE_UNLOAD_SECONDS, IdleUnloader
-from codex_app_bridge.server._table import DeferredMethodTable, build_method_table
+from codex_app_bridge.server._table import (
+    DeferredMethodTable,
+    build_method_table,
+    in_flight_key,
+)
 from codex_app_bridge.transport import TransportKind, TransportStreams
 
 if TYPE_CHECKING:
@@ -239,6 +243,7 @@ class BridgeServer:
             drain_timeout=self._drain_timeout,
             state=ConnectionState(),
             outbound_budget=self.outbound_budget,
+            count_key=in_flight_key,
         )
 
     async def serve_connection(
@@ -257,9 +262,11 @@ class BridgeServer:
             logger.info("connection %s closed", connection.connection_id)
 
     def unhandled_requests(self, method: str, thread_id: str) -> int:
-        """Requests for ``method`` on ``thread_id`` received by any connection and not handled
-        yet (the thread runtime holds an interrupted turn's end for them)."""
-        return sum(c.unhandled(method, thread_id) for c in self._connections.values())
+        """Requests for ``method`` (one of ``_table.COUNTED_METHODS``) on ``thread_id`` (its
+        canonical id) received by any connection and not handled yet (the thread runtime holds
+        an interrupted turn's end for them)."""
+        key = (method, thread_id)
+        return sum(c.unhandled(key) for c in self._connections.values())
 
     async def initialize(self, ctx: RequestContext, params: InitializeParams) -> InitializeResponse:
         """The ``initialize`` request (``_handshake``); the connection is then registered for

@@ -15,7 +15,7 @@ concurrently. ``initialize`` is inline: the next request sees its outcome.
 from __future__ import annotations
 
 from collections.abc import Callable, Hashable, Iterator
-from typing import TYPE_CHECKING, Any, Final
+from typing import TYPE_CHECKING, Any, Final, cast
 
 from pydantic import BaseModel
 
@@ -40,7 +40,14 @@ from codex_app_bridge.server._ids import parse_thread_id
 if TYPE_CHECKING:
     from codex_app_bridge.server._handlers import Handlers
 
-__all__ = ["SUPPORTED_METHODS", "DeferredMethodTable", "build_method_table", "thread_scope"]
+__all__ = [
+    "COUNTED_METHODS",
+    "SUPPORTED_METHODS",
+    "DeferredMethodTable",
+    "build_method_table",
+    "in_flight_key",
+    "thread_scope",
+]
 
 # Rust field counts of the params structs whose stable model has fewer fields than the real
 # struct (``… expected struct X with N elements`` for array params; probed from the binary).
@@ -103,6 +110,25 @@ def __getattr__(name: str) -> dict[str, type[BaseModel]]:
     }
     globals()[name] = models
     return models
+
+
+COUNTED_METHODS: Final = frozenset({"turn/interrupt"})
+"""Methods whose requests in flight the thread runtime asks about (``in_flight_key``)."""
+
+
+def in_flight_key(method: str, params: object) -> Hashable | None:
+    """What a received request of ``COUNTED_METHODS`` is counted under until handled
+    (``rpc.Connection.unhandled``): the method and its thread's canonical id, so a client may
+    spell the id any way the real server accepts; ``None`` for every other request."""
+    if method not in COUNTED_METHODS or not isinstance(params, dict):
+        return None
+    raw = cast("dict[str, Any]", params).get("threadId")
+    if not isinstance(raw, str):
+        return None
+    try:
+        return (method, parse_thread_id(raw))
+    except RpcError:
+        return None  # refused by its handler: nothing waits for it
 
 
 def thread_scope(params: Any) -> Hashable | None:
