@@ -219,6 +219,32 @@ async def test_archiving_a_loaded_thread_unloads_it(kind: str, tmp_path: Path) -
         assert len(read["thread"]["turns"]) == 2
 
 
+async def test_an_archive_that_cannot_move_the_files_leaves_the_thread_loaded_and_stored(
+    tmp_path: Path,
+) -> None:
+    home = tmp_path / "codex-home"
+    async with open_bridge("memory", codex_home=home) as bridge:
+        client = await bridge.connect()
+        await client.initialize()
+        thread_id = await client.start_thread()
+        first, _ = await client.run_turn(thread_id, "hello")
+        (home / "archived_sessions").write_text("a file where the archive directory should be")
+        failed = await client.call("thread/archive", {"threadId": thread_id})
+        assert failed["error"]["code"] == -32603
+        assert "could not store the thread" in failed["error"]["message"]
+        loaded = await client.result("thread/loaded/list", {})
+        assert thread_id in loaded["data"]
+        read = await client.result("thread/read", {"threadId": thread_id})
+        assert read["thread"]["status"] == {"type": "idle"}
+        second, _ = await client.run_turn(thread_id, "still here")
+    async with open_bridge("memory", codex_home=home) as bridge:
+        client = await bridge.connect()
+        await client.initialize()
+        read = await client.result("thread/read", {"threadId": thread_id, "includeTurns": True})
+        assert [t["id"] for t in read["thread"]["turns"]] == [first, second]
+        assert "/sessions/" in read["thread"]["path"]
+
+
 async def test_a_thread_unloaded_when_idle_keeps_writing_its_rollout(tmp_path: Path) -> None:
     home = tmp_path / "codex-home"
     async with open_bridge("memory", codex_home=home, idle_unload=0.05) as bridge:

@@ -9,7 +9,7 @@ import pytest
 
 from codex_app_bridge.mapping.thread_history import build_turns
 from codex_app_bridge.protocol.v2 import dump_dict
-from codex_app_bridge.storage import CodexHome, ThreadCatalog
+from codex_app_bridge.storage import CodexHome, StorageError, ThreadCatalog
 from tests.conftest import CAPTURE_NAMES
 from tests.storage._homes import CAPTURE_HOME, captured_thread_read, home_from_capture
 
@@ -68,6 +68,37 @@ def test_archive_moves_every_file_flat_and_unarchive_puts_them_back(tmp_path: Pa
     assert back is not None
     assert not back.archived
     assert set(back.files) == {placed[MAIN], placed[SEGMENT]}
+
+
+def test_the_history_of_a_thread_whose_rollout_went_away_is_a_lookup_error(
+    tmp_path: Path,
+) -> None:
+    # the file may go between ``find`` and ``history`` (another process archived it): callers
+    # treat a thread they cannot read as one they cannot find, by catching ``LookupError``
+    placed = home_from_capture("revert_fork", tmp_path)
+    catalog = ThreadCatalog(CodexHome(tmp_path))
+    thread = catalog.find(MAIN)
+    assert thread is not None
+    placed[SEGMENT].unlink()
+    with pytest.raises(LookupError):
+        catalog.history(thread)
+
+
+def test_an_archive_that_fails_halfway_puts_back_the_files_it_moved(tmp_path: Path) -> None:
+    home_from_capture("revert_fork", tmp_path)
+    catalog = ThreadCatalog(CodexHome(tmp_path))
+    thread = catalog.find(MAIN)
+    assert thread is not None
+    first, second = thread.files
+    (catalog.home.archived_sessions / second.name).mkdir(parents=True)  # no file goes there
+    with pytest.raises(StorageError):
+        catalog.archive(thread)
+    assert first.is_file()
+    assert second.is_file()
+    again = catalog.find(MAIN)
+    assert again is not None
+    assert not again.archived
+    assert again.files == thread.files
 
 
 def test_delete_removes_the_thread(tmp_path: Path) -> None:

@@ -519,11 +519,11 @@ class StoredThreadMethods:
         record = self.server.store.get(thread_id)
         if record is not None and record.active_turn_id is not None:
             raise invalid_request(f"cannot archive thread {thread_id} while a turn is running")
-        self._unload(thread_id)
         try:
             storage.catalog.archive(stored)
         except StorageError as exc:
             raise _storage_error(exc) from None
+        self._unload(thread_id)  # once the files are moved: a failed move changes nothing
         notification = ThreadArchivedNotification(thread_id=thread_id)
         ctx.after_response(
             lambda: self.server.hub.broadcast("thread/archived", dump_json(notification))
@@ -558,11 +558,11 @@ class StoredThreadMethods:
         storage = self._storage
         if stored is None or storage is None:
             raise no_rollout(thread_id)
-        self._unload(thread_id)
         try:
             storage.catalog.delete(stored)
         except StorageError as exc:
             raise _storage_error(exc) from None
+        self._unload(thread_id)
         notification = ThreadDeletedNotification(thread_id=thread_id)
         ctx.after_response(
             lambda: self.server.hub.broadcast("thread/deleted", dump_json(notification))

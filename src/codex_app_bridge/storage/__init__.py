@@ -10,7 +10,7 @@ nothing of connections or JSON-RPC. The server owns the writers of its loaded th
 from __future__ import annotations
 
 from codex_app_bridge.storage._catalog import StoredThread, ThreadCatalog, parse_rollout_timestamp
-from codex_app_bridge.storage._errors import StorageError
+from codex_app_bridge.storage._errors import RolloutUnavailable, StorageError
 from codex_app_bridge.storage._layout import (
     ARCHIVED_SESSIONS_SUBDIR,
     SESSION_INDEX_FILE,
@@ -35,6 +35,7 @@ __all__ = [
     "LoadedRollout",
     "Page",
     "RolloutName",
+    "RolloutUnavailable",
     "RolloutWriter",
     "StorageError",
     "StoredThread",

@@ -29,7 +29,7 @@ import orjson
 
 from codex_app_bridge.mapping.thread_history import resolve_rollout_history
 from codex_app_bridge.protocol import core
-from codex_app_bridge.storage._errors import StorageError
+from codex_app_bridge.storage._errors import RolloutUnavailable, StorageError
 from codex_app_bridge.storage._layout import CodexHome, RolloutName, parse_rollout_name
 from codex_app_bridge.storage._reader import LoadedRollout, load_rollout
 from codex_app_bridge.storage._writer import rollout_timestamp
@@ -298,10 +298,11 @@ class ThreadCatalog:
 
     def history(self, thread: StoredThread) -> list[core.RolloutLine]:
         """The thread's full history: its current file resolved through its history bases
-        (``LookupError`` when a base is missing)."""
+        (``LookupError`` when the file or a base is missing: ``RolloutUnavailable``, or
+        ``mapping.resolve_rollout_history``'s)."""
         loaded = self.load(thread.path)
         if loaded is None:
-            raise FileNotFoundError(thread.path)
+            raise RolloutUnavailable(thread.path)
         return self._resolve(loaded.lines)
 
     # ------------------------------------------------------------------ names
@@ -380,18 +381,35 @@ class ThreadCatalog:
     # ------------------------------------------------------------------ moves
 
     def archive(self, thread: StoredThread) -> None:
-        """Move the thread's files, flat, into ``archived_sessions/``."""
+        """Move the thread's files, flat, into ``archived_sessions/`` (all or none)."""
         target = self.home.archived_sessions
-        for path in thread.files:
-            if path.parent != target:
-                self._move(path, target / path.name)
+        self._move_all(
+            [(path, target / path.name) for path in thread.files if path.parent != target]
+        )
 
     def unarchive(self, thread: StoredThread) -> None:
-        """Move the thread's archived files back under ``sessions/YYYY/MM/DD``."""
+        """Move the thread's archived files back under ``sessions/YYYY/MM/DD`` (all or none)."""
+        moves: list[tuple[Path, Path]] = []
         for path in thread.files:
             name = parse_rollout_name(path.name)
             if name is not None and path.parent == self.home.archived_sessions:
-                self._move(path, self.home.unarchived_path(name, path.name))
+                moves.append((path, self.home.unarchived_path(name, path.name)))
+        self._move_all(moves)
+
+    def _move_all(self, moves: Sequence[tuple[Path, Path]]) -> None:
+        """Make every move, or, when one fails, put back those made before it and raise."""
+        done: list[tuple[Path, Path]] = []
+        try:
+            for source, target in moves:
+                self._move(source, target)
+                done.append((source, target))
+        except StorageError:
+            for source, target in reversed(done):
+                try:
+                    self._move(target, source)
+                except StorageError as exc:  # nothing more to do than say where it is
+                    _log.error("%s", exc)
+            raise
 
     def delete(self, thread: StoredThread) -> None:
         """Remove the thread's files."""

@@ -1,7 +1,10 @@
-"""The one error the storage layer raises: a rollout could not be written or moved.
+"""The errors the storage layer raises: a rollout could not be written or moved
+(:class:`StorageError`), or a stored thread's rollout cannot be read back
+(:class:`RolloutUnavailable`).
 
 Boundary: no JSON-RPC here. The server turns a :class:`StorageError` into a client error and a
-stderr line; the thread it concerns goes on in memory.
+stderr line; the thread it concerns goes on in memory. A thread whose rollout is unavailable is
+one the server cannot find.
 """
 
 from __future__ import annotations
@@ -9,7 +12,7 @@ from __future__ import annotations
 import errno
 from pathlib import Path
 
-__all__ = ["StorageError"]
+__all__ = ["RolloutUnavailable", "StorageError"]
 
 
 class StorageError(OSError):
@@ -24,3 +27,11 @@ class StorageError(OSError):
 
     def __str__(self) -> str:
         return str(self.args[1])
+
+
+class RolloutUnavailable(LookupError):
+    """A stored thread's rollout went away or cannot be read (found by a scan, gone since)."""
+
+    def __init__(self, path: Path) -> None:
+        super().__init__(f"cannot read {path}")
+        self.path = path
