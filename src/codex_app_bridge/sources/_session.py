@@ -22,11 +22,14 @@ at a time as an async iterator of ``EventMsg`` (``TurnSource``: the built-in age
 fakes) are adapted by ``TurnPlayer``, which plays Codex core's part: a ``user_turn`` (or
 ``user_input`` while idle) starts the next turn with the submission id as the turn id,
 ``user_input`` during a turn is steered into it (its user-message item enters before the turn's
-next event), an answer op (``exec_approval``, ``patch_approval``, ``user_input_answer``, ...) goes to
-the playing turn's ``TurnRequest.replies`` (a source that asked awaits it there; one that arrives
-while no turn plays is dropped), ``interrupt`` stops pulling at once and ends the turn with ``turn_aborted``, a turn
-that stops without a terminal event or raises ends ``failed`` (an ``error`` event, then a failed
-``task_complete``), and ``shutdown`` ends the session with ``shutdown_complete``.
+next event), an answer op (``exec_approval``, ``patch_approval``, ``user_input_answer``, ...) goes
+to the playing turn's ``TurnRequest.replies`` (a source that asked awaits it there; one that
+arrives while no turn plays is dropped), ``interrupt`` stops pulling at once and ends the turn
+with ``turn_aborted``, a turn that stops without a terminal event or raises ends ``failed`` (an
+``error`` event, then a failed ``task_complete``), and ``shutdown`` ends the session with
+``shutdown_complete``. A turn is over at its terminal event: the source's iterator is then closed
+(its clean-up ends before the next turn plays), and what is submitted meanwhile is taken as
+after the turn (user input starts the next one, as in core).
 
 Boundary: no connections, no JSON-RPC, no thread state beyond what producing needs.
 """
@@ -299,6 +302,9 @@ class TurnPlayer:
                                 self._emit_steers(playing)
                             emit(wrap(turn_id, event))
                             if kind in TURN_END_TYPES:
+                                # the turn is over now, while its source still closes: what
+                                # is submitted from here on is for what comes after it
+                                self._playing = None
                                 ended = True
                                 break
                             if queue.full:
@@ -334,9 +340,17 @@ class TurnPlayer:
         )
 
     async def _events(self, request: TurnRequest) -> AsyncGenerator[EventMsg]:
-        # Wrapped so that a source failing to even begin fails on the first pull, like any other.
-        async for event in self._source.turn(request):
-            yield event
+        # Wrapped so that a source failing to even begin fails on the first pull, like any other,
+        # and so that closing the turn closes the source's own iterator: its clean-up runs
+        # before the next turn plays, not whenever the event loop finalizes it.
+        events = self._source.turn(request)
+        try:
+            async for event in events:
+                yield event
+        finally:
+            close = getattr(events, "aclose", None)
+            if close is not None:
+                await close()
 
 
 def _nothing() -> None:

@@ -1,0 +1,110 @@
+"""``TurnPlayer`` around a turn's end: the source's own clean-up, and input that arrives while
+it runs (after the terminal event, before the player is done with the turn)."""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator
+
+import anyio
+import pytest
+
+from codex_app_bridge.protocol.core import (
+    EventEnvelope,
+    EventMsg,
+    Submission,
+    TaskCompleteEvent,
+    TextUserInput,
+    UserInputOp,
+    UserTurnOp,
+)
+from codex_app_bridge.sources import (
+    SessionConfig,
+    SourceDefaults,
+    TurnPlayer,
+    TurnRequest,
+    input_text,
+)
+from codex_app_bridge.sources._base import task_started_event
+
+pytestmark = pytest.mark.anyio
+
+TIMEOUT = 10
+
+
+class ClosingSource:
+    """Each turn starts and completes at once, then cleans up until ``cleaned`` is allowed."""
+
+    defaults = SourceDefaults(model="m", model_provider="p")
+
+    def __init__(self) -> None:
+        self.may_clean = anyio.Event()
+        self.cleaning = anyio.Event()
+        self.log: list[str] = []
+
+    async def turn(self, request: TurnRequest) -> AsyncIterator[EventMsg]:
+        self.log.append(f"play {request.turn_id}: {input_text(request.input)}")
+        try:
+            yield task_started_event(request.turn_id, request.started_at_ms)
+            yield TaskCompleteEvent(turn_id=request.turn_id, last_agent_message=None)
+            yield TaskCompleteEvent(turn_id=request.turn_id, last_agent_message="never pulled")
+        finally:
+            self.cleaning.set()
+            await self.may_clean.wait()
+            self.log.append(f"cleaned {request.turn_id}")
+
+
+def _text(text: str) -> list[TextUserInput]:
+    return [TextUserInput(text=text)]
+
+
+async def _play(
+    source: ClosingSource, during_clean_up: list[Submission]
+) -> tuple[TurnPlayer, list[EventEnvelope]]:
+    """Play turn ``t1``; submit ``during_clean_up`` once its source is cleaning up; return once
+    every turn that gives has ended."""
+    player = TurnPlayer(source, SessionConfig("thread", "m", "/"))
+    seen: list[EventEnvelope] = []
+    ended = anyio.Event()
+    expected = 1 + len(during_clean_up)
+
+    def ready() -> None:
+        seen.extend(player.take_events())
+        if sum(e.msg.type == "task_complete" for e in seen) >= expected:
+            ended.set()
+
+    with anyio.fail_after(TIMEOUT):
+        async with anyio.create_task_group() as tg:
+            tg.start_soon(player.run, ready)
+            turn = UserTurnOp(
+                items=_text("first"),
+                cwd="/",
+                approval_policy="never",
+                sandbox_policy={"type": "read-only"},
+                model="m",
+            )
+            player.submit(Submission(id="t1", op=turn))
+            await source.cleaning.wait()
+            for submission in during_clean_up:
+                player.submit(submission)
+            source.may_clean.set()
+            await ended.wait()
+            tg.cancel_scope.cancel()
+    return player, seen
+
+
+async def test_a_turn_sources_clean_up_ends_before_the_next_turn_plays() -> None:
+    source = ClosingSource()
+    steer = Submission(id="t2", op=UserInputOp(items=_text("next")))
+    _, seen = await _play(source, [steer])
+    assert source.log[:3] == ["play t1: first", "cleaned t1", "play t2: next"]
+    assert [e.msg.type for e in seen if e.id == "t1"] == ["task_started", "task_complete"]
+
+
+async def test_input_sent_after_the_terminal_event_while_the_source_cleans_up_is_not_lost() -> None:
+    # the runtime steers into the turn it still believes running (same id): once the terminal
+    # event is out, core takes user input as the next turn, and so does the player
+    source = ClosingSource()
+    steer = Submission(id="t1", op=UserInputOp(items=_text("late")))
+    _, seen = await _play(source, [steer])
+    assert source.log[:3] == ["play t1: first", "cleaned t1", "play t1: late"]
+    assert [e.msg.type for e in seen] == ["task_started", "task_complete"] * 2
