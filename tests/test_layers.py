@@ -201,4 +201,4 @@ def test_reducer_concerns_depend_one_way_state_then_concerns_then_reducer() -> N
     for concern in ("_turns", "_items", "_rows"):
         assert _listener_imports(concern, graph) <= {"_state", *helpers, *values}, concern
     assert _listener_imports("_reducer", graph) == {"_state", "_turns", "_items", "_rows"}
-    assert "_reducer" not in _listener_imports("_server_requests", graph)
+    assert "_reducer" not in _listener_imports("_requests", graph)

@@ -12,6 +12,7 @@ from typing import Any
 
 import pytest
 
+from codex_app_bridge.listener import REQUEST_EVENT_TYPES
 from tests.listener.support import THREAD, TURN, Driver
 from tests.mapping.support import schema_errors
 
@@ -596,6 +597,20 @@ SILENT: list[dict[str, Any]] = [
     {"type": "thread_name_updated", "thread_id": THREAD, "thread_name": "x"},
     {"type": "entered_review_mode", "target": {"type": "uncommittedChanges"}},
     {"type": "exited_review_mode", "review_output": None},
+]
+
+# core events that ask the client something: raised as server requests, never reduced
+ASKING: list[dict[str, Any]] = [
+    {"type": "exec_approval_request", "call_id": "c1", "command": ["ls"], "cwd": "/"},
+    {"type": "apply_patch_approval_request", "call_id": "c1", "changes": {}},
+    {"type": "request_permissions", "call_id": "c1", "permissions": {}},
+    {"type": "request_user_input", "call_id": "c1", "questions": []},
+    {
+        "type": "elicitation_request",
+        "server_name": "srv",
+        "id": 7,
+        "request": {"mode": "form", "message": "Name?", "requested_schema": {}},
+    },
     {
         "type": "dynamic_tool_call_request",
         "callId": "c1",
@@ -633,3 +648,16 @@ def test_events_the_live_server_ignores_give_nothing_and_are_not_skips(msg: dict
     driver = Driver()
     assert driver.notifications(msg) == []
     assert driver.skipped == []
+
+
+def test_the_asking_events_are_exactly_the_request_event_types() -> None:
+    assert {msg["type"] for msg in ASKING} == REQUEST_EVENT_TYPES
+
+
+@pytest.mark.parametrize("msg", ASKING, ids=[m["type"] for m in ASKING])
+def test_every_event_that_asks_the_client_is_left_to_the_requests_and_skipped(
+    msg: dict[str, Any],
+) -> None:
+    driver = Driver()
+    assert driver.notifications(msg) == []
+    assert driver.skipped == [f"{msg['type']}: server requests are not handled here"]

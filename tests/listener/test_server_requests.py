@@ -9,7 +9,7 @@ from typing import Any
 import orjson
 import pytest
 
-from codex_app_bridge.listener._server_requests import (
+from codex_app_bridge.listener._requests import (
     RaisedRequest,
     RequestKind,
     abandon_request,

@@ -55,7 +55,7 @@ from codex_app_bridge.cli._common import (
     with_input,
 )
 from codex_app_bridge.cli._input import InputFile, numbered, warn
-from codex_app_bridge.listener import APPROVAL_EVENT_TYPES, ListenerHub, ThreadListener
+from codex_app_bridge.listener import REQUEST_EVENT_TYPES, ListenerHub, ThreadListener
 from codex_app_bridge.mapping import item_event_to_server_notification
 from codex_app_bridge.protocol.core import (
     EventEnvelope,
@@ -235,7 +235,7 @@ class _Mapper:
             return
         reason = listener.last_skip_reason or "skipped"
         if isinstance(msg, UnknownEventMsg) or (
-            msg is not None and msg.type in APPROVAL_EVENT_TYPES
+            msg is not None and msg.type in REQUEST_EVENT_TYPES
         ):
             warn(f"{_COMMAND}: line {number}: note: event skipped ({reason})")
         else:

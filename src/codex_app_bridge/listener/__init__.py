@@ -14,8 +14,9 @@ from codex_app_bridge.listener._hub import (
     UnsubscribeStatus,
 )
 from codex_app_bridge.listener._read_state import ReadState, read_state_of_history
-from codex_app_bridge.listener._reducer import APPROVAL_EVENT_TYPES, reduce
+from codex_app_bridge.listener._reducer import reduce
 from codex_app_bridge.listener._state import (
+    REQUEST_EVENT_TYPES,
     Audience,
     Emission,
     ItemLedger,
@@ -27,7 +28,7 @@ from codex_app_bridge.listener._state import (
 )
 
 __all__ = [
-    "APPROVAL_EVENT_TYPES",
+    "REQUEST_EVENT_TYPES",
     "Audience",
     "Emission",
     "ItemLedger",

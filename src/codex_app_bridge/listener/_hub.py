@@ -54,7 +54,7 @@ from codex_app_bridge.listener._reducer import (
     reduce,
     revert_read_state,
 )
-from codex_app_bridge.listener._server_requests import (
+from codex_app_bridge.listener._requests import (
     Answer,
     RaisedRequest,
     abandon_request,
@@ -374,27 +374,34 @@ class ThreadListener:
         Never raises for bad or unknown events (skipped, counted). Callers that may outrun a
         connection await :meth:`wait_writable` between batches.
         """
+        if not self.process_delta(envelope):
+            self._reduce(envelope)
+
+    def process_delta(self, envelope: EventEnvelope) -> bool:
+        """Offer a streaming delta (``mapping.DELTA_ROWS``) from its byte template, without
+        the reducer (a delta changes no reducer state); False, and nothing done, for any other
+        event."""
         msg = envelope.msg
         row = DELTA_ROWS.get(type(msg))
-        if row is not None:
-            router = self._router
-            subscribers = router.subscribers.get(self._thread_id)
-            if not subscribers:
-                return
-            try:
-                data = row.encode(msg, self._thread_id, envelope.id, router.clock())
-            except (TypeError, ValueError):
-                return  # what the model path cannot encode either (a lone surrogate)
-            if data is None:
-                return
-            # opt-out and closed connections are handled by ``offer``, per recipient
-            router.offer(
-                OutboundNotification(row.method, data),
-                [s.outbox for s in subscribers.values()],
-                self._congested,
-            )
-            return
-        self._reduce(envelope)
+        if row is None:
+            return False
+        router = self._router
+        subscribers = router.subscribers.get(self._thread_id)
+        if not subscribers:
+            return True
+        try:
+            data = row.encode(msg, self._thread_id, envelope.id, router.clock())
+        except (TypeError, ValueError):
+            return True  # what the model path cannot encode either (a lone surrogate)
+        if data is None:
+            return True
+        # opt-out and closed connections are handled by ``offer``, per recipient
+        router.offer(
+            OutboundNotification(row.method, data),
+            [s.outbox for s in subscribers.values()],
+            self._congested,
+        )
+        return True
 
     async def wait_writable(self) -> None:
         """Return once every connection this thread's traffic congested has room again."""
@@ -447,7 +454,7 @@ class ThreadListener:
         if self._congested:
             await _wait_writable(self._congested)
 
-    # --- server -> client requests (``_server_requests``; ids and sending are the server's) --
+    # --- server -> client requests (``_requests``; ids and sending are the server's) --
 
     def raise_request(self, envelope: EventEnvelope) -> RaisedRequest | None:
         """Reduce an event that asks the client something and offer the notifications that

@@ -5,7 +5,7 @@ begin/end events) and guardian reviews, which start and complete synthetic comma
 module owns the ledger: ``TurnSummary.items`` (``ItemLedger``: what got ``item/started`` and
 ``item/completed`` in this turn, from which generation, and which commands are running),
 ``TurnSummary.last_agent_message`` (the turn's summary item, which ``_turns`` puts in
-``turn/completed``) and ``ThreadState.first_class_kinds``. ``_server_requests`` records the
+``turn/completed``) and ``ThreadState.first_class_kinds``. ``_requests`` records the
 synthetic items it starts for approval requests in the same ledger.
 
 Rules (issue 4.4). Codex 0.163.0 core sends every tool item twice: as first-class

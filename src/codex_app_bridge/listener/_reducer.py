@@ -21,9 +21,8 @@ Boundary: no connections, no I/O, no locks (``_hub`` does the fan-out and serial
 
 Rules that belong to no single concern:
 
-* Approval and other server-request events (``exec_approval_request``,
-  ``apply_patch_approval_request``, ``request_user_input``, ``elicitation_request``,
-  ``request_permissions``) are not reduced here: ``_server_requests`` raises them (through
+* Approval and other server-request events (``REQUEST_EVENT_TYPES``: approvals, questions,
+  elicitations, dynamic tool calls) are not reduced here: ``_requests`` raises them (through
   ``ThreadListener.raise_request``); given to ``reduce`` they are skipped and counted. Pending
   requests show as ``ThreadWatch`` counters (``waitingOnApproval`` / ``waitingOnUserInput``),
   which a turn's start and end clear.
@@ -43,8 +42,9 @@ from codex_app_bridge.listener._items import (
     item_started,
     legacy_item,
 )
-from codex_app_bridge.listener._rows import ROWS, live_mapped
+from codex_app_bridge.listener._rows import ROWS
 from codex_app_bridge.listener._state import (
+    REQUEST_EVENT_TYPES,
     Audience,
     Emission,
     Handler,
@@ -79,7 +79,6 @@ from codex_app_bridge.protocol.core import (
 )
 
 __all__ = [
-    "APPROVAL_EVENT_TYPES",
     "Audience",
     "Emission",
     "ReduceContext",
@@ -91,33 +90,6 @@ __all__ = [
     "reduce",
     "revert_read_state",
 ]
-
-
-APPROVAL_EVENT_TYPES: frozenset[str] = frozenset(
-    {
-        "exec_approval_request",
-        "apply_patch_approval_request",
-        "request_user_input",
-        "elicitation_request",
-        "request_permissions",
-    }
-)
-"""Events that become server -> client requests (R rows): out of the listener's scope."""
-
-
-# events the stateless mapper turns into a notification on the live path (deltas and friends)
-_LIVE_MAPPER_TYPES: frozenset[str] = frozenset(
-    {
-        "agent_message_content_delta",
-        "plan_delta",
-        "reasoning_content_delta",
-        "reasoning_raw_content_delta",
-        "agent_reasoning_section_break",
-        "exec_command_output_delta",
-        "terminal_interaction",
-        "patch_apply_updated",
-    }
-)
 
 
 _HANDLERS: dict[type[Any], Handler] = {
@@ -136,7 +108,7 @@ _HANDLERS: dict[type[Any], Handler] = {
     # one-to-one rows (_rows)
     **ROWS,
 }
-"""Event type -> handler: the one dispatch table (the live mapper types are routed before it)."""
+"""Event type -> handler: the one dispatch table."""
 
 
 def reduce(state: ThreadState, envelope: EventEnvelope, ctx: ReduceContext) -> Reduction:
@@ -147,12 +119,9 @@ def reduce(state: ThreadState, envelope: EventEnvelope, ctx: ReduceContext) -> R
     msg = envelope.msg
     if isinstance(msg, UnknownEventMsg):
         return Reduction(state, skipped=f"unknown event type {msg.type!r}")
-    if msg.type in APPROVAL_EVENT_TYPES:
+    if msg.type in REQUEST_EVENT_TYPES:
         return Reduction(state, skipped=f"{msg.type}: server requests are not handled here")
-    if msg.type in _LIVE_MAPPER_TYPES:
-        handler: Handler | None = live_mapped
-    else:
-        handler = _HANDLERS.get(type(msg))
+    handler = _HANDLERS.get(type(msg))
     if handler is None:
         # a known event the live v2 path ignores (legacy messages, session_configured, ...)
         return Reduction(state)

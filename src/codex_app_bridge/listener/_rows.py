@@ -4,7 +4,9 @@ Role: the events the real app-server turns into a notification of its own (not t
 mapper's), one event at a time: turn diff and plan, warnings, hooks, MCP startup, environments,
 auth recovery, model reroute / verification / safety buffering, moderation, deprecation, goal,
 realtime, raw response items; and ``live_mapped``, the row of the events the stateless mapper
-writes on the live path (deltas and friends, when they reach the reducer). Two rows remember
+writes on the live path (``LIVE_MAPPED``: the streaming deltas of ``mapping.DELTA_ROWS``, when
+they reach the reducer rather than the hub's byte path, and two streaming events that have no
+byte row). Two rows remember
 the value they report and own that part of ``ThreadState``: ``token_count`` (``token_usage``)
 and ``thread_settings_applied`` (``thread_settings``: the first report is the baseline, a
 change gives ``thread/settings/updated``).
@@ -17,7 +19,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import replace
-from typing import Any
+from typing import Any, Final
 
 from pydantic import JsonValue
 
@@ -35,6 +37,7 @@ from codex_app_bridge.listener._state import (
     mapped,
     validated,
 )
+from codex_app_bridge.mapping import DELTA_ROWS
 from codex_app_bridge.protocol._base import dump_jsonable
 from codex_app_bridge.protocol.core import (
     AuthRecoveryCompletedEvent,
@@ -50,6 +53,7 @@ from codex_app_bridge.protocol.core import (
     McpStartupUpdateEvent,
     ModelRerouteEvent,
     ModelVerificationEvent,
+    PatchApplyUpdatedEvent,
     PlanUpdateEvent,
     RawResponseCompletedEvent,
     RawResponseItemEvent,
@@ -58,6 +62,7 @@ from codex_app_bridge.protocol.core import (
     RealtimeConversationSdpEvent,
     RealtimeConversationStartedEvent,
     SafetyBufferingEvent,
+    TerminalInteractionEvent,
     ThreadGoalUpdatedEvent,
     ThreadSettingsAppliedEvent,
     TokenCountEvent,
@@ -90,7 +95,7 @@ from codex_app_bridge.protocol.v2 import (
     WarningNotification,
 )
 
-__all__ = ["ROWS", "live_mapped"]
+__all__ = ["LIVE_MAPPED", "ROWS", "live_mapped"]
 
 
 def live_mapped(
@@ -371,7 +376,13 @@ def _row_realtime_closed(
     return "thread/realtime/closed", params, _S
 
 
+LIVE_MAPPED: Final[frozenset[type[Any]]] = frozenset(
+    {*DELTA_ROWS, TerminalInteractionEvent, PatchApplyUpdatedEvent}
+)
+"""Events the stateless mapper writes on the live path (``live_mapped``)."""
+
 ROWS: dict[type[Any], Handler] = {
+    **dict.fromkeys(LIVE_MAPPED, live_mapped),
     TokenCountEvent: _token_count,
     ThreadSettingsAppliedEvent: _thread_settings,
     RealtimeConversationRealtimeEvent: _realtime,

@@ -9,7 +9,7 @@ so is the ``thread/status/changed`` emission that a change of it gives (``status
 Boundary: data and pure helpers only. Which event changes which part of the state is decided by
 the concern modules above this one: ``_turns`` (turn lifecycle: the watch and ``TurnSummary``),
 ``_items`` (the item ledger), ``_rows`` (one-to-one rows, and the two values they remember), and
-``_server_requests``; ``_reducer`` dispatches to them. Nothing here imports them.
+``_requests``; ``_reducer`` dispatches to them. Nothing here imports them.
 """
 
 from __future__ import annotations
@@ -17,7 +17,7 @@ from __future__ import annotations
 import enum
 from collections.abc import Callable
 from dataclasses import dataclass, field, replace
-from typing import Any, TypeAlias
+from typing import Any, Final, TypeAlias
 
 import orjson
 from pydantic import JsonValue
@@ -38,6 +38,7 @@ from codex_app_bridge.protocol.v2 import (
 )
 
 __all__ = [
+    "REQUEST_EVENT_TYPES",
     "Audience",
     "Emission",
     "Handler",
@@ -54,6 +55,19 @@ __all__ = [
     "status_change",
     "validated",
 ]
+
+REQUEST_EVENT_TYPES: Final = frozenset(
+    {
+        "exec_approval_request",
+        "apply_patch_approval_request",
+        "request_permissions",
+        "request_user_input",
+        "elicitation_request",
+        "dynamic_tool_call_request",
+    }
+)
+"""Core events that become a server -> client request: ``_requests`` raises them, the reducer
+never reduces them (the one list of them)."""
 
 ThreadStatusModel: TypeAlias = (
     NotLoadedThreadStatus | IdleThreadStatus | SystemErrorThreadStatus | ActiveThreadStatus
@@ -144,7 +158,7 @@ _EMPTY: frozenset[str] = frozenset()
 class ItemLedger:
     """Which of the turn's items were shown (``item/started``, ``item/completed``) and how.
 
-    ``_items`` keeps it by the rules of its docstring; ``_server_requests`` records the
+    ``_items`` keeps it by the rules of its docstring; ``_requests`` records the
     synthetic items it starts and completes for approval requests.
     """
 
@@ -219,7 +233,7 @@ class ThreadState:
     changes it."""
 
     watch: ThreadWatch = field(default_factory=ThreadWatch)
-    """The status facts: ``_turns`` (``_server_requests`` moves the pending counters)."""
+    """The status facts: ``_turns`` (``_requests`` moves the pending counters)."""
     turn: TurnSummary = field(default_factory=TurnSummary)
     """The running turn (empty between turns): ``_turns``, its ``items`` ``_items``."""
     first_class_kinds: frozenset[str] = _EMPTY

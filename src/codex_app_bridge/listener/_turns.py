@@ -3,7 +3,7 @@
 Role: ``task_started`` -> ``turn/started``; ``task_complete`` / ``turn_aborted`` ->
 ``turn/completed`` (completed, failed or interrupted); ``error`` / ``stream_error`` -> ``error``
 (the first also records the turn's error); ``shutdown_complete`` -> ``notLoaded``. This module
-owns ``ThreadState.watch`` (the facts the thread status is derived from; ``_server_requests``
+owns ``ThreadState.watch`` (the facts the thread status is derived from; ``_requests``
 moves only its pending-request counters) and ``ThreadState.turn``'s lifecycle facts (id, root,
 start time, last error): a turn's start and end replace the whole ``TurnSummary``, which
 resets the item ledger with it.

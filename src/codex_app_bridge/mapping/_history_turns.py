@@ -8,7 +8,7 @@ paginated summary keeps). :meth:`TurnRecord.to_turn` is the only way out: a fres
 Items are v2 wire models and are never mutated once stored (a change stores a new model), so a
 ``Turn`` handed out keeps showing what it showed when it was taken.
 
-Boundary: pure data and small pure functions; no event handling (``_history_legacy`` and
+Boundary: pure data and small pure functions; no event handling (``_history_unpaginated`` and
 ``_history_paginated`` do that).
 """
 

@@ -15,7 +15,7 @@ Codex 0.163.0 rebuilds history two ways, picked by the thread's ``history_mode``
 * **paginated** (``_history_paginated``): turns from the lifecycle events, keyed by turn id;
   items from ``item_completed``, which 0.163.0 persists for every item. Legacy item events,
   ``error`` events, compaction markers and rollback markers play no part.
-* **legacy** (``_history_legacy``): Codex's event-driven builder over the persisted legacy
+* **legacy**, unpaginated (``_history_unpaginated``): Codex's event-driven builder over the persisted legacy
   events (``user_message``, ``agent_message``, tool end events, ...), behind the replay filter
   0.163.0 applies to legacy rollouts; implicit turns, synthetic ``item-<k>`` ids, rollback.
 
@@ -38,9 +38,9 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
 
-from codex_app_bridge.mapping._history_legacy import LegacyHistory
 from codex_app_bridge.mapping._history_paginated import PaginatedHistory
 from codex_app_bridge.mapping._history_turns import HistoryMode, TurnRecord, final_agent_message
+from codex_app_bridge.mapping._history_unpaginated import UnpaginatedHistory
 from codex_app_bridge.mapping._rollout_chain import (
     HistoryBase,
     HistoryBaseError,
@@ -85,13 +85,13 @@ class ThreadHistoryBuilder:
 
     def __init__(self, history_mode: HistoryMode | None = None) -> None:
         self._requested_mode: HistoryMode | None = history_mode
-        self._projection: LegacyHistory | PaginatedHistory | None = None
+        self._projection: UnpaginatedHistory | PaginatedHistory | None = None
         if history_mode is not None:
             self._projection = self._make(history_mode)
 
     @staticmethod
-    def _make(mode: HistoryMode) -> LegacyHistory | PaginatedHistory:
-        return PaginatedHistory() if mode == "paginated" else LegacyHistory()
+    def _make(mode: HistoryMode) -> UnpaginatedHistory | PaginatedHistory:
+        return PaginatedHistory() if mode == "paginated" else UnpaginatedHistory()
 
     @property
     def history_mode(self) -> HistoryMode | None:
@@ -105,7 +105,7 @@ class ThreadHistoryBuilder:
         """Items left out because the 0.163.0 wire cannot show them."""
         return 0 if self._projection is None else self._projection.skipped_items
 
-    def _for(self, line: core.RolloutLine | None) -> LegacyHistory | PaginatedHistory:
+    def _for(self, line: core.RolloutLine | None) -> UnpaginatedHistory | PaginatedHistory:
         if self._projection is None:
             mode: HistoryMode = (
                 _session_history_mode(line) if isinstance(line, core.SessionMetaLine) else "legacy"

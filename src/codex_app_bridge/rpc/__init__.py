@@ -3,13 +3,19 @@ exception -> JSON-RPC error boundary, outbound queues and server -> client reque
 
 Pieces, bottom-up: ``errors`` (codes, ``RpcError``, ``error_object``, serde-worded params errors),
 ``methods`` (``MethodSpec`` / ``MethodTable`` / params decoding), ``scopes`` (FIFO per scope key),
-``server_requests`` (process-wide ids, awaitable client answers), ``outbox`` (what upper layers send
-through), ``_context`` (``RequestContext``, ``DeferredReply``), ``connection`` (one client:
+``answers`` (server -> client requests: process-wide ids, where clients' answers go),
+``outbox`` (what upper layers send through), ``_context`` (``RequestContext``, ``DeferredReply``), ``connection`` (one client:
 read, classify, dispatch, answer).
 Nothing here knows threads, turns or items: a scope key is just a hashable value.
 """
 
 from codex_app_bridge.rpc._context import DeferredReply, RequestContext
+from codex_app_bridge.rpc.answers import (
+    ConnectionClosedError,
+    PendingServerRequest,
+    ServerRequestError,
+    ServerRequests,
+)
 from codex_app_bridge.rpc.connection import (
     INGRESS_QUEUE_CAPACITY,
     MAX_IN_FLIGHT,
@@ -44,12 +50,6 @@ from codex_app_bridge.rpc.methods import (
 )
 from codex_app_bridge.rpc.outbox import EncodedParams, OutboundNotification, Outbox
 from codex_app_bridge.rpc.scopes import ScopeTicket, SerialScopes
-from codex_app_bridge.rpc.server_requests import (
-    ConnectionClosedError,
-    PendingServerRequest,
-    ServerRequestError,
-    ServerRequests,
-)
 
 __all__ = [
     "INGRESS_QUEUE_CAPACITY",

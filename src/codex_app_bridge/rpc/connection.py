@@ -99,6 +99,7 @@ from codex_app_bridge.protocol.jsonrpc import (
 )
 from codex_app_bridge.rpc._context import DeferredReply, RequestContext, encode_result
 from codex_app_bridge.rpc._dispatch import Dispatcher, Failed, Outcome
+from codex_app_bridge.rpc.answers import ConnectionClosedError, ServerRequests
 from codex_app_bridge.rpc.errors import (
     error_object,
     overloaded_error,
@@ -106,7 +107,6 @@ from codex_app_bridge.rpc.errors import (
 from codex_app_bridge.rpc.methods import MethodSpec, MethodTable
 from codex_app_bridge.rpc.outbox import EncodedParams, OutboundNotification, Outbox
 from codex_app_bridge.rpc.scopes import ScopeTicket, SerialScopes
-from codex_app_bridge.rpc.server_requests import ConnectionClosedError, ServerRequests
 from codex_app_bridge.transport import DecodeError, TransportKind, TransportStreams
 
 __all__ = [

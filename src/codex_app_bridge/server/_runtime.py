@@ -32,7 +32,7 @@ What the runtime guarantees whatever the source does:
   and a failed ``task_complete`` that say so; the next ``start_turn`` opens a new session.
 
 Server -> client requests (approvals, questions, dynamic tool calls): an event that asks is
-handed to the thread's ``ThreadServerRequests`` (``requests``) instead of the plain listener
+handed to the thread's ``PendingRequests`` (``requests``) instead of the plain listener
 path; the client's answer comes back synchronously from the rpc layer and is submitted to the
 session as its Codex ``Op``. Pending requests are resolved right before a turn's start and
 terminal events are reduced (so before ``turn/completed``).
@@ -59,10 +59,8 @@ import anyio.abc
 from pydantic import JsonValue
 
 from codex_app_bridge.listener import ThreadListener
-from codex_app_bridge.mapping import DELTA_ROWS
 from codex_app_bridge.protocol._base import dump_jsonable
 from codex_app_bridge.protocol.core import (
-    ErrorEvent,
     EventEnvelope,
     InterruptOp,
     ShutdownOp,
@@ -73,13 +71,13 @@ from codex_app_bridge.protocol.core import (
 )
 from codex_app_bridge.protocol.jsonrpc import now_ms
 from codex_app_bridge.rpc import DeferredReply, ServerRequests
-from codex_app_bridge.server._server_requests import REQUEST_EVENT_TYPES, ThreadServerRequests
+from codex_app_bridge.server._pending_requests import REQUEST_EVENT_TYPES, PendingRequests
 from codex_app_bridge.sources import (
     TURN_END_TYPES,
     TURN_START_TYPES,
     CoreSession,
     aborted_turn,
-    failed_task_complete,
+    failed_turn,
     task_started_event,
 )
 
@@ -179,7 +177,7 @@ class ThreadRuntime:
         self._task_group: anyio.abc.TaskGroup | None = None
         self._stopped = False
         registry = server_requests if server_requests is not None else ServerRequests()
-        self.requests = ThreadServerRequests(listener, registry, self._submit_answer)
+        self.requests = PendingRequests(listener, registry, self._submit_answer)
         """The thread's pending server -> client requests."""
 
     # --- what handlers ask (never awaits) -----------------------------------------------------
@@ -346,22 +344,18 @@ class ThreadRuntime:
         return events
 
     def _process(self, events: list[EventEnvelope]) -> None:
-        process = self.listener.process
+        process_delta = self.listener.process_delta
         for index, envelope in enumerate(events):
             turn = self._turn
-            if (
-                type(envelope.msg) in DELTA_ROWS
-                and turn is not None
-                and turn.opened
-                and envelope.id == turn.turn_id
-            ):
+            if turn is not None and turn.opened and envelope.id == turn.turn_id:
                 # a streaming delta of the running turn (most of a stream): it changes no turn
                 # state, is never kept and asks nothing, so it goes straight to the listener
                 try:
-                    process(envelope)
+                    if process_delta(envelope):
+                        continue
                 except Exception:  # a bug must not stop the thread
                     logger.exception("thread %s: could not process a delta", self.thread_id)
-                continue
+                    continue
             if (
                 turn is not None
                 and turn.interrupt_deadline is not None
@@ -450,14 +444,10 @@ class ThreadRuntime:
         if not turn.opened:
             turn.opened = True
             self._feed(self._started(turn))
-        self._feed(
-            EventEnvelope(
-                id=turn.turn_id, msg=ErrorEvent(message=message, codex_error_info="other")
-            )
-        )
-        failed = failed_task_complete(
+        error, failed = failed_turn(
             turn.turn_id, message, started_at_ms=turn.accepted_at_ms, completed_at_ms=now_ms()
         )
+        self._feed(EventEnvelope(id=turn.turn_id, msg=error))
         self._end_turn(EventEnvelope(id=turn.turn_id, msg=failed))
 
 

@@ -12,7 +12,7 @@ between events) is the source's business; the runner may cancel it at any ``awai
 
 The event types that open and end a turn (``TURN_START_TYPES``, ``TURN_END_TYPES``) and builders
 for the events that sources and the runner both synthesize (``task_started_event``,
-``failed_task_complete``, ``user_message_events``) live here too, so that every synthesized turn
+``failed_turn``, ``aborted_turn``, ``user_message_events``) live here too, so that every synthesized turn
 looks the same whoever makes it.
 """
 
@@ -23,6 +23,7 @@ from dataclasses import dataclass, field
 from typing import Final
 
 from codex_app_bridge.protocol.core import (
+    ErrorEvent,
     ItemCompletedEvent,
     ItemStartedEvent,
     TaskCompleteEvent,
@@ -45,6 +46,7 @@ __all__ = [
     "TurnRequest",
     "aborted_turn",
     "failed_task_complete",
+    "failed_turn",
     "input_text",
     "task_started_event",
     "user_message_events",
@@ -114,6 +116,19 @@ def failed_task_complete(
         started_at=started_at_ms // 1000,
         completed_at=completed_at_ms // 1000,
         duration_ms=max(0, completed_at_ms - started_at_ms),
+    )
+
+
+def failed_turn(
+    turn_id: str, message: str, *, started_at_ms: int, completed_at_ms: int
+) -> tuple[ErrorEvent, TaskCompleteEvent]:
+    """The end of a turn that failed with ``message``, as core ends one: an ``error`` event,
+    then the failed ``task_complete`` (both ``codexErrorInfo: other``)."""
+    return (
+        ErrorEvent(message=message, codex_error_info="other"),
+        failed_task_complete(
+            turn_id, message, started_at_ms=started_at_ms, completed_at_ms=completed_at_ms
+        ),
     )
 
 

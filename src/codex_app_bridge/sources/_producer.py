@@ -60,7 +60,6 @@ from pydantic import ValidationError
 from codex_app_bridge._producer_command import ProducerError, check_program, parse_command
 from codex_app_bridge.protocol._base import dump_json
 from codex_app_bridge.protocol.core import (
-    ErrorEvent,
     EventEnvelope,
     ShutdownOp,
     Submission,
@@ -70,7 +69,7 @@ from codex_app_bridge.protocol.core import (
     parse_event_envelope,
 )
 from codex_app_bridge.protocol.jsonrpc import now_ms
-from codex_app_bridge.sources._base import TURN_END_TYPES, SourceDefaults, failed_task_complete
+from codex_app_bridge.sources._base import TURN_END_TYPES, SourceDefaults, failed_turn
 from codex_app_bridge.sources._session import EventQueue, SessionConfig
 
 __all__ = [
@@ -359,17 +358,11 @@ class ProducerSession:
             return
         self._turn = None
         turn_id, started_at_ms = turn
-        self._emit(
-            EventEnvelope(id=turn_id, msg=ErrorEvent(message=message, codex_error_info="other"))
+        ending = failed_turn(
+            turn_id, message, started_at_ms=started_at_ms, completed_at_ms=now_ms()
         )
-        self._emit(
-            EventEnvelope(
-                id=turn_id,
-                msg=failed_task_complete(
-                    turn_id, message, started_at_ms=started_at_ms, completed_at_ms=now_ms()
-                ),
-            )
-        )
+        for event in ending:
+            self._emit(EventEnvelope(id=turn_id, msg=event))
 
 
 async def _reap(process: anyio.abc.Process) -> None:

@@ -51,7 +51,6 @@ from codex_app_bridge._scriptfile import RECORDED, ScriptError, ScriptPacing, un
 from codex_app_bridge._scriptfile import parse_envelope as _envelope
 from codex_app_bridge.protocol.core import (
     EVENT_MSG_ADAPTER,
-    ErrorEvent,
     EventMsg,
     validate_event_msg,
 )
@@ -61,7 +60,7 @@ from codex_app_bridge.sources._base import (
     TURN_START_TYPES,
     SourceDefaults,
     TurnRequest,
-    failed_task_complete,
+    failed_turn,
     task_started_event,
 )
 from codex_app_bridge.sources._replies import asks
@@ -412,8 +411,7 @@ def exhausted_turn(name: str, request: TurnRequest, count: int) -> list[EventMsg
     )
     return [
         task_started_event(request.turn_id, now),
-        ErrorEvent(message=message, codex_error_info="other"),
-        failed_task_complete(request.turn_id, message, started_at_ms=now, completed_at_ms=now),
+        *failed_turn(request.turn_id, message, started_at_ms=now, completed_at_ms=now),
     ]
 
 

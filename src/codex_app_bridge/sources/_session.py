@@ -47,7 +47,6 @@ import anyio
 
 from codex_app_bridge.projection import new_item_id
 from codex_app_bridge.protocol.core import (
-    ErrorEvent,
     EventEnvelope,
     EventMsg,
     InterruptOp,
@@ -66,7 +65,7 @@ from codex_app_bridge.sources._base import (
     SourceDefaults,
     TurnRequest,
     aborted_turn,
-    failed_task_complete,
+    failed_turn,
     user_message_events,
 )
 from codex_app_bridge.sources._replies import ANSWER_OP_TYPES, Replies
@@ -327,17 +326,11 @@ class TurnPlayer:
         message = failure or (
             "codex-app-bridge: the event source ended the turn without task_complete"
         )
-        now = now_ms()
-        error = ErrorEvent(message=message, codex_error_info="other")
-        self._emit(EventEnvelope(id=turn_id, msg=error))
-        self._emit(
-            EventEnvelope(
-                id=turn_id,
-                msg=failed_task_complete(
-                    turn_id, message, started_at_ms=playing.started_at_ms, completed_at_ms=now
-                ),
-            )
+        ending = failed_turn(
+            turn_id, message, started_at_ms=playing.started_at_ms, completed_at_ms=now_ms()
         )
+        for event in ending:
+            self._emit(EventEnvelope(id=turn_id, msg=event))
 
     async def _events(self, request: TurnRequest) -> AsyncGenerator[EventMsg]:
         # Wrapped so that a source failing to even begin fails on the first pull, like any other,

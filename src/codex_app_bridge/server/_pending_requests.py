@@ -1,4 +1,4 @@
-"""The server -> client requests of one loaded thread (approvals, questions, tool calls).
+"""The pending server -> client requests of one loaded thread (approvals, questions, tool calls).
 
 Role: the part of a ``ThreadRuntime`` that asks the thread's clients and routes their answers
 back to the source. Owned by the runtime (one per thread) and called synchronously from its
@@ -35,17 +35,17 @@ from dataclasses import dataclass
 import orjson
 
 from codex_app_bridge.listener import ThreadListener
-from codex_app_bridge.listener._server_requests import (
+from codex_app_bridge.listener._requests import (
     REQUEST_EVENT_TYPES,
     RaisedRequest,
     unraisable_answer,
 )
 from codex_app_bridge.protocol.core import EventEnvelope, Op, Submission
 from codex_app_bridge.protocol.jsonrpc import ErrorResponse, Response, encode_server_request
+from codex_app_bridge.rpc.answers import ServerRequests
 from codex_app_bridge.rpc.outbox import Outbox
-from codex_app_bridge.rpc.server_requests import ServerRequests
 
-__all__ = ["REQUEST_EVENT_TYPES", "ThreadServerRequests"]
+__all__ = ["REQUEST_EVENT_TYPES", "PendingRequests"]
 
 logger = logging.getLogger(__name__)
 
@@ -57,7 +57,7 @@ class _Pending:
     data: bytes
 
 
-class ThreadServerRequests:
+class PendingRequests:
     """One thread's pending server -> client requests (see the module docstring)."""
 
     def __init__(

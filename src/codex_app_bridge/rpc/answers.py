@@ -1,4 +1,4 @@
-"""Server -> client requests: process-wide integer ids and awaitable responses.
+"""Answers to server -> client requests: process-wide integer ids and where each answer goes.
 
 The real server numbers its requests to clients (approvals, ``item/tool/call``, ...) with one
 process-wide integer counter starting at 0, and routes a client's response by id alone: any

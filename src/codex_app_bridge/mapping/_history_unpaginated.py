@@ -1,7 +1,8 @@
-"""Thread history of a *legacy* thread: turns rebuilt from persisted core events.
+"""Thread history in Codex's unpaginated mode: turns rebuilt from persisted core events.
 
 This is Codex's ``ThreadHistoryBuilder`` for threads whose rollout has no ``history_mode:
-"paginated"`` (every thread older than 0.163.0's paginated store). Behaviour checked against the
+"paginated"`` (every thread older than 0.163.0's paginated store; Codex names the mode
+``legacy``, its ``ThreadHistoryMode::Legacy``, and so does the wire: ``historyMode: "legacy"``). Behaviour checked against the
 0.163.0 binary (``thread/read`` and ``thread/resume`` on crafted legacy rollouts):
 
 * **Replay filter.** Reading a legacy rollout, 0.163.0 keeps only the events its *limited*
@@ -9,7 +10,7 @@ This is Codex's ``ThreadHistoryBuilder`` for threads whose rollout has no ``hist
   items); every other event line is dropped before the builder sees it and does not count as a
   rollout position. So an ``error``, ``exec_command_end``, ``view_image_tool_call``, a dynamic
   tool call or any ``*_begin`` in a legacy rollout shows nothing, and ``error`` events do not fail
-  a turn on replay. Live events (:meth:`LegacyHistory.handle_event`) are not filtered.
+  a turn on replay. Live events (:meth:`UnpaginatedHistory.handle_event`) are not filtered.
 * **Turns.** ``task_started`` closes the current turn and opens an explicit one (``inProgress``,
   ``startedAt``, ``rootTurnId`` from the event's ``root_turn_id``). ``task_complete`` /
   ``turn_aborted`` apply to the turn with that id (current first, then earlier ones), else to the
@@ -78,7 +79,7 @@ from codex_app_bridge.protocol.v2 import (
     WebSearchThreadItem,
 )
 
-__all__ = ["LEGACY_REPLAY_EVENTS", "LegacyHistory", "legacy_replay_keeps"]
+__all__ = ["LEGACY_REPLAY_EVENTS", "UnpaginatedHistory", "legacy_replay_keeps"]
 
 _log = logging.getLogger(__name__)
 
@@ -141,7 +142,7 @@ def _extra_str(model: core.EventMsg, name: str) -> str | None:
     return value if isinstance(value, str) else None
 
 
-class LegacyHistory:
+class UnpaginatedHistory:
     """Incremental legacy-thread history (see the module docstring)."""
 
     def __init__(self) -> None:
@@ -545,46 +546,46 @@ def _detail_at(details: object, index: int) -> core.ImageDetail | None:
     return None
 
 
-_Handler = Callable[[LegacyHistory, Any], None]
+_Handler = Callable[[UnpaginatedHistory, Any], None]
 
 _HANDLERS: dict[type[Any], _Handler] = {
-    core.TaskStartedEvent: LegacyHistory.on_task_started,
-    core.TaskCompleteEvent: LegacyHistory.on_task_complete,
-    core.TurnAbortedEvent: LegacyHistory.on_turn_aborted,
-    core.ErrorEvent: LegacyHistory.on_error,
-    core.ThreadRolledBackEvent: LegacyHistory.on_thread_rolled_back,
-    core.UserMessageEvent: LegacyHistory.on_user_message,
-    core.AgentMessageEvent: LegacyHistory.on_agent_message,
-    core.AgentReasoningEvent: LegacyHistory.on_agent_reasoning,
-    core.AgentReasoningRawContentEvent: LegacyHistory.on_agent_reasoning_raw,
-    core.ContextCompactedEvent: LegacyHistory.on_context_compacted,
-    core.ItemStartedEvent: LegacyHistory.on_item_lifecycle,
-    core.ItemCompletedEvent: LegacyHistory.on_item_lifecycle,
-    core.EnteredReviewModeEvent: LegacyHistory.on_entered_review_mode,
-    core.ExitedReviewModeEvent: LegacyHistory.on_exited_review_mode,
-    core.WebSearchBeginEvent: LegacyHistory.on_web_search_begin,
-    core.WebSearchEndEvent: LegacyHistory.on_web_search_end,
-    core.ViewImageToolCallEvent: LegacyHistory.on_view_image,
-    core.ImageGenerationBeginEvent: LegacyHistory.on_image_generation_begin,
-    core.ImageGenerationEndEvent: LegacyHistory.on_image_generation_end,
-    core.ExecCommandBeginEvent: LegacyHistory.on_exec_begin,
-    core.ExecCommandEndEvent: LegacyHistory.on_exec_end,
-    core.ApplyPatchApprovalRequestEvent: LegacyHistory.on_patch_approval,
-    core.PatchApplyBeginEvent: LegacyHistory.on_patch_begin,
-    core.PatchApplyEndEvent: LegacyHistory.on_patch_end,
-    core.DynamicToolCallRequestEvent: LegacyHistory.on_dynamic_request,
-    core.DynamicToolCallResponseEvent: LegacyHistory.on_dynamic_response,
-    core.McpToolCallBeginEvent: LegacyHistory.on_mcp_begin,
-    core.McpToolCallEndEvent: LegacyHistory.on_mcp_end,
-    core.SubAgentActivityEvent: LegacyHistory.on_sub_agent_activity,
-    core.CollabAgentSpawnBeginEvent: LegacyHistory.on_mapped_item,
-    core.CollabAgentSpawnEndEvent: LegacyHistory.on_mapped_item,
-    core.CollabAgentInteractionBeginEvent: LegacyHistory.on_mapped_item,
-    core.CollabAgentInteractionEndEvent: LegacyHistory.on_mapped_item,
-    core.CollabWaitingBeginEvent: LegacyHistory.on_mapped_item,
-    core.CollabWaitingEndEvent: LegacyHistory.on_mapped_item,
-    core.CollabCloseBeginEvent: LegacyHistory.on_mapped_item,
-    core.CollabCloseEndEvent: LegacyHistory.on_mapped_item,
-    core.CollabResumeBeginEvent: LegacyHistory.on_mapped_item,
-    core.CollabResumeEndEvent: LegacyHistory.on_mapped_item,
+    core.TaskStartedEvent: UnpaginatedHistory.on_task_started,
+    core.TaskCompleteEvent: UnpaginatedHistory.on_task_complete,
+    core.TurnAbortedEvent: UnpaginatedHistory.on_turn_aborted,
+    core.ErrorEvent: UnpaginatedHistory.on_error,
+    core.ThreadRolledBackEvent: UnpaginatedHistory.on_thread_rolled_back,
+    core.UserMessageEvent: UnpaginatedHistory.on_user_message,
+    core.AgentMessageEvent: UnpaginatedHistory.on_agent_message,
+    core.AgentReasoningEvent: UnpaginatedHistory.on_agent_reasoning,
+    core.AgentReasoningRawContentEvent: UnpaginatedHistory.on_agent_reasoning_raw,
+    core.ContextCompactedEvent: UnpaginatedHistory.on_context_compacted,
+    core.ItemStartedEvent: UnpaginatedHistory.on_item_lifecycle,
+    core.ItemCompletedEvent: UnpaginatedHistory.on_item_lifecycle,
+    core.EnteredReviewModeEvent: UnpaginatedHistory.on_entered_review_mode,
+    core.ExitedReviewModeEvent: UnpaginatedHistory.on_exited_review_mode,
+    core.WebSearchBeginEvent: UnpaginatedHistory.on_web_search_begin,
+    core.WebSearchEndEvent: UnpaginatedHistory.on_web_search_end,
+    core.ViewImageToolCallEvent: UnpaginatedHistory.on_view_image,
+    core.ImageGenerationBeginEvent: UnpaginatedHistory.on_image_generation_begin,
+    core.ImageGenerationEndEvent: UnpaginatedHistory.on_image_generation_end,
+    core.ExecCommandBeginEvent: UnpaginatedHistory.on_exec_begin,
+    core.ExecCommandEndEvent: UnpaginatedHistory.on_exec_end,
+    core.ApplyPatchApprovalRequestEvent: UnpaginatedHistory.on_patch_approval,
+    core.PatchApplyBeginEvent: UnpaginatedHistory.on_patch_begin,
+    core.PatchApplyEndEvent: UnpaginatedHistory.on_patch_end,
+    core.DynamicToolCallRequestEvent: UnpaginatedHistory.on_dynamic_request,
+    core.DynamicToolCallResponseEvent: UnpaginatedHistory.on_dynamic_response,
+    core.McpToolCallBeginEvent: UnpaginatedHistory.on_mcp_begin,
+    core.McpToolCallEndEvent: UnpaginatedHistory.on_mcp_end,
+    core.SubAgentActivityEvent: UnpaginatedHistory.on_sub_agent_activity,
+    core.CollabAgentSpawnBeginEvent: UnpaginatedHistory.on_mapped_item,
+    core.CollabAgentSpawnEndEvent: UnpaginatedHistory.on_mapped_item,
+    core.CollabAgentInteractionBeginEvent: UnpaginatedHistory.on_mapped_item,
+    core.CollabAgentInteractionEndEvent: UnpaginatedHistory.on_mapped_item,
+    core.CollabWaitingBeginEvent: UnpaginatedHistory.on_mapped_item,
+    core.CollabWaitingEndEvent: UnpaginatedHistory.on_mapped_item,
+    core.CollabCloseBeginEvent: UnpaginatedHistory.on_mapped_item,
+    core.CollabCloseEndEvent: UnpaginatedHistory.on_mapped_item,
+    core.CollabResumeBeginEvent: UnpaginatedHistory.on_mapped_item,
+    core.CollabResumeEndEvent: UnpaginatedHistory.on_mapped_item,
 }

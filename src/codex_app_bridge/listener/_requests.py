@@ -1,4 +1,4 @@
-"""Server -> client requests of a turn, as pure reductions: raising one, and resolving it.
+"""The reducer's part in server -> client requests: raising one, resolving it, abandoning it.
 
 Role: what the real app-server's bespoke event handling does around the core events that ask
 the client something (``exec_approval_request``, ``apply_patch_approval_request``,
@@ -43,6 +43,7 @@ from typing import Any, Final, Literal
 from pydantic import JsonValue, ValidationError
 
 from codex_app_bridge.listener._state import (
+    REQUEST_EVENT_TYPES,
     Emission,
     ReduceContext,
     Reduction,
@@ -94,18 +95,6 @@ __all__ = [
     "resolve_request",
     "unraisable_answer",
 ]
-
-REQUEST_EVENT_TYPES: Final = frozenset(
-    {
-        "exec_approval_request",
-        "apply_patch_approval_request",
-        "request_permissions",
-        "request_user_input",
-        "elicitation_request",
-        "dynamic_tool_call_request",
-    }
-)
-"""Core events that become a server -> client request."""
 
 ENVIRONMENT_ID: Final = "local"
 """``environmentId`` of every request (the one local environment, as the real server)."""
