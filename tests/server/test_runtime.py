@@ -261,7 +261,7 @@ async def test_no_per_delta_object_survives_a_turn_and_history_keeps_only_what_a
                 _, messages = await client.run_turn(thread_id, "go")
                 assert sum(m.get("method") == "item/agentMessage/delta" for m in messages) == DELTAS
             client.received.clear()
-            record = bridge.server.store.get(thread_id)
+            record = bridge.server.threads.get(thread_id)
             assert record is not None
             kinds = [envelope.msg.type for envelope in record.history]
             assert "agent_message_content_delta" not in kinds

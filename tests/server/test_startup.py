@@ -55,6 +55,7 @@ DOMAIN = (
     "codex_app_bridge.sources",
     "codex_app_bridge.storage",
     "codex_app_bridge.server._handlers",
+    "codex_app_bridge.server._registry",
     "codex_app_bridge.server._runtime",
     "codex_app_bridge.transport.listen",
     "codex_app_bridge.cli._demo",

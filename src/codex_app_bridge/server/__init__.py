@@ -2,13 +2,15 @@
 lifecycle and the request handlers grouped by namespace.
 
 * ``BridgeServer`` (``_server``): one object serving any number of connections; owns the listener
-  hub, the thread store, the event source, the method table and the turn runners.
+  hub, the thread registry, the event source, the method table and the thread runtimes.
+* ``ThreadRegistry`` (``_registry``): every thread (loaded, unloaded, stored) and the one owner
+  of their lives; ``ThreadRecord`` (``_threads``) is what it keeps of one.
 * ``build_method_table`` / ``SUPPORTED_METHODS`` (``_table``): all 175 client methods of 0.163.0,
-  in the real order; the supported ones bound to handlers (``_handlers``), the rest answering
-  ``UNSUPPORTED`` errors (``_errors``).
+  in the real order; the supported ones bound to handlers (``_handlers``, one class per
+  namespace), the rest answering ``UNSUPPORTED`` errors (``_errors``).
 * ``with_injection`` (``_inject``): the ``bridge/inject/*`` methods of ``serve --allow-inject``.
 * The handshake and gate (``_handshake``), the experimental checks (``_experimental``), thread-id
-  parsing (``_ids``), the thread store (``_threads``) and the thread runtime (``_runtime``).
+  parsing (``_ids``) and the thread runtime (``_runtime``).
 """
 
 from __future__ import annotations
@@ -28,6 +30,7 @@ if _typing.TYPE_CHECKING:
     from codex_app_bridge.server._handshake import ConnectionState, user_agent
     from codex_app_bridge.server._ids import new_uuid7, parse_thread_id
     from codex_app_bridge.server._inject import INJECT_METHODS, with_injection
+    from codex_app_bridge.server._registry import ThreadRegistry
     from codex_app_bridge.server._runtime import (
         HISTORY_EVENT_TYPES,
         INTERRUPT_GRACE,
@@ -36,7 +39,7 @@ if _typing.TYPE_CHECKING:
     )
     from codex_app_bridge.server._server import BridgeServer
     from codex_app_bridge.server._table import SUPPORTED_METHODS, build_method_table
-    from codex_app_bridge.server._threads import ThreadRecord, ThreadStore
+    from codex_app_bridge.server._threads import ThreadRecord
 
 # where each public name lives: its module is imported on first use, so that importing this
 # package (or one of its light modules) does not load every other
@@ -59,7 +62,8 @@ _SOURCES: dict[str, str] = {
     ),
     **dict.fromkeys(("BridgeServer",), "codex_app_bridge.server._server"),
     **dict.fromkeys(("SUPPORTED_METHODS", "build_method_table"), "codex_app_bridge.server._table"),
-    **dict.fromkeys(("ThreadRecord", "ThreadStore"), "codex_app_bridge.server._threads"),
+    **dict.fromkeys(("ThreadRegistry",), "codex_app_bridge.server._registry"),
+    **dict.fromkeys(("ThreadRecord",), "codex_app_bridge.server._threads"),
 }
 
 __all__ = [
@@ -75,8 +79,8 @@ __all__ = [
     "ConnectionState",
     "Handlers",
     "ThreadRecord",
+    "ThreadRegistry",
     "ThreadRuntime",
-    "ThreadStore",
     "TurnOrder",
     "build_method_table",
     "experimental_descriptor",

@@ -2,11 +2,12 @@
 
 As 0.163.0 (runtime spec 2.4): closing a connection or ``thread/unsubscribe`` never unloads by
 itself; a thread with no subscriber and no running turn (nor one waiting on approval) stays loaded
-until the timeout has passed since both became true, then it is unloaded: its runtime is stopped,
-it leaves ``thread/loaded/list``, and every initialized connection gets ``thread/status/changed``
-``{type: notLoaded}`` followed by ``thread/closed``. The record stays in the store: ``thread/read``
-still answers (status ``notLoaded``), ``turn/*`` answer ``thread not found``, ``thread/resume``
-loads it again (a new listener and runtime over the kept history) and subscribes the caller.
+until the timeout has passed since both became true, then it is unloaded
+(``ThreadRegistry.unload``): its runtime is stopped, it leaves ``thread/loaded/list``, and every
+initialized connection gets ``thread/status/changed`` ``{type: notLoaded}`` followed by
+``thread/closed``. The registry keeps its record: ``thread/read`` still answers (status
+``notLoaded``), ``turn/*`` answer ``thread not found``, ``thread/resume`` loads it again (a new
+listener and runtime over the kept history) and subscribes the caller.
 
 The real server waits 30 minutes (hard-coded there); ``serve --idle-unload SECONDS`` changes it
 here (``0`` never unloads). ``IdleUnloader.run`` polls, at most every second (sooner for short
@@ -15,7 +16,6 @@ timeouts), so an unload happens between ``idle_timeout`` and ``idle_timeout`` + 
 
 from __future__ import annotations
 
-import logging
 from typing import TYPE_CHECKING, Final
 
 import anyio
@@ -23,12 +23,12 @@ import anyio
 from codex_app_bridge.protocol.v2 import ActiveThreadStatus
 
 if TYPE_CHECKING:
-    from codex_app_bridge.server._services import ServerServices
+    from collections.abc import Callable
+
+    from codex_app_bridge.server._registry import ThreadRegistry
     from codex_app_bridge.server._threads import ThreadRecord
 
 __all__ = ["DEFAULT_IDLE_UNLOAD_SECONDS", "IdleUnloader", "is_idle"]
-
-logger = logging.getLogger(__name__)
 
 DEFAULT_IDLE_UNLOAD_SECONDS: Final = 30 * 60.0
 """The real server's ``THREAD_UNLOADING_DELAY``."""
@@ -49,10 +49,11 @@ def is_idle(record: ThreadRecord) -> bool:
 class IdleUnloader:
     """Unloads threads idle for ``timeout`` seconds (see the module docstring)."""
 
-    def __init__(self, server: ServerServices, timeout: float) -> None:
+    def __init__(self, threads: Callable[[], ThreadRegistry | None], timeout: float) -> None:
+        """``threads()``: the server's registry, ``None`` until it has one (no thread yet)."""
         if timeout <= 0:
             raise ValueError("the idle timeout must be positive")
-        self.server = server
+        self._threads = threads
         self.timeout = timeout
         self._idle_since: dict[str, float] = {}
 
@@ -69,28 +70,16 @@ class IdleUnloader:
         """One pass: note newly idle threads, unload those idle for the whole timeout."""
         now = anyio.current_time()
         seen: set[str] = set()
-        for record in self.server.store:
+        threads = self._threads()
+        if threads is None:
+            return
+        for record in threads:
             if not is_idle(record):
                 continue
             seen.add(record.id)
             since = self._idle_since.setdefault(record.id, now)
             if now - since >= self.timeout:
                 del self._idle_since[record.id]
-                await unload_thread(self.server, record)
+                await threads.unload(record)
         for thread_id in set(self._idle_since) - seen:
             del self._idle_since[thread_id]
-
-
-async def unload_thread(server: ServerServices, record: ThreadRecord) -> None:
-    """Unload one thread now and tell every initialized connection (``notLoaded``, ``closed``)."""
-    if not record.loaded:
-        return
-    record.loaded = False
-    server.hub.remove_thread(record.id)
-    if record.runtime is not None:
-        record.runtime.stop()
-    logger.info("thread %s unloaded (idle)", record.id)
-    await server.hub.broadcast(
-        "thread/status/changed", {"threadId": record.id, "status": {"type": "notLoaded"}}
-    )
-    await server.hub.broadcast("thread/closed", {"threadId": record.id})

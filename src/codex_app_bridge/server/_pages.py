@@ -31,7 +31,7 @@ from codex_app_bridge.protocol.v2 import ThreadItemEntry, Turn, TurnItemsView
 from codex_app_bridge.rpc import INVALID_PARAMS, RpcError, invalid_request
 from codex_app_bridge.server._errors import invalid_cursor
 
-__all__ = ["HistoryPages", "Page", "positioned_events"]
+__all__ = ["HistoryPages", "Page", "backwards_cursors", "positioned_events"]
 
 T = TypeVar("T")
 _TURN_EVENTS = frozenset({"task_started", "turn_started", "task_complete", "turn_complete"})
@@ -65,10 +65,18 @@ class Page:
 
 
 class HistoryPages:
-    """The turns and items of one thread's log, with their positions."""
+    """The turns and items of one thread's log, with their positions (``running``: a turn of
+    the thread is running, so its last turn is not shown interrupted)."""
 
-    def __init__(self, thread_id: str, events: Sequence[tuple[int, core.EventMsg]]) -> None:
+    def __init__(
+        self,
+        thread_id: str,
+        events: Sequence[tuple[int, core.EventMsg]],
+        *,
+        running: bool = False,
+    ) -> None:
         self.thread_id = thread_id
+        self.running = running
         self._builder = ThreadHistoryBuilder("paginated")
         self._turn_at: dict[str, int] = {}
         self._item_at: dict[tuple[str, str], int] = {}
@@ -155,10 +163,9 @@ class HistoryPages:
         direction: Literal["asc", "desc"] | None,
         cursor: str | None,
         limit: int | None,
-        running: bool = False,
     ) -> Page:
         turns: list[Turn] = self._builder.turns(
-            items_view=items_view or "summary", interrupt_stale=not running
+            items_view=items_view or "summary", interrupt_stale=not self.running
         )
         rows = [(self._turn_at.get(turn.id, 0), turn) for turn in turns]
         anchor = None if cursor is None else self._decode(cursor, "turns")
@@ -191,3 +198,11 @@ class HistoryPages:
         return self._page(
             rows, descending=direction == "desc", anchor=anchor, limit=limit, kind=kind
         )
+
+
+def backwards_cursors(pages: HistoryPages) -> tuple[str | None, str | None]:
+    """The ``turnsBackwardsCursor`` and ``itemsBackwardsCursor`` of a thread/resume or
+    thread/revert answer: from the first turn, and from the last item, backwards."""
+    turns = pages.turns(items_view=None, direction=None, cursor=None, limit=1)
+    items = pages.items(turn_id=None, direction="desc", cursor=None, limit=1)
+    return turns.backwards_cursor, items.backwards_cursor

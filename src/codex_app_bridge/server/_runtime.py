@@ -220,6 +220,10 @@ class ThreadRuntime:
             self._submit(Submission(id=turn.turn_id, op=InterruptOp()))
             self._poke()
 
+    def truncate_history(self, length: int) -> None:
+        """Keep the first ``length`` events of the history log (``thread/revert``)."""
+        del self.history[length:]
+
     def stop(self) -> None:
         """Ask the session to shut down (the thread is being unloaded)."""
         self.requests.clean_up()  # an unloaded thread's requests are resolved, as Codex

@@ -3,7 +3,8 @@
 The server owns the process-wide pieces and lends them to every connection:
 
 * the ``ListenerHub`` (per-thread state, subscriptions, broadcasts),
-* the ``ThreadStore`` (threads in memory; stored sessions plug in behind it later),
+* the ``ThreadRegistry`` (``_registry``: every thread, loaded, unloaded or stored under
+  ``codex_home``, and the one owner of their lives) and the ``ThreadStorage`` behind it,
 * the event source turns are played from (the built-in agent unless told otherwise),
 * the method table (``_table``), the gate (``_handshake.check_request``), the thread
   serialization scopes and the server -> client request ids, all shared across connections as in
@@ -28,6 +29,7 @@ import logging
 import os
 import socket
 import uuid
+from functools import partial
 from pathlib import Path
 from types import TracebackType
 from typing import TYPE_CHECKING, Self
@@ -71,9 +73,9 @@ if TYPE_CHECKING:
 
     from codex_app_bridge.listener import ListenerHub
     from codex_app_bridge.server._handlers import Handlers
+    from codex_app_bridge.server._registry import ThreadRegistry
     from codex_app_bridge.server._runtime import ThreadRuntime
     from codex_app_bridge.server._stored import ThreadStorage
-    from codex_app_bridge.server._threads import ThreadStore
     from codex_app_bridge.sources import EventSource, TurnSource
 
 __all__ = ["BridgeServer"]
@@ -99,7 +101,7 @@ class BridgeServer:
         self._source = source
         self._source_factory = source_factory
         self._hub: ListenerHub | None = None
-        self._store: ThreadStore | None = None
+        self._threads: ThreadRegistry | None = None
         self._storage: ThreadStorage | None = None
         self._handlers: Handlers | None = None
         self.default_cwd = os.path.abspath(default_cwd or os.getcwd())
@@ -118,7 +120,9 @@ class BridgeServer:
         self.server_name = socket.gethostname() or "localhost"
         self.installation_id = str(uuid.uuid4())
         self._drain_timeout = drain_timeout
-        self.idle_unloader = IdleUnloader(self, idle_unload) if idle_unload else None
+        self.idle_unloader = (
+            IdleUnloader(lambda: self._threads, idle_unload) if idle_unload else None
+        )
         """Unloads threads nobody is subscribed to after ``idle_unload`` seconds (``server._idle``;
         ``None`` or ``0``: never)."""
         self._interrupt_grace = interrupt_grace
@@ -159,13 +163,22 @@ class BridgeServer:
         return self._hub
 
     @property
-    def store(self) -> ThreadStore:
-        """The threads of this process (loaded or known from storage)."""
-        if self._store is None:
-            from codex_app_bridge.server._threads import ThreadStore
+    def threads(self) -> ThreadRegistry:
+        """Every thread of this server (loaded, unloaded or stored) and the owner of their
+        lives."""
+        if self._threads is None:
+            from codex_app_bridge.server._registry import ThreadRegistry
 
-            self._store = ThreadStore()
-        return self._store
+            self._threads = ThreadRegistry(
+                self.hub,
+                self.source,
+                self.storage,
+                server_requests=self.server_requests,
+                run=self.start_runtime,
+                pending_interrupts=partial(self.unhandled_requests, "turn/interrupt"),
+                interrupt_grace=lambda: self.interrupt_grace,
+            )
+        return self._threads
 
     @property
     def storage(self) -> ThreadStorage | None:

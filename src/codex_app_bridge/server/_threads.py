@@ -1,25 +1,28 @@
-"""The thread store: every thread this process knows, with its settings.
+"""What the server knows of one thread: ``ThreadRecord``, its ``ThreadSettings``, and the v2
+``Thread`` objects of a loaded thread and of a stored one.
 
-Threads live in memory (``ThreadStore``), keyed by their canonical id, in creation order. A
-``ThreadRecord`` holds what the v2 ``Thread`` object and the thread/start-like responses report
+A ``ThreadRecord`` holds what the v2 ``Thread`` object and the thread/start-like responses report
 (settings chosen at thread/start, preview, timestamps). What plays the thread's turns and holds
 its live state belongs to its ``ThreadRuntime`` (the running turn, the history log that
 ``thread/read`` / ``thread/resume`` / ``thread/fork`` rebuild turns from) and to the runtime's
-``ThreadListener`` (status, subscribers); the record keeps references to both.
+``ThreadListener`` (status, subscribers); the record keeps references to both. Records are made,
+loaded, unloaded and forgotten by the ``ThreadRegistry`` (``_registry``) alone.
 
 A thread is *materialized* once a turn has started on it (the real server writes its rollout then):
 before that it is absent from ``thread/list`` and cannot be resumed or forked.
 
-Stored sessions plug in later behind the same surface (``get``, ``add``, ``list_materialized``):
-a record built from a rollout file carries its history log the same way.
+``SettingsOverrides`` are the settings a request may change (thread/start, resume, fork,
+turn/start). ``stored_thread_object`` is the ``Thread`` of a stored thread that is not loaded.
+
+Boundary: values only; nothing here reads files or changes a thread's life.
 """
 
 from __future__ import annotations
 
+import os
 import time
-from collections.abc import Iterator
-from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any
+from dataclasses import dataclass, field, replace
+from typing import TYPE_CHECKING, Any, Self
 
 from codex_app_bridge._version import CODEX_PROTOCOL_VERSION
 from codex_app_bridge.protocol.v2 import (
@@ -41,14 +44,18 @@ from codex_app_bridge.server._thread_extras import read_state_json, response_ext
 if TYPE_CHECKING:
     from codex_app_bridge.listener import ThreadListener
     from codex_app_bridge.protocol.core import EventEnvelope
+    from codex_app_bridge.protocol.v2 import ThreadForkParams, ThreadResumeParams, ThreadStartParams
     from codex_app_bridge.server._runtime import ThreadRuntime
+    from codex_app_bridge.sources import SourceDefaults
+    from codex_app_bridge.storage import StoredThread
 
 __all__ = [
     "THREAD_SOURCE",
+    "SettingsOverrides",
     "ThreadRecord",
     "ThreadSettings",
-    "ThreadStore",
     "sandbox_policy",
+    "stored_thread_object",
 ]
 
 THREAD_SOURCE = "vscode"
@@ -93,6 +100,52 @@ class ThreadSettings:
         }
 
 
+@dataclass
+class SettingsOverrides:
+    """Settings a request may change (thread/start, resume, fork, turn/start); ``None``: kept."""
+
+    cwd: str | None = None
+    model: str | None = None
+    model_provider: str | None = None
+    approval_policy: Any = None
+    approvals_reviewer: Any = None
+    sandbox_mode: Any = None
+    sandbox_policy: Any = None
+    reasoning_effort: str | None = None
+    service_tier: str | None = None
+
+    @classmethod
+    def of_thread(cls, params: ThreadStartParams | ThreadResumeParams | ThreadForkParams) -> Self:
+        """The overrides of thread/start, thread/resume and thread/fork (the same fields)."""
+        return cls(
+            cwd=params.cwd,
+            model=params.model,
+            model_provider=params.model_provider,
+            approval_policy=params.approval_policy,
+            approvals_reviewer=params.approvals_reviewer,
+            sandbox_mode=params.sandbox,
+            service_tier=params.service_tier,
+        )
+
+    def apply(self, settings: ThreadSettings) -> ThreadSettings:
+        cwd = os.path.abspath(self.cwd) if self.cwd else settings.cwd
+        updated = replace(
+            settings,
+            cwd=cwd,
+            model=self.model or settings.model,
+            model_provider=self.model_provider or settings.model_provider,
+            approval_policy=self.approval_policy or settings.approval_policy,
+            approvals_reviewer=self.approvals_reviewer or settings.approvals_reviewer,
+            reasoning_effort=self.reasoning_effort or settings.reasoning_effort,
+            service_tier=self.service_tier or settings.service_tier,
+        )
+        if self.sandbox_policy is not None:
+            updated.sandbox = self.sandbox_policy
+        elif self.sandbox_mode is not None:
+            updated.sandbox = sandbox_policy(self.sandbox_mode, cwd)
+        return updated
+
+
 @dataclass(eq=False)
 class ThreadRecord:
     """One thread (see the module docstring)."""
@@ -115,7 +168,8 @@ class ThreadRecord:
     path: str | None = None
     """The thread's current rollout file, once it is stored (``Thread.path``)."""
     loaded: bool = True
-    """False once unloaded (idle, ``server._idle``): status ``notLoaded`` until resumed."""
+    """False once unloaded (idle, ``server._idle``): status ``notLoaded`` until resumed (the
+    registry alone changes it)."""
     git_info: GitInfo | None = None
     """As ``thread/metadata/update`` last set it."""
 
@@ -192,30 +246,43 @@ class ThreadRecord:
         )
 
 
-class ThreadStore:
-    """Threads by canonical id, in creation order (in memory)."""
-
-    def __init__(self) -> None:
-        self._threads: dict[str, ThreadRecord] = {}
-
-    def __len__(self) -> int:
-        return len(self._threads)
-
-    def __iter__(self) -> Iterator[ThreadRecord]:
-        return iter(list(self._threads.values()))
-
-    def get(self, thread_id: str) -> ThreadRecord | None:
-        return self._threads.get(thread_id)
-
-    def add(self, record: ThreadRecord) -> None:
-        if record.id in self._threads:
-            raise ValueError(f"thread {record.id} already exists")
-        self._threads[record.id] = record
-
-    def remove(self, thread_id: str) -> ThreadRecord | None:
-        """Forget a thread (archived or deleted)."""
-        return self._threads.pop(thread_id, None)
-
-    def list_materialized(self) -> list[ThreadRecord]:
-        """Threads ``thread/list`` may show: materialized and not ephemeral."""
-        return [r for r in self._threads.values() if r.materialized and not r.ephemeral]
+def stored_thread_object(
+    stored: StoredThread,
+    defaults: SourceDefaults,
+    *,
+    git_info: GitInfo | None,
+    turns: list[Turn] | None = None,
+) -> Thread:
+    """The v2 ``Thread`` of a stored thread that is not loaded (``defaults``: what a rollout
+    that names no model or provider stands for)."""
+    meta = stored.meta
+    source: Any = meta.source if isinstance(meta.source, str) else THREAD_SOURCE
+    return Thread(
+        id=stored.thread_id,
+        session_id=stored.thread_id,
+        forked_from_id=stored.forked_from_id,
+        parent_thread_id=None,
+        preview=stored.preview,
+        ephemeral=False,
+        project_id=None,
+        history_mode="paginated",
+        model_provider=meta.model_provider or defaults.model_provider,
+        model=stored.model or defaults.model,
+        reasoning_effort=stored.reasoning_effort,
+        created_at=stored.created_at_s,
+        updated_at=stored.updated_at_s,
+        recency_at=stored.updated_at_s,
+        status=NotLoadedThreadStatus(),
+        path=str(stored.path),
+        cwd=meta.cwd,
+        cli_version=meta.cli_version or CODEX_PROTOCOL_VERSION,
+        originator=meta.originator,
+        source=source,
+        thread_source=None,
+        agent_nickname=None,
+        agent_role=None,
+        git_info=git_info,
+        name=stored.name,
+        turns=turns or [],
+        **thread_extras(meta.cwd, loaded=False),
+    )

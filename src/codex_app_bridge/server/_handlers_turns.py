@@ -1,0 +1,173 @@
+"""The ``turn/*`` handlers: ``turn/start``, ``turn/steer``, ``turn/interrupt``.
+
+Rules (probed from the 0.163.0 binary, see the errors in ``_errors``):
+
+* Only a loaded thread has turns: an unknown or unloaded one is ``thread not found``.
+* ``turn/start`` answers at once with the new turn (``inProgress``, ``startedAt: null``) and
+  records and starts it only after the response (a turn whose answer cannot be delivered never
+  exists); while a turn is running, ``turn/start`` answers that running turn and adds its input
+  to it (0.163.0 behaviour: no error).
+* ``turn/steer`` checks the running turn's id and the input, answers, then steers the input in.
+* ``turn/interrupt`` answers ``{}`` once the abort has happened and before ``turn/completed``: the
+  handler defers its answer to the thread runtime (``ctx.defer()``), which writes it right before
+  the terminal notifications, so the request does not hold the thread's request queue while the
+  turn winds down (a second interrupt is answered the same way).
+
+Boundary: what a request means and answers; the turn itself is the thread runtime's.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from codex_app_bridge.protocol.core import UserInput
+from codex_app_bridge.protocol.v2 import (
+    Turn,
+    TurnInterruptParams,
+    TurnInterruptResponse,
+    TurnStartParams,
+    TurnStartResponse,
+    TurnSteerParams,
+    TurnSteerResponse,
+)
+from codex_app_bridge.rpc import RequestContext
+from codex_app_bridge.server._errors import (
+    active_turn_mismatch,
+    empty_input,
+    no_active_turn,
+    steer_turn_mismatch,
+    thread_not_found,
+)
+from codex_app_bridge.server._ids import new_uuid7, parse_thread_id
+from codex_app_bridge.server._inputs import core_inputs
+from codex_app_bridge.server._runtime import ThreadRuntime, TurnOrder
+from codex_app_bridge.server._threads import SettingsOverrides, ThreadRecord
+from codex_app_bridge.sources import input_text
+
+if TYPE_CHECKING:
+    from codex_app_bridge.server._services import ServerServices
+
+__all__ = ["TurnHandlers"]
+
+
+def _pending_turn(turn_id: str) -> Turn:
+    """A turn as ``turn/start`` answers it: just accepted, not started yet."""
+    return Turn(
+        id=turn_id,
+        root_turn_id=turn_id,
+        items=[],
+        items_view="notLoaded",
+        status="inProgress",
+        error=None,
+        started_at=None,
+        completed_at=None,
+        duration_ms=None,
+    )
+
+
+class TurnHandlers:
+    """``turn/start``, ``turn/steer``, ``turn/interrupt`` of one server."""
+
+    def __init__(self, server: ServerServices) -> None:
+        self.server = server
+
+    def _loaded(self, raw_id: str) -> tuple[ThreadRecord, ThreadRuntime]:
+        """A loaded thread and its runtime (an unloaded one is not found, as the real server)."""
+        thread_id = parse_thread_id(raw_id)
+        record = self.server.threads.loaded(thread_id)
+        if record is None or record.runtime is None:
+            raise thread_not_found(thread_id)
+        return record, record.runtime
+
+    async def turn_start(self, ctx: RequestContext, params: TurnStartParams) -> TurnStartResponse:
+        record, runtime = self._loaded(params.thread_id)
+        inputs = core_inputs(params.input)
+        running = runtime.active_turn_id
+        if running is not None:
+            # 0.163.0: a turn/start during a turn answers that turn and adds its input to it.
+            if inputs:
+
+                async def steer() -> None:
+                    runtime.steer(inputs)
+
+                ctx.after_response(steer)
+            return TurnStartResponse(turn=_pending_turn(running))
+
+        overrides = SettingsOverrides(
+            cwd=params.cwd,
+            model=params.model,
+            approval_policy=params.approval_policy,
+            approvals_reviewer=params.approvals_reviewer,
+            sandbox_policy=params.sandbox_policy,
+            reasoning_effort=params.effort,
+            service_tier=params.service_tier,
+        )
+        turn_id = new_uuid7()
+
+        async def start() -> None:
+            # The turn exists once its answer is out: were it recorded before, an answer that
+            # cannot be delivered (the client is gone) would leave the thread "active" with a
+            # turn that never starts.
+            self._begin_turn(record, overrides, turn_id, inputs)
+
+        ctx.after_response(start)
+        return TurnStartResponse(turn=_pending_turn(turn_id))
+
+    @staticmethod
+    def _begin_turn(
+        record: ThreadRecord, overrides: SettingsOverrides, turn_id: str, inputs: list[UserInput]
+    ) -> None:
+        runtime = record.runtime
+        assert runtime is not None
+        if runtime.active_turn_id is not None:
+            runtime.steer(inputs)
+            return
+        settings = record.settings = overrides.apply(record.settings)
+        record.turns_started += 1
+        if not record.preview:
+            record.preview = input_text(inputs)
+        record.touch()
+        runtime.start_turn(
+            TurnOrder(
+                turn_id=turn_id,
+                items=inputs,
+                cwd=settings.cwd,
+                model=settings.model,
+                approval_policy=settings.approval_policy,
+                sandbox_policy=settings.sandbox,
+                effort=settings.reasoning_effort,
+                service_tier=settings.service_tier,
+            )
+        )
+
+    def _running(self, raw_id: str, action: str) -> tuple[ThreadRuntime, str]:
+        """A loaded thread's runtime and its running turn (``no active turn to <action>``)."""
+        _, runtime = self._loaded(raw_id)
+        running = runtime.active_turn_id
+        if running is None:
+            raise no_active_turn(action)
+        return runtime, running
+
+    async def turn_interrupt(
+        self, ctx: RequestContext, params: TurnInterruptParams
+    ) -> TurnInterruptResponse:
+        runtime, running = self._running(params.thread_id, "interrupt")
+        if params.turn_id != running:
+            raise active_turn_mismatch(params.turn_id, running)
+        # answered by the runtime, right before the turn's terminal notifications
+        runtime.interrupt(ctx.defer())
+        return TurnInterruptResponse()
+
+    async def turn_steer(self, ctx: RequestContext, params: TurnSteerParams) -> TurnSteerResponse:
+        runtime, running = self._running(params.thread_id, "steer")
+        if params.expected_turn_id != running:
+            raise steer_turn_mismatch(params.expected_turn_id, running)
+        if not params.input:
+            raise empty_input()
+        inputs = core_inputs(params.input)
+
+        async def steer() -> None:
+            runtime.steer(inputs)
+
+        ctx.after_response(steer)
+        return TurnSteerResponse(turn_id=running)
