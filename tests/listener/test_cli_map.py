@@ -131,15 +131,22 @@ def test_unknown_events_are_noted_but_are_not_bad_lines(capsys: pytest.CaptureFi
     assert "line 1: note: event skipped" in capsys.readouterr().err
 
 
-def test_approval_requests_are_noted_but_a_failed_conversion_is_a_bad_line(
+def test_a_request_is_a_line_of_its_own_after_its_item_and_a_failed_conversion_is_a_bad_line(
     capsys: pytest.CaptureFixture[str],
 ) -> None:
     approval = {"type": "exec_approval_request", "call_id": "c", "command": ["ls"], "cwd": "/"}
     unconvertible = {"type": "plan_update", "plan": [{"step": "s", "status": "no_such_status"}]}
     out, bad = run_map(lines(env(approval), env(unconvertible)))
-    assert (out, bad) == ([], 1)
+    assert bad == 1
+    assert [(n["method"], "id" in n) for n in out] == [
+        ("thread/status/changed", False),
+        ("item/started", False),
+        ("item/commandExecution/requestApproval", True),
+    ]
+    assert out[-1]["id"] == 0
+    assert out[-1]["params"]["itemId"] == "c"
     err = capsys.readouterr().err
-    assert "map: line 1: note: event skipped (exec_approval_request: " in err
+    assert "line 1" not in err
     assert "map: line 2: event skipped (plan_update: " in err
 
 

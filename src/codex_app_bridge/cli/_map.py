@@ -30,10 +30,18 @@ subscribed client (``{"method","params","emittedAtMs"}``; ``--no-timestamps`` le
 ``--stateless`` bypasses the listener: one line per input event with the stateless mapper's
 notification, or ``null`` where it gives none (rollout lines that are not events give no line).
 
+Server requests (approvals, questions, elicitations, dynamic tool calls) are what a live client
+gets (the server's ``PendingRequests``, which the thread runtime feeds every event through):
+the notifications that precede the request (the status flag, the request's own
+``item/started``) and then the request as a line of its own (``{"method","id","params"}``, ids
+from 0 as the server numbers them). Offline nobody answers: core's later ``item_started`` of
+an approved command is not sent again, and a request still pending when its turn ends is
+resolved then (``serverRequest/resolved``), as for a live client that never answers.
+
 Bad lines (not JSON, not an envelope or rollout line, a malformed event) are reported on stderr
 with their line number; the rest is still processed and the exit status is 1. Events the
-listener skips on purpose (unknown event types, approval requests) are noted on stderr without
-changing the exit status.
+listener skips on purpose (unknown event types, a request whose payload does not convert) are
+noted on stderr without changing the exit status.
 """
 
 from __future__ import annotations
@@ -60,11 +68,14 @@ from codex_app_bridge.mapping import item_event_to_server_notification
 from codex_app_bridge.protocol.core import (
     EventEnvelope,
     EventMsg,
+    Submission,
     UnknownEventMsg,
     parse_event_envelope,
 )
 from codex_app_bridge.protocol.jsonrpc import RequestId
+from codex_app_bridge.rpc import ServerRequests
 from codex_app_bridge.rpc.outbox import EncodedParams, OutboundNotification
+from codex_app_bridge.server._pending_requests import PendingRequests
 from codex_app_bridge.sources import RolloutEntry, RolloutLineError, RolloutReader, is_rollout_line
 
 __all__ = ["DEFAULT_THREAD_ID", "MapOptions", "map_lines", "register"]
@@ -127,12 +138,23 @@ class _WriterOutbox:
         return True
 
     def offer(self, data: bytes) -> bool:
-        return False  # a map has no client to ask
+        """A server request, written as the line a client gets (it carries no timestamp)."""
+        try:
+            self._out.write(data + b"\n")
+        except BrokenPipeError:
+            self._reader_gone = True
+            return False
+        return True
 
     async def send_server_request(
         self, request_id: RequestId, method: str, params: EncodedParams
     ) -> bool:
         return False
+
+
+def _no_source(submission: Submission) -> None:
+    """What a live runtime would submit to its source (the answer to a request that cannot be
+    raised): offline there is no source to tell."""
 
 
 @dataclass(slots=True)
@@ -146,6 +168,7 @@ class _Mapper:
     reader: RolloutReader = field(default_factory=RolloutReader)
     hub: ListenerHub | None = None
     listener: ThreadListener | None = None
+    requests: PendingRequests | None = None
     outbox: _WriterOutbox | None = None
 
     def __post_init__(self) -> None:
@@ -169,6 +192,8 @@ class _Mapper:
             self.hub.add_connection(outbox)
             self.listener = self.hub.create_thread(self.thread_id)
             self.listener.subscribe(outbox, raw_events=self.options.raw_events)
+            # the live path of every event, server requests included; no source to answer
+            self.requests = PendingRequests(self.listener, ServerRequests(), _no_source)
         return self.listener
 
     # --- one line ---------------------------------------------------------------------------
@@ -225,8 +250,11 @@ class _Mapper:
             self.stateless(number, envelope)
             return
         listener = self._listener()
+        assert self.requests is not None
         before = listener.skipped_events
-        await listener.handle(envelope)
+        self.requests.feed(envelope)
+        if listener.congested:
+            await listener.wait_writable()
         self._check_skipped(number, before, envelope.msg)
 
     def _check_skipped(self, number: int, before: int, msg: EventMsg | None = None) -> None:

@@ -2,8 +2,12 @@
 
 Role: the part of a ``ThreadRuntime`` that asks the thread's clients and routes their answers
 back to the source. Owned by the runtime (one per thread) and called synchronously from its
-event path, like everything else on the hot path:
+event path, like everything else on the hot path; the offline ``map`` uses it the same way, so
+that it shows what a live client sees:
 
+* ``feed(envelope)``: how every event of the thread reaches its listener: an event that asks is
+  raised (below); a turn's start or end first cleans up what is still pending; any other event
+  is the listener's to ``process``.
 * ``raise_(envelope)``: a core event that asks (``REQUEST_EVENT_TYPES``) goes through the
   listener (status flags, the synthetic ``item/started``), gets the next id of the process-wide
   counter (``rpc.ServerRequests``: integers from 0), and is encoded once and offered to every
@@ -34,9 +38,8 @@ from dataclasses import dataclass
 
 import orjson
 
-from codex_app_bridge.listener import ThreadListener
+from codex_app_bridge.listener import REQUEST_EVENT_TYPES, ThreadListener
 from codex_app_bridge.listener._requests import (
-    REQUEST_EVENT_TYPES,
     RaisedRequest,
     unraisable_answer,
 )
@@ -44,8 +47,9 @@ from codex_app_bridge.protocol.core import EventEnvelope, Op, Submission
 from codex_app_bridge.protocol.jsonrpc import ErrorResponse, Response, encode_server_request
 from codex_app_bridge.rpc.answers import ServerRequests
 from codex_app_bridge.rpc.outbox import Outbox
+from codex_app_bridge.sources import TURN_END_TYPES, TURN_START_TYPES
 
-__all__ = ["REQUEST_EVENT_TYPES", "PendingRequests"]
+__all__ = ["PendingRequests"]
 
 logger = logging.getLogger(__name__)
 
@@ -77,6 +81,17 @@ class PendingRequests:
     def pending_methods(self) -> list[tuple[int, str]]:
         """``(id, method)`` of each pending request, oldest first."""
         return [(p.request_id, p.raised.method) for p in self._pending.values()]
+
+    def feed(self, envelope: EventEnvelope) -> None:
+        """Hand one event of the thread to its listener, as the live server does (see the
+        module docstring)."""
+        kind = envelope.msg.type
+        if kind in REQUEST_EVENT_TYPES:
+            self.raise_(envelope)
+            return
+        if self._pending and (kind in TURN_END_TYPES or kind in TURN_START_TYPES):
+            self.clean_up()
+        self._listener.process(envelope)
 
     def raise_(self, envelope: EventEnvelope) -> None:
         raised = self._listener.raise_request(envelope)

@@ -31,9 +31,9 @@ What the runtime guarantees whatever the source does:
 * **A session that ends** (its producer died) while a turn runs: the turn fails with an ``error``
   and a failed ``task_complete`` that say so; the next ``start_turn`` opens a new session.
 
-Server -> client requests (approvals, questions, dynamic tool calls): an event that asks is
-handed to the thread's ``PendingRequests`` (``requests``) instead of the plain listener
-path; the client's answer comes back synchronously from the rpc layer and is submitted to the
+Server -> client requests (approvals, questions, dynamic tool calls): every event reaches the
+listener through the thread's ``PendingRequests`` (``requests.feed``), which raises an event
+that asks as a request instead of processing it; the client's answer comes back synchronously from the rpc layer and is submitted to the
 session as its Codex ``Op``. Pending requests are resolved right before a turn's start and
 terminal events are reduced (so before ``turn/completed``).
 
@@ -71,7 +71,7 @@ from codex_app_bridge.protocol.core import (
 )
 from codex_app_bridge.protocol.jsonrpc import now_ms
 from codex_app_bridge.rpc import DeferredReply, ServerRequests
-from codex_app_bridge.server._pending_requests import REQUEST_EVENT_TYPES, PendingRequests
+from codex_app_bridge.server._pending_requests import PendingRequests
 from codex_app_bridge.sources import (
     TURN_END_TYPES,
     TURN_START_TYPES,
@@ -396,12 +396,7 @@ class ThreadRuntime:
             if self.sink is not None:
                 self.sink(envelope)
         try:
-            if kind in REQUEST_EVENT_TYPES:
-                self.requests.raise_(envelope)
-                return
-            if len(self.requests) and (kind in TURN_END_TYPES or kind in TURN_START_TYPES):
-                self.requests.clean_up()
-            self.listener.process(envelope)
+            self.requests.feed(envelope)
         except Exception:  # a bug must not stop the thread
             logger.exception("thread %s: could not process %s", self.thread_id, envelope.msg.type)
 
