@@ -130,15 +130,10 @@ class _WriterOutbox:
             decoded: dict[str, Any] = orjson.loads(data)
             decoded.pop("emittedAtMs", None)
             data = orjson.dumps(decoded)
-        try:
-            self._out.write(data + b"\n")
-        except BrokenPipeError:
-            self._reader_gone = True
-            return False
-        return True
+        return self.offer(data)
 
     def offer(self, data: bytes) -> bool:
-        """A server request, written as the line a client gets (it carries no timestamp)."""
+        """One line (a server request as a client gets it: it carries no timestamp)."""
         try:
             self._out.write(data + b"\n")
         except BrokenPipeError:
