@@ -20,7 +20,8 @@
   (stderr, level ERROR) and sent as a ``warning`` notification naming the thread, once per thread and
   message; the thread goes on in memory and later events are tried again.
 
-Boundary: owns the writers; the handlers decide when a thread is loaded, read or moved.
+Boundary: owns the writers; the thread registry (``_registry``) decides when a thread is loaded,
+read or moved.
 """
 
 from __future__ import annotations
