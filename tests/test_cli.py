@@ -22,8 +22,9 @@ def test_codex_compat_flags_are_accepted_before_the_command() -> None:
     args = build_parser().parse_args(
         ["-c", "model=x", "--config", "a=b", "--enable", "f", "--disable", "g", "--profile", "p"]
     )
-    assert args.codex_config == ["model=x", "a=b"]
-    assert args.codex_enable == ["f"]
+    assert args.top_config == ["model=x", "a=b"]
+    assert args.top_enable == ["f"]
+    assert args.top_disable == ["g"]
 
 
 def test_module_entry_point_reports_version() -> None:

@@ -178,7 +178,7 @@ def test_subpackages_depend_one_way() -> None:
 
 def test_rpc_and_transport_know_no_domain_package() -> None:
     packages = _package_graph(_graph(with_types=True))
-    domain = {"listener", "mapping", "projection", "server", "sources", "storage"}
+    domain = {"config", "listener", "mapping", "projection", "server", "sources", "storage"}
     assert packages["transport"] & domain == set()
     assert packages["rpc"] & domain == set()
     assert "transport" not in packages["listener"]
@@ -190,6 +190,13 @@ def test_the_model_client_sits_above_the_protocol_and_below_the_domain() -> None
     assert packages["model"] <= {"protocol"}
     for below in ("protocol", "rpc", "transport"):
         assert "model" not in packages[below], below
+
+
+def test_config_knows_nothing_of_threads_json_rpc_or_the_server() -> None:
+    # config/ reads CODEX_HOME: the package root's own modules (its version) and nothing else
+    packages = _package_graph(_graph(with_types=True))
+    assert packages["config"] <= {"_version"}, packages["config"]
+    assert "config" not in packages["protocol"] | packages["listener"] | packages["sources"]
 
 
 def test_reducer_concerns_depend_one_way_state_then_concerns_then_reducer() -> None:

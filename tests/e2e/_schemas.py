@@ -48,8 +48,20 @@ def _params_of() -> dict[str, str]:
     return out
 
 
+_RESPONSES = {
+    # results whose schema is not named after the params (none, shared, or nullable params)
+    "account/logout": "v2/LogoutAccountResponse.json",
+    "account/rateLimits/read": "v2/GetAccountRateLimitsResponse.json",
+    "account/usage/read": "v2/GetAccountTokenUsageResponse.json",
+    "config/value/write": "v2/ConfigWriteResponse.json",
+    "config/batchWrite": "v2/ConfigWriteResponse.json",
+}
+
+
 def response_schema(method: str) -> str | None:
     """The vendored file of the result of ``method`` (``None`` if there is none)."""
+    if method in _RESPONSES:
+        return _RESPONSES[method]
     params = _params_of().get(method)
     if params is None:
         return None

@@ -304,11 +304,11 @@ async def test_known_but_unsupported_methods_answer_a_clear_error(kind: str) -> 
     async with open_bridge(kind) as bridge:
         client = await bridge.connect()
         await client.initialize()
-        reply = await client.call("model/list", {})
+        reply = await client.call("plugin/list", {})
         assert reply["error"] == {
             "code": -32601,
-            "message": "model/list is not supported by codex-app-bridge",
-            "data": {"method": "model/list", "reason": "unsupported"},
+            "message": "plugin/list is not supported by codex-app-bridge",
+            "data": {"method": "plugin/list", "reason": "unsupported"},
         }
 
 

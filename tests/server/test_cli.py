@@ -56,8 +56,19 @@ def test_it_runs_as_a_codex_binary_with_every_flag_clients_pass() -> None:
     )
     assert proc.returncode == 0, proc.stderr
     answers = replies(proc.stdout)
-    assert [m.get("id") for m in answers] == [1, None, 2]
-    assert answers[2] == {"id": 2, "result": {"data": [], "nextCursor": None}}
+    assert [m.get("id") or m.get("method") for m in answers] == [
+        1,
+        "configWarning",  # `--disable f` is `-c features.f=false`: no such feature
+        "remoteControl/status/changed",
+        2,
+    ]
+    warning = answers[1]["params"]
+    assert isinstance(warning, dict)
+    assert warning["summary"] == (
+        "Codex is ignoring 1 unrecognized configuration setting. Check for typos or deprecated "
+        "settings.\n  session-flags: `features.f` is ignored."
+    )
+    assert answers[3] == {"id": 2, "result": {"data": [], "nextCursor": None}}
 
 
 @pytest.mark.parametrize(

@@ -68,7 +68,7 @@ def build_parser(commands: Sequence[str] = _COMMANDS) -> argparse.ArgumentParser
         ),
     )
     parser.add_argument("--version", action="version", version=f"codex-app-bridge {__version__}")
-    add_codex_compat_flags(parser)
+    add_codex_compat_flags(parser, prefix="top")
     subparsers = parser.add_subparsers(dest="command", metavar="COMMAND")
     for name in commands:
         _command_module(name).register(subparsers)

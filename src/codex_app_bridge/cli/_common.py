@@ -19,16 +19,19 @@ EXIT_USAGE: Final = 2
 """Bad usage or unreadable input: nothing was processed."""
 
 
-def add_codex_compat_flags(parser: argparse.ArgumentParser) -> None:
-    """Accept (and ignore) the flags clients pass to a ``codex`` binary."""
-    group = parser.add_argument_group("codex compatibility (accepted and ignored)")
+def add_codex_compat_flags(parser: argparse.ArgumentParser, *, prefix: str = "codex") -> None:
+    """Accept the flags clients pass to a ``codex`` binary: ``-c/--config KEY=VALUE``,
+    ``--enable X`` and ``--disable X`` (``serve`` applies them as config overrides; the other
+    commands ignore them) and ``--profile P`` (ignored). ``prefix`` names their destinations
+    (the top-level parser's differ from a command's, so that neither erases the other's)."""
+    group = parser.add_argument_group("codex compatibility")
     group.add_argument(
         "-c",
         "--config",
         action="append",
         default=None,
         metavar="KEY=VALUE",
-        dest="codex_config",
+        dest=f"{prefix}_config",
         help=argparse.SUPPRESS,
     )
     group.add_argument(
@@ -36,7 +39,7 @@ def add_codex_compat_flags(parser: argparse.ArgumentParser) -> None:
         action="append",
         default=None,
         metavar="FEATURE",
-        dest="codex_enable",
+        dest=f"{prefix}_enable",
         help=argparse.SUPPRESS,
     )
     group.add_argument(
@@ -44,14 +47,14 @@ def add_codex_compat_flags(parser: argparse.ArgumentParser) -> None:
         action="append",
         default=None,
         metavar="FEATURE",
-        dest="codex_disable",
+        dest=f"{prefix}_disable",
         help=argparse.SUPPRESS,
     )
     group.add_argument(
         "--profile",
         default=None,
         metavar="PROFILE",
-        dest="codex_profile",
+        dest=f"{prefix}_profile",
         help=argparse.SUPPRESS,
     )
 

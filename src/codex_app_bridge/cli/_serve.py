@@ -44,9 +44,17 @@
 * ``--idle-unload SECONDS``: a thread nobody is subscribed to (connection closed, or
   ``thread/unsubscribe``) is unloaded after this long idle, with ``thread/status/changed``
   ``notLoaded`` and ``thread/closed`` to every client (default 1800, the real server's; 0: never).
-* Accepted and ignored anywhere, so this command can be handed to any client as its codex
-  executable: ``app-server``, ``-c/--config k=v``, ``--enable X``, ``--disable X``,
-  ``--profile P`` (e.g. ``codex-app-bridge -c a=b app-server --enable x --listen stdio://``).
+* ``-c/--config KEY=VALUE`` (repeatable, before or after the command, as ``codex -c``): a
+  config override, the value TOML (a string when it is not), the key dotted; ``--enable X`` /
+  ``--disable X`` are ``-c features.X=true`` / ``=false``. Config comes from
+  ``$CODEX_HOME/config.toml`` (``--codex-home``, else ``$CODEX_HOME``, else ``~/.codex``) and
+  ``/etc/codex/config.toml``, under these overrides (``config``). Before reading stdin the
+  command exits 1 with ``Error: <message>`` when Codex would: an override it refuses, a file
+  setting ``approval_policy = "untrusted"``, or (``--strict-config``) a key it does not know. A
+  file that cannot be read or parsed does not stop it: the requests that need the config get
+  the real server's errors, and every client a ``configWarning`` after ``initialize``.
+* Accepted and ignored, so this command can be handed to any client as its codex executable:
+  ``app-server`` and ``--profile P`` (e.g. ``codex-app-bridge -c a=b app-server --enable x``).
 
 Lifecycle: on stdio, exits 0 on end of input (a turn still streaming is cancelled, as the real
 server does); on every transport SIGTERM and SIGINT stop it cleanly with exit code 0 (a unix
@@ -82,6 +90,7 @@ from codex_app_bridge.transport import TransportKind, stdio_transport
 # Imported where used: the default ``serve`` (stdio, built-in agent) answers ``initialize``
 # before it needs the sources, the socket transports or the domain behind the handlers.
 if TYPE_CHECKING:
+    from codex_app_bridge.config import ConfigLayers
     from codex_app_bridge.rpc import MethodTable
     from codex_app_bridge.sources import EventSource, TurnSource
     from codex_app_bridge.transport.auth import CapabilityToken
@@ -296,6 +305,11 @@ def _add_arguments(parser: argparse.ArgumentParser) -> None:
         help="serve a non-loopback ws:// address without --ws-auth (anyone who can reach it "
         "can drive the server)",
     )
+    parser.add_argument(
+        "--strict-config",
+        action="store_true",
+        help="exit when config.toml (or a -c override) holds a key Codex does not know",
+    )
     add_codex_compat_flags(parser)
     parser.set_defaults(handler=_run)
 
@@ -407,6 +421,28 @@ def _injecting_table(server: BridgeServer) -> MethodTable:
 
     assert isinstance(server.table, DeferredMethodTable)
     return server.table.extended(extend, INJECT_METHODS)
+
+
+def config_overrides(args: argparse.Namespace) -> list[str]:
+    """The ``-c`` overrides of the command line, ``--enable`` / ``--disable`` included, in
+    the order Codex applies them (before the command, then after it)."""
+    overrides: list[str] = []
+    for prefix in ("top", "codex"):
+        values: list[str] = getattr(args, f"{prefix}_config", None) or []
+        enabled: list[str] = getattr(args, f"{prefix}_enable", None) or []
+        disabled: list[str] = getattr(args, f"{prefix}_disable", None) or []
+        overrides.extend(values)
+        overrides.extend(f"features.{name}=true" for name in enabled)
+        overrides.extend(f"features.{name}=false" for name in disabled)
+    return overrides
+
+
+def serve_config(args: argparse.Namespace, codex_home_dir: str | None) -> ConfigLayers:
+    """The config layers ``serve`` runs with: ``codex_home_dir`` (else ``$CODEX_HOME``, else
+    ``~/.codex``, as the real server) and the command line's overrides."""
+    from codex_app_bridge.config import load_layers
+
+    return load_layers(codex_home_dir or codex_home(), config_overrides(args))
 
 
 def resolve_codex_home(flag: str | None) -> str | None:
@@ -538,11 +574,13 @@ async def run_server(
     default_cwd: str | None = None,
     settings: ServeSettings | None = None,
     source_factory: SourceFactory | None = None,
+    config: ConfigLayers | None = None,
 ) -> None:
     """Serve until end of input (stdio) or SIGTERM/SIGINT (every transport).
 
     The source is ``source``, else made by ``source_factory`` when first needed, else the
-    built-in agent."""
+    built-in agent. ``config``: the layers threads resolve theirs from (``BridgeServer``'s
+    default otherwise)."""
     settings = settings if settings is not None else ServeSettings()
     listen = settings.listen
     if settings.allow_inject:
@@ -557,6 +595,7 @@ async def run_server(
             idle_unload=settings.idle_unload,
             codex_home=settings.codex_home,
             source_factory=source_factory,
+            config=config,
         ) as server,
         anyio.create_task_group() as tg,
     ):
@@ -620,6 +659,11 @@ def _run(args: argparse.Namespace) -> int:
     except StartError as exc:
         print(f"codex-app-bridge serve: {exc}", file=sys.stderr)
         return exc.code
+    config = serve_config(args, settings.codex_home)
+    refused = config.startup_error(strict=args.strict_config)
+    if refused is not None:
+        print(f"Error: {refused}", file=sys.stderr)
+        return EXIT_START_FAILED
     if settings.codex_home is None:
         logger.warning(
             "no --codex-home and no CODEX_HOME: threads live in memory only and are gone when "
@@ -629,7 +673,9 @@ def _run(args: argparse.Namespace) -> int:
         logger.info("storing threads under %s", settings.codex_home)
     try:
         anyio.run(
-            lambda: run_server(default_cwd=args.cwd, settings=settings, source_factory=source)
+            lambda: run_server(
+                default_cwd=args.cwd, settings=settings, source_factory=source, config=config
+            )
         )
     except (Exception, BaseExceptionGroup) as exc:  # pyright: ignore[reportUnknownVariableType]
         failure = _start_failure(exc)  # pyright: ignore[reportUnknownArgumentType]

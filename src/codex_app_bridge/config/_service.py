@@ -99,12 +99,52 @@ def read_config(layers: ConfigLayers, *, include_layers: bool = False) -> dict[s
 
 
 def _key_path(text: str) -> list[str]:
+    """``keyPath`` split on dots, ``"quoted"`` segments kept whole (``\\`` escapes in them)."""
+
+    def invalid(message: str) -> ConfigWriteError:
+        return ConfigWriteError("configValidationError", message)
+
     if not text.strip():
-        raise ConfigWriteError("configValidationError", "keyPath must not be empty")
-    segments = text.split(".")
-    if any(not segment for segment in segments):
-        raise ConfigWriteError("configValidationError", "keyPath segments must not be empty")
+        raise invalid("keyPath must not be empty")
+    segments: list[str] = []
+    segment: list[str] = []
+    quoted = False
+    chars = iter(text)
+    for char in chars:
+        if char == '"' and not segment and not quoted:
+            quoted = True
+        elif char == '"' and quoted:
+            quoted = False
+        elif char == "\\" and quoted:
+            escaped = next(chars, None)
+            if escaped is None:
+                raise invalid("unterminated escape in keyPath")
+            segment.append(escaped)
+        elif char == "." and not quoted:
+            if not segment:
+                raise invalid("keyPath segments must not be empty")
+            segments.append("".join(segment))
+            segment = []
+        elif char == '"':
+            raise invalid("invalid quoted keyPath segment")
+        else:
+            segment.append(char)
+    if quoted:
+        raise invalid("unterminated quoted keyPath segment")
+    if not segment:
+        raise invalid("keyPath segments must not be empty")
+    segments.append("".join(segment))
     return segments
+
+
+_LEGACY_PROFILE: Final = (
+    "`profile` is a legacy config selector and can no longer be written; use "
+    "`--profile <name>` with `<name>.config.toml` instead"
+)
+_LEGACY_PROFILES: Final = (
+    "`profiles` contains legacy config profile tables and can no longer be written; use "
+    "`--profile <name>` with `<name>.config.toml` instead"
+)
 
 
 def _value_at(table: Any, segments: Sequence[str]) -> Any:
@@ -133,15 +173,13 @@ _MISSING: Final = _Missing()
 
 
 def _toml_value(value: Any) -> Any:
+    if value is None:
+        raise ConfigWriteError(
+            "configValidationError",
+            "invalid value: invalid type: null, expected any valid TOML value",
+        )
     if isinstance(value, dict):
-        out: dict[str, Any] = {}
-        for key, member in cast("dict[str, Any]", value).items():
-            if member is None:
-                raise ConfigWriteError(
-                    "configValidationError", "invalid value: unsupported unit type"
-                )
-            out[str(key)] = _toml_value(member)
-        return out
+        return {str(k): _toml_value(v) for k, v in cast("dict[str, Any]", value).items()}
     if isinstance(value, list):
         return [_toml_value(member) for member in cast("list[Any]", value)]
     return value
@@ -263,6 +301,12 @@ def write_config(
                 "configValidationError", f"unknown merge strategy `{edit.merge_strategy}`"
             )
         segments = _key_path(edit.key_path)
+        if edit.value is not None and segments[0] in ("profile", "profiles"):
+            legacy = _LEGACY_PROFILE if len(segments) == 1 and segments[0] == "profile" else None
+            if legacy is None and segments[0] == "profiles":
+                legacy = _LEGACY_PROFILES
+            if legacy is not None:
+                raise ConfigWriteError("configValidationError", legacy)
         value = None if edit.value is None else _toml_value(edit.value)
         before = _value_at(user_config, segments)
         _merge(user_config, segments, value, edit.merge_strategy)

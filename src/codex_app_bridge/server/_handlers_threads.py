@@ -26,7 +26,6 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable
-from dataclasses import replace
 from functools import partial
 from typing import TYPE_CHECKING, Any, Final, cast
 
@@ -64,8 +63,14 @@ from codex_app_bridge.server._errors import (
 from codex_app_bridge.server._history import build_thread_turns, fork_events
 from codex_app_bridge.server._ids import parse_thread_id
 from codex_app_bridge.server._pages import backwards_cursors
+from codex_app_bridge.server._thread_config import (
+    announce_before,
+    resolve_thread_config,
+    thread_settings,
+    warn_after,
+)
 from codex_app_bridge.server._thread_extras import read_extras, resume_extras
-from codex_app_bridge.server._threads import SettingsOverrides, ThreadRecord, ThreadSettings
+from codex_app_bridge.server._threads import ThreadRecord
 from codex_app_bridge.server._token_replay import replayed_token_usage
 
 if TYPE_CHECKING:
@@ -153,18 +158,12 @@ class ThreadHandlers:
         notification = ThreadStartedNotification(thread=record.thread())
         await self.server.hub.broadcast("thread/started", dump_json(notification))
 
-    def _default_settings(self) -> ThreadSettings:
-        defaults = self.server.threads.defaults
-        return ThreadSettings(
-            cwd=self.server.default_cwd,
-            model=defaults.model,
-            model_provider=defaults.model_provider,
-        )
-
     async def thread_start(
         self, ctx: RequestContext, params: ThreadStartParams
     ) -> ThreadStartResponse:
-        settings = SettingsOverrides.of_thread(params).apply(self._default_settings())
+        config = resolve_thread_config(self.server, params)
+        settings = thread_settings(self.server, config, params)
+        await announce_before(ctx, self.server, params)
         record = self.server.threads.create(
             settings,
             originator=self.server.originator,
@@ -172,6 +171,7 @@ class ThreadHandlers:
             thread_source=params.thread_source,
             raw_events=_extra_flag(params, "experimentalRawEvents"),
         )
+        record.config = config  # before the first turn opens the thread's session
         record.listener.subscribe(ctx.connection, raw_events=record.raw_events)
         thread = record.thread()
         ctx.after_response(partial(self._broadcast_started, record))
@@ -183,6 +183,7 @@ class ThreadHandlers:
                     await ctx.connection.notify("deprecationNotice", dump_json(notice))
 
             ctx.after_response(deprecations)
+        warn_after(ctx, record.id, config)
         return ThreadStartResponse(thread=thread, **settings.response_fields())
 
     async def thread_resume(
@@ -194,12 +195,15 @@ class ThreadHandlers:
         # before any deprecation notice, with or without excludeTurns (codex-python-sdk relies
         # on the answer for a thread with no turn)
         record = await materialized_thread(threads, params.thread_id, no_rollout)
+        config = resolve_thread_config(self.server, params, record.settings)
         exclude_turns = bool(params.exclude_turns)
         if not exclude_turns:
             await _deprecation(ctx, RESUME_DEPRECATION)
         for notice in _feature_deprecations(params.config):
             await ctx.connection.notify("deprecationNotice", dump_json(notice))
-        record.settings = SettingsOverrides.of_thread(params).apply(record.settings)
+        await announce_before(ctx, self.server, params)
+        record.settings = thread_settings(self.server, config, params, record.settings)
+        record.config = config
         threads.reload(record)
         record.listener.subscribe(ctx.connection, raw_events=record.raw_events)
         if loading:  # loaded now from its rollout: notLoaded -> idle, before the answer
@@ -221,6 +225,8 @@ class ThreadHandlers:
                 runtime.requests.replay_to(ctx.connection)
 
             ctx.after_response(replay)
+        if loading:
+            warn_after(ctx, record.id, config)
         pages = await threads.history_pages(record.id)
         assert pages is not None  # a known thread has a history
         turns_cursor, items_cursor = backwards_cursors(pages)
@@ -249,9 +255,11 @@ class ThreadHandlers:
         events = fork_events(
             source.history, last_turn_id=params.last_turn_id, now_s=int(time.time())
         )
+        config = resolve_thread_config(self.server, params, source.settings)
         if not exclude_turns:
             await _deprecation(ctx, RESUME_DEPRECATION)
-        settings = SettingsOverrides.of_thread(params).apply(replace(source.settings))
+        await announce_before(ctx, self.server, params)
+        settings = thread_settings(self.server, config, params, source.settings)
         record = threads.create(
             settings,
             originator=self.server.originator,
@@ -264,11 +272,13 @@ class ThreadHandlers:
             turns_started=source.turns_started,
             raw_events=source.raw_events,
         )
+        record.config = config
         record.listener.subscribe(ctx.connection, raw_events=record.raw_events)
         turns = None if exclude_turns else build_thread_turns(events)
         if turns is not None:
             _replay_usage(ctx, record.id, events, turns)
         ctx.after_response(partial(self._broadcast_started, record))
+        warn_after(ctx, record.id, config)
         return ThreadForkResponse(thread=record.thread(turns=turns), **settings.response_fields())
 
     async def thread_read(

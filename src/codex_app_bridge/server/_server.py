@@ -71,6 +71,7 @@ from codex_app_bridge.transport import TransportKind, TransportStreams
 if TYPE_CHECKING:
     from collections.abc import Callable
 
+    from codex_app_bridge.config import ConfigLayers
     from codex_app_bridge.listener import ListenerHub
     from codex_app_bridge.server._handlers import Handlers
     from codex_app_bridge.server._registry import ThreadRegistry
@@ -81,6 +82,9 @@ if TYPE_CHECKING:
 __all__ = ["BridgeServer"]
 
 logger = logging.getLogger(__name__)
+
+_NO_CONFIG_HOME = Path("/nonexistent/codex-app-bridge/config")
+"""Where a server made without ``codex_home`` or ``config`` looks for config files: nowhere."""
 
 
 class BridgeServer:
@@ -97,8 +101,12 @@ class BridgeServer:
         interrupt_grace: float | None = None,
         codex_home: str | os.PathLike[str] | None = None,
         source_factory: Callable[[], EventSource | TurnSource] | None = None,
+        config: ConfigLayers | None = None,
     ) -> None:
         self._source = source
+        self._config = config
+        self.announced_config_warnings: set[str] = set()
+        """``configWarning`` summaries this process has sent (each is sent once)."""
         self._source_factory = source_factory
         self._hub: ListenerHub | None = None
         self._threads: ThreadRegistry | None = None
@@ -148,6 +156,19 @@ class BridgeServer:
 
                 self._source = DefaultAgent()
         return self._source
+
+    @property
+    def config(self) -> ConfigLayers:
+        """The configuration threads resolve theirs from (``config``): the given one, else
+        ``codex_home``'s files, else no files at all (defaults only)."""
+        if self._config is None:
+            from codex_app_bridge.config import load_layers
+
+            if self._codex_home is not None:
+                self._config = load_layers(self._codex_home)
+            else:
+                self._config = load_layers(_NO_CONFIG_HOME, system_config=_NO_CONFIG_HOME)
+        return self._config
 
     @property
     def hub(self) -> ListenerHub:
@@ -291,7 +312,11 @@ class BridgeServer:
         assert state.client_version is not None
 
         async def welcome() -> None:
-            # What the real server sends this connection only, before it may get broadcasts.
+            # What the real server sends this connection only, before it may get broadcasts:
+            # the config's warnings (a broken file, unknown keys), then the remote control state.
+            for warning in self.config.startup_warnings():
+                self.announced_config_warnings.add(warning["summary"])
+                await ctx.connection.notify("configWarning", warning)
             status = RemoteControlStatusChangedNotification(
                 status="disabled",
                 server_name=self.server_name,

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 from typing import Protocol
 
+from codex_app_bridge.config import ConfigLayers
 from codex_app_bridge.listener import ListenerHub
 from codex_app_bridge.protocol.v2 import InitializeParams, InitializeResponse
 from codex_app_bridge.rpc import RequestContext
@@ -30,10 +31,17 @@ class ServerServices(Protocol):
     """The first client name that initialized (``initialize`` sets it once)."""
     server_name: str
     installation_id: str
+    announced_config_warnings: set[str]
+    """``configWarning`` summaries already sent (each is sent once per process)."""
 
     # built on first use by ``BridgeServer`` (nothing of the domain before ``initialize``)
     @property
     def source(self) -> EventSource | TurnSource: ...
+
+    @property
+    def config(self) -> ConfigLayers:
+        """The configuration layers threads resolve their settings from."""
+        ...
 
     @property
     def hub(self) -> ListenerHub: ...

@@ -96,18 +96,22 @@ _SUPPORTED_PARAMS: Final[dict[str, str]] = {
 """Method name -> ``protocol.v2`` name of its params model, for every method implemented here."""
 
 if TYPE_CHECKING:
-    SUPPORTED_METHODS: dict[str, type[BaseModel]]
-    """Method name -> params model of every method this server implements."""
+    SUPPORTED_METHODS: dict[str, type[BaseModel] | None]
+    """Method name -> params model of every method this server implements (``None``: the
+    method's row decodes its own params, ``_config_methods``)."""
 
 
-def __getattr__(name: str) -> dict[str, type[BaseModel]]:
+def __getattr__(name: str) -> dict[str, type[BaseModel] | None]:
     # ``SUPPORTED_METHODS`` is made when first read: its models are created on first access
     # (``protocol._lazy``), and answering ``initialize`` needs only ``InitializeParams``.
     if name != "SUPPORTED_METHODS":
         raise AttributeError(f"module {__name__!r} has no attribute {name!r}", name=name)
-    models: dict[str, type[BaseModel]] = {
+    from codex_app_bridge.server._config_methods import CONFIG_METHODS
+
+    models: dict[str, type[BaseModel] | None] = {
         method: getattr(v2, model) for method, model in _SUPPORTED_PARAMS.items()
     }
+    models.update(dict.fromkeys(CONFIG_METHODS))
     globals()[name] = models
     return models
 
@@ -167,15 +171,22 @@ def _spec(
 
 def build_method_table(handlers: Handlers) -> MethodTable:
     """The table over every 0.163.0 client method (see the module docstring)."""
+    from codex_app_bridge.server._config_methods import config_method_specs
     from codex_app_bridge.server._handlers import Immediate, handler_routes
 
     experimental = frozenset(EXPERIMENTAL_CLIENT_REQUEST_METHODS)
     routes = handler_routes(handlers)
-    supported: dict[str, type[BaseModel]] = __getattr__("SUPPORTED_METHODS")
-    if set(routes) != set(supported):
-        raise RuntimeError(f"handlers and params disagree: {set(routes) ^ set(supported)}")
+    namespaces = config_method_specs(handlers.server)
+    supported = __getattr__("SUPPORTED_METHODS")
+    if set(routes) | set(namespaces) != set(supported):
+        raise RuntimeError(
+            f"handlers and params disagree: {(set(routes) | set(namespaces)) ^ set(supported)}"
+        )
     specs: list[MethodSpec[Any]] = []
     for method in ALL_CLIENT_REQUEST_METHODS:
+        if method in namespaces:
+            specs.append(namespaces[method])
+            continue
         model = supported.get(method)
         if model is None:
             specs.append(MethodSpec(method, RawParams(), experimental=method in experimental))

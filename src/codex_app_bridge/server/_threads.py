@@ -11,8 +11,8 @@ loaded, unloaded and forgotten by the ``ThreadRegistry`` (``_registry``) alone.
 A thread is *materialized* once a turn has started on it (the real server writes its rollout then):
 before that it is absent from ``thread/list`` and cannot be resumed or forked.
 
-``SettingsOverrides`` are the settings a request may change (thread/start, resume, fork,
-turn/start). ``stored_thread_object`` is the ``Thread`` of a stored thread that is not loaded.
+``SettingsOverrides`` are the settings ``turn/start`` may change (thread/start, resume and fork
+resolve theirs from the config, ``_thread_config``). ``stored_thread_object`` is the ``Thread`` of a stored thread that is not loaded.
 
 Boundary: values only; nothing here reads files or changes a thread's life.
 """
@@ -22,7 +22,7 @@ from __future__ import annotations
 import os
 import time
 from dataclasses import dataclass, field, replace
-from typing import TYPE_CHECKING, Any, Self
+from typing import TYPE_CHECKING, Any
 
 from codex_app_bridge._version import CODEX_PROTOCOL_VERSION
 from codex_app_bridge.protocol.v2 import (
@@ -42,9 +42,9 @@ from codex_app_bridge.protocol.v2 import (
 from codex_app_bridge.server._thread_extras import read_state_json, response_extras, thread_extras
 
 if TYPE_CHECKING:
+    from codex_app_bridge.config import EffectiveConfig
     from codex_app_bridge.listener import ThreadListener
     from codex_app_bridge.protocol.core import EventEnvelope
-    from codex_app_bridge.protocol.v2 import ThreadForkParams, ThreadResumeParams, ThreadStartParams
     from codex_app_bridge.server._runtime import ThreadRuntime
     from codex_app_bridge.sources import SourceDefaults
     from codex_app_bridge.storage import StoredThread
@@ -84,6 +84,8 @@ class ThreadSettings:
     sandbox: SandboxPolicy = field(default_factory=ReadOnlySandboxPolicy)
     reasoning_effort: str | None = None
     service_tier: str | None = None
+    active_permission_profile: dict[str, Any] | None = None
+    """``{"id": ":read-only", ...}`` when no layer or param chose a sandbox (as 0.163.0)."""
 
     def response_fields(self) -> dict[str, Any]:
         """The settings part of a thread/start, thread/resume or thread/fork response."""
@@ -97,12 +99,14 @@ class ThreadSettings:
             "sandbox": self.sandbox,
             "reasoning_effort": self.reasoning_effort,
             **response_extras(self.cwd),
+            "activePermissionProfile": self.active_permission_profile,
         }
 
 
 @dataclass
 class SettingsOverrides:
-    """Settings a request may change (thread/start, resume, fork, turn/start); ``None``: kept."""
+    """Settings ``turn/start`` may change; ``None``: kept (thread/start, resume and fork resolve
+    theirs from the config, ``_thread_config``)."""
 
     cwd: str | None = None
     model: str | None = None
@@ -113,19 +117,6 @@ class SettingsOverrides:
     sandbox_policy: Any = None
     reasoning_effort: str | None = None
     service_tier: str | None = None
-
-    @classmethod
-    def of_thread(cls, params: ThreadStartParams | ThreadResumeParams | ThreadForkParams) -> Self:
-        """The overrides of thread/start, thread/resume and thread/fork (the same fields)."""
-        return cls(
-            cwd=params.cwd,
-            model=params.model,
-            model_provider=params.model_provider,
-            approval_policy=params.approval_policy,
-            approvals_reviewer=params.approvals_reviewer,
-            sandbox_mode=params.sandbox,
-            service_tier=params.service_tier,
-        )
 
     def apply(self, settings: ThreadSettings) -> ThreadSettings:
         cwd = os.path.abspath(self.cwd) if self.cwd else settings.cwd
@@ -172,6 +163,11 @@ class ThreadRecord:
     registry alone changes it)."""
     git_info: GitInfo | None = None
     """As ``thread/metadata/update`` last set it."""
+    config: EffectiveConfig | None = None
+    """The thread's effective config (``config.EffectiveConfig``), resolved by thread/start,
+    resume and fork before its runtime opens a session; ``None`` for a thread read back from
+    storage and not resumed yet. ``turn/start``'s sticky overrides are the model source's to
+    apply (``config.apply_turn_overrides``)."""
 
     def __post_init__(self) -> None:
         if not self.updated_at:
