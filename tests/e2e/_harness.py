@@ -36,6 +36,7 @@ from anyio.streams.memory import MemoryObjectReceiveStream, MemoryObjectSendStre
 from websockets.asyncio.client import ClientConnection, connect, unix_connect
 from websockets.exceptions import ConnectionClosed
 
+from codex_app_bridge.config import ConfigLayers
 from codex_app_bridge.server import BridgeServer
 from codex_app_bridge.sources import DefaultAgent, EventSource, load_script
 from codex_app_bridge.transport import LineSplitter, TransportKind, create_memory_transport_pair
@@ -362,11 +363,14 @@ async def open_bridge(
     outbound_budget: int | None = None,
     idle_unload: float | None = None,
     codex_home: Path | None = None,
+    config: ConfigLayers | None = None,
 ) -> AsyncIterator[Bridge]:
-    """A running bridge of ``kind`` (see the module docstring); ``source``, ``outbound_budget``
-    and ``idle_unload`` (``BridgeServer``'s) are for the in-process kinds only (not stdio);
-    ``codex_home``: threads are stored there (``--codex-home``), on every kind."""
+    """A running bridge of ``kind`` (see the module docstring); ``source``, ``outbound_budget``,
+    ``idle_unload`` and ``config`` (``BridgeServer``'s) are for the in-process kinds only (not
+    stdio); ``codex_home``: threads are stored there (``--codex-home``), on every kind."""
     options: dict[str, Any] = {}
+    if config is not None:
+        options["config"] = config
     if outbound_budget is not None:
         options["outbound_budget"] = outbound_budget
     if idle_unload is not None:

@@ -53,15 +53,15 @@ class ConfigEdit:
     merge_strategy: str = "replace"
 
 
-def _leaves(table: Mapping[str, Any], prefix: tuple[str, ...] = ()) -> list[tuple[str, ...]]:
-    found: list[tuple[str, ...]] = []
-    for key, value in table.items():
-        path = (*prefix, key)
-        if isinstance(value, dict) and value:
-            found.extend(_leaves(cast("dict[str, Any]", value), path))
-        else:
-            found.append(path)
-    return found
+def _leaves(value: Any, prefix: tuple[str, ...] = ()) -> list[tuple[str, ...]]:
+    """The path of every scalar under ``value`` (array members by index), as origins key them."""
+    if isinstance(value, dict) and value:
+        table = cast("dict[str, Any]", value)
+        return [leaf for key, item in table.items() for leaf in _leaves(item, (*prefix, key))]
+    if isinstance(value, list) and value:
+        items = cast("list[Any]", value)
+        return [leaf for i, item in enumerate(items) for leaf in _leaves(item, (*prefix, str(i)))]
+    return [prefix]
 
 
 def _metadata(layer: ConfigLayer) -> dict[str, Any]:
@@ -86,7 +86,8 @@ def read_config(layers: ConfigLayers, *, include_layers: bool = False) -> dict[s
     origins: dict[str, Any] = {}
     for layer in reversed(stack):
         for path in _leaves(layer.config):
-            origins[".".join(path)] = _metadata(layer)
+            if path:
+                origins[".".join(path)] = _metadata(layer)
     result: dict[str, Any] = {"config": render_config(merged), "origins": origins}
     if include_layers:
         result["layers"] = [
