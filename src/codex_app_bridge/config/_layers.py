@@ -525,19 +525,29 @@ class ConfigLayers:
 
     # -- the merged table
 
-    def _checked(self, thread_config: Mapping[str, Any] | None) -> dict[str, Any]:
-        """The merged table, or the first error (file, then value types, in layer order)."""
-        system, user = self.system(), self.user()
-        for layer in (system, user):
+    def _checked(
+        self, thread_config: Mapping[str, Any] | None, *, files: bool = True
+    ) -> dict[str, Any]:
+        """The merged table, or the first error: a file that cannot be read, a value of a file
+        refused (with its position), then a value of the merged table refused (``-c`` and the
+        thread's map are only checked merged, as Codex does), then the settings Codex removed.
+        ``files=False``: the defaults and the ``-c`` overrides only."""
+        file_layers = (self.system(), self.user()) if files else ()
+        for layer in file_layers:
             if layer.error is not None:
                 raise layer.error
-        session = self.session(thread_config)
-        for layer in (system, user, session):
+        for layer in file_layers:
             try:
                 validate(layer.config)
             except SchemaError as exc:
                 raise _schema_error(layer, exc) from None
-        merged = merge_tables(merge_tables(system.config, user.config), session.config)
+        merged: dict[str, Any] = {}
+        for layer in (*file_layers, self.session(thread_config)):
+            merged = merge_tables(merged, layer.config)
+        try:
+            validate(merged)
+        except SchemaError as exc:
+            raise _schema_error(self.session(), exc) from None
         profile = merged.get("profile")
         if isinstance(profile, str):
             raise ConfigError.loading(
@@ -711,19 +721,24 @@ class ConfigLayers:
         for layer in (self.system(), self.user()):
             if layer.config.get("approval_policy") == "untrusted":
                 return _UNTRUSTED
-        session = self.session()
         try:
-            validate(session.config)
-        except SchemaError as exc:
-            return f"{exc.message}\nin `{exc.dotted}`\n"
-        merged = session.config
-        provider_id = merged.get("model_provider") or OPENAI_PROVIDER_ID
-        if provider_id not in self.providers(merged):
-            return f"Model provider `{provider_id}` not found"
+            self.merged()
+        except ConfigError:
+            # Codex falls back to the defaults under the -c overrides; when those fail too it
+            # cannot start
+            try:
+                merged = self._checked(None, files=False)
+            except ConfigError as exc:
+                return exc.plain
+            provider_id = merged.get("model_provider") or OPENAI_PROVIDER_ID
+            if provider_id not in self.providers(merged):
+                return f"Model provider `{provider_id}` not found"
+        session = self.session()
         if strict:
             for layer in (self.user(), self.system()):
-                for path in unknown_keys(layer.config):
-                    where = layer.position(path, key=True)
+                found = [(layer.position(p, key=True), p) for p in unknown_keys(layer.config)]
+                if found:  # the first in the file, as serde meets it
+                    where, path = min(found, key=lambda f: f[0][0] if f[0] else (0, 0))
                     position = "" if where is None else f"{where[0][0]}:{where[0][1]}:"
                     key = ".".join(str(p) for p in path)
                     return f"{layer.file}:{position} unknown configuration field `{key}`"
