@@ -16,6 +16,10 @@ from codex_app_bridge.config import (
     write_api_key,
 )
 
+FALLBACK = (
+    "Model metadata for `{}` not found. Defaulting to fallback metadata; this can degrade "
+    "performance and cause issues."
+)
 MOCK = """model_provider = "mock"
 [model_providers.mock]
 name = "mock"
@@ -288,8 +292,19 @@ def test_a_service_tier_the_model_does_not_advertise_is_dropped_with_a_warning(
 ) -> None:
     config = layers(tmp_path).resolve(ThreadConfigOverrides(model=model, service_tier=tier))
     assert config.service_tier == expected
-    tier_warnings = [w for w in config.warnings if w.startswith("Configured service tier")]
-    assert bool(tier_warnings) is warned
+    normalized = "priority" if tier == "fast" else tier
+    assert config.warnings == (
+        (
+            f"Configured service tier `{normalized}` is not advertised as supported for model "
+            f"`{model}` and will be omitted from requests.",
+        )
+        if warned
+        else ()
+    )
+    # the turns warn of fallback metadata, not of the tier
+    assert apply_turn_overrides(config).warnings == (
+        (FALLBACK.format(model),) if model == "mock-model" else ()
+    )
 
 
 def test_turn_overrides_stick_and_warn_of_fallback_metadata_on_every_turn(

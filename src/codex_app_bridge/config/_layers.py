@@ -329,7 +329,9 @@ class EffectiveConfig:
     model_info: dict[str, Any] | None = None
     """The catalog entry of :attr:`model` (v2 ``Model``), ``None`` for fallback metadata."""
     warnings: tuple[str, ...] = ()
-    """``warning`` texts a thread start reports after ``thread/started``."""
+    """``warning`` texts to send: after ``thread/started`` for :meth:`ConfigLayers.resolve`
+    (ignored keys, a tier the model does not advertise), before the ``turn/start`` answer for
+    :func:`apply_turn_overrides` (a model without catalog metadata, every turn)."""
     raw: dict[str, Any] = field(default_factory=dict[str, Any])
     """The merged TOML table (every layer and the thread's ``config`` map)."""
 
@@ -389,7 +391,9 @@ def apply_turn_overrides(
     personality: str | None = None,
 ) -> EffectiveConfig:
     """``config`` with ``turn/start``'s overrides (sticky: the result is the thread's config for
-    later turns). ``warnings`` then holds what this turn reports (fallback model, tier)."""
+    later turns). ``warnings`` then holds what this turn reports: the fallback-metadata warning
+    of a model outside the catalog, on every turn (0.163.0 sends it before the turn/start
+    answer)."""
     changes: dict[str, Any] = {}
     new_model = model or config.model
     if model:
@@ -415,8 +419,10 @@ def apply_turn_overrides(
         changes["cwd"] = cwd
     if personality is not None:
         changes["personality"] = personality
-    warnings = _model_warnings(new_model, info, model is not None or config.model_from_config)
-    changes["warnings"] = warnings + ((tier_warning,) if tier_warning else ())
+    del tier_warning  # 0.163.0 warns about the tier at thread start only
+    changes["warnings"] = _model_warnings(
+        new_model, info, model is not None or config.model_from_config
+    )
     return dataclasses.replace(config, **changes)
 
 
@@ -597,12 +603,8 @@ class ConfigLayers:
         info = catalog_model(model)
         configured_tier = params.service_tier or merged.get("service_tier")
         tier, tier_warning = _service_tier(configured_tier, model, info)
-        warnings = list(_model_warnings(model, info, model_from_config))
-        if tier_warning:
-            warnings.append(tier_warning)
-        unknown = self.unknown_key_summary(params.config)
-        if unknown:
-            warnings.insert(0, unknown)
+        # a model without catalog metadata is warned about at each turn/start, not here
+        warnings = [w for w in (self.unknown_key_summary(params.config), tier_warning) if w]
         sandbox, profile = self._sandbox(params, merged)
         approval = (
             params.approval_policy
