@@ -7,6 +7,7 @@ import io
 import json
 import signal
 import subprocess
+from pathlib import Path
 
 import anyio
 import orjson
@@ -319,3 +320,57 @@ def test_codex_home_from_the_flag_or_the_environment_stores_threads(
     path = replies(proc.stdout)[2]["result"]["thread"]["path"]  # type: ignore[index]
     assert isinstance(path, str)
     assert path.startswith(f"{home}/sessions/")
+
+
+@pytest.mark.parametrize(
+    ("args", "config", "message"),
+    [
+        (
+            ["-c", "model=5"],
+            None,
+            "Error: invalid type: integer `5`, expected a string\nin `model`",
+        ),
+        (
+            ["-c", "novalue"],
+            None,
+            "Error: error parsing -c overrides: Invalid override (missing '='): novalue",
+        ),
+        (
+            [],
+            'approval_policy = "untrusted"\n',
+            'Error: approval_policy = "untrusted" is no longer supported; remove this setting',
+        ),
+        (
+            ["--strict-config"],
+            "stray = 1\n",
+            "Error: <home>/config.toml:1:1: unknown configuration field `stray`",
+        ),
+    ],
+)
+def test_serve_exits_1_before_reading_stdin_where_codex_refuses_its_config(
+    tmp_path: Path, args: list[str], config: str | None, message: str
+) -> None:
+    if config is not None:
+        (tmp_path / "config.toml").write_text(config, encoding="utf-8")
+    proc = run(["serve", "--codex-home", str(tmp_path), *args], INIT + LIST)
+    assert proc.returncode == 1
+    assert proc.stdout == b""
+    assert proc.stderr.decode().replace(str(tmp_path), "<home>").strip() == message
+
+
+def test_serve_with_a_broken_config_starts_and_warns_after_initialize(tmp_path: Path) -> None:
+    (tmp_path / "config.toml").write_text("model = \n", encoding="utf-8")
+    proc = run(["serve", "--codex-home", str(tmp_path)], INIT + LIST)
+    assert proc.returncode == 0, proc.stderr
+    answers = replies(proc.stdout)
+    assert answers[1] == {
+        "method": "configWarning",
+        "params": {
+            "summary": "Invalid configuration; using defaults.",
+            "details": f"{tmp_path}/config.toml:1:9: string values must be quoted, expected "
+            "literal string",
+            "path": f"{tmp_path}/config.toml",
+            "range": {"start": {"line": 1, "column": 9}, "end": {"line": 1, "column": 9}},
+        },
+        "emittedAtMs": answers[1]["emittedAtMs"],
+    }
