@@ -1,0 +1,11 @@
+"""``codex_app_bridge.config``'s explicit surface: ``__all__`` is what the package exports."""
+
+from __future__ import annotations
+
+import codex_app_bridge.config as config
+
+
+def test_the_config_package_exports_exactly_its_all() -> None:
+    public = {name for name in vars(config) if not name.startswith("_")} - {"annotations"}
+    assert public == set(config.__all__)
+    assert len(config.__all__) == len(set(config.__all__))
