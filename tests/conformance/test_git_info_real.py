@@ -68,9 +68,11 @@ def test_git_info_updates_are_answered_stored_and_shown_as_by_the_real_binary(
     cwd = tmp_path / "work"
     cwd.mkdir()
     with MockModel() as model:
+        # both homes name the mock provider the flows name (the bridge reads config.toml too)
         model.write_config(tmp_path / "real")
+        model.write_config(tmp_path / "bridge")
         theirs = _flow(real_peer, tmp_path / "real", cwd)
-    ours = _flow(bridge_peer, tmp_path / "bridge", cwd)
+        ours = _flow(bridge_peer, tmp_path / "bridge", cwd)
     assert ours == theirs
     last = {"sha": None, "branch": "dev", "originUrl": "https://example.com/r.git"}
     assert theirs[4] == (

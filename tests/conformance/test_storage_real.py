@@ -97,16 +97,18 @@ def test_real_binary_resumes_and_continues_a_thread_the_bridge_server_stored(
 ) -> None:
     home, cwd = tmp_path / "home", tmp_path / "work"
     cwd.mkdir()
-    with bridge_peer(home, cwd) as bridge:
-        # a provider the binary's config knows (it resumes with the stored one)
-        started = bridge.result("thread/start", {"modelProvider": "mock", "model": "mock-model"})
-        thread_id = started["thread"]["id"]
-        bridge.run_turn(thread_id, "first")
-        bridge.run_turn(thread_id, "second")
-        bridge.result("thread/name/set", {"threadId": thread_id, "name": "from the bridge"})
-        ours = bridge.result("thread/read", {"threadId": thread_id, "includeTurns": True})
     with MockModel() as model:
+        # a provider both servers' config knows (the binary resumes with the stored one)
         model.write_config(home)
+        with bridge_peer(home, cwd) as bridge:
+            started = bridge.result(
+                "thread/start", {"modelProvider": "mock", "model": "mock-model"}
+            )
+            thread_id = started["thread"]["id"]
+            bridge.run_turn(thread_id, "first")
+            bridge.run_turn(thread_id, "second")
+            bridge.result("thread/name/set", {"threadId": thread_id, "name": "from the bridge"})
+            ours = bridge.result("thread/read", {"threadId": thread_id, "includeTurns": True})
         with real_peer(home, cwd) as real:
             listed = real.result("thread/list", {})["data"]
             assert [(t["id"], t["path"], t["preview"]) for t in listed] == [

@@ -118,9 +118,11 @@ def test_resume_and_fork_replay_token_usage_where_the_real_binary_does(tmp_path:
     cwd = tmp_path / "work"
     cwd.mkdir()
     with MockModel() as model:
+        # both homes name the mock provider the flow names (the bridge reads config.toml too)
         model.write_config(tmp_path / "real")
+        model.write_config(tmp_path / "bridge")
         real = _flow(real_peer, tmp_path / "real", cwd)
-    ours = _flow(bridge_peer, tmp_path / "bridge", cwd)
+        ours = _flow(bridge_peer, tmp_path / "bridge", cwd)
     assert ours == real
     # what the binary does, spelled out (so that a change on both sides is seen too)
     assert [steps for _method, _params, steps in real] == [

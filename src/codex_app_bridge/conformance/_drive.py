@@ -63,7 +63,7 @@ class Context:
         return peer
 
     async def start_thread(self, **extra: Any) -> str:
-        # model and provider explicit: the bridge does not read CODEX_HOME/config.toml
+        # model and provider explicit, as the capture driver sends them
         params: JsonObject = {
             "approvalPolicy": "never",
             "sandbox": "danger-full-access",

@@ -179,7 +179,9 @@ def run_client(client: str, mock: MockResponses, scratch: Path) -> ClientResult:
     text = "".join(json.dumps(e) + "\n" for e in derived.envelopes)
     script.write_text(text.replace(str(real_base), str(bridge_base)), encoding="utf-8")
     bridge_home = bridge_base / "home"
-    bridge_home.mkdir(parents=True, exist_ok=True)
+    # the same config.toml as the real run (--script still chooses the source): the provider a
+    # flow names must exist for the bridge too, as for the binary
+    write_codex_config(bridge_home, mock.base_url)
     bridge = _run_flow(
         client, bridge_command("--script", str(script), "--pace", "0.02"), bridge_base, bridge_home
     )

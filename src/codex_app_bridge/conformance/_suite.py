@@ -209,6 +209,9 @@ async def run_scenario(
     script.write_text(text.replace(str(real_base), str(bridge_base)), encoding="utf-8")
 
     bridge_home, bridge_work = _layout(bridge_base)
+    # the same config.toml as the real run (--script still chooses the source): the provider
+    # the driver names must exist for the bridge too, as for the binary
+    write_codex_config(bridge_home, mock.base_url)
     src = _SRC
     args = ["--script", str(script)]
     if spec.bridge_pace is not None:
