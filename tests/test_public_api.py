@@ -26,6 +26,7 @@ def test_all_names_are_exported_and_public() -> None:
         "storage",
         "conformance",
         "model",
+        "config",
     }
     assert public <= set(codex_app_bridge.__all__), public - set(codex_app_bridge.__all__)
 
