@@ -590,6 +590,16 @@ class ConfigLayers:
                     providers[provider_id] = provider_from_table(provider_id, settings)
         return providers
 
+    def knows_provider(
+        self, provider_id: str, thread_config: Mapping[str, Any] | None = None
+    ) -> bool:
+        """Whether the built-ins or the config (with a thread's map) define ``provider_id``
+        (``False`` when the config cannot be read)."""
+        try:
+            return provider_id in self.providers(self._checked(thread_config))
+        except ConfigError:
+            return False
+
     def resolve(self, overrides: ThreadConfigOverrides | None = None) -> EffectiveConfig:
         """A thread's effective config; raises :class:`ConfigError` as ``thread/start`` would."""
         params = overrides or ThreadConfigOverrides()

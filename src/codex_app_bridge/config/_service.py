@@ -148,6 +148,13 @@ _LEGACY_PROFILES: Final = (
 )
 
 
+class _Missing:
+    pass
+
+
+_MISSING: Final = _Missing()
+
+
 def _value_at(table: Any, segments: Sequence[str]) -> Any:
     current = table
     for segment in segments:
@@ -164,13 +171,6 @@ def _value_at(table: Any, segments: Sequence[str]) -> Any:
         else:
             return _MISSING
     return current
-
-
-class _Missing:
-    pass
-
-
-_MISSING: Final = _Missing()
 
 
 def _toml_value(value: Any) -> Any:
@@ -289,11 +289,10 @@ def write_config(
             "Configuration was modified since last read. Fetch latest version and retry.",
         )
     user_config = cast("dict[str, Any]", to_toml_copy(user_layer.config))
-    document = user_layer.document if user_layer.text else Document()
-    if document is None:  # tomllib takes the file, our parser does not: no layout to keep
-        document = Document()
-    else:
-        document = parse_document(user_layer.text) if user_layer.text else document
+    if user_layer.text and user_layer.document is None:
+        # tomllib reads the file but our parser does not: refuse rather than lose its layout
+        raise ConfigError(f"failed to load configuration: cannot edit {user_path} in place")
+    document = parse_document(user_layer.text) if user_layer.text else Document()  # a fresh copy
     paths: list[list[str]] = []
     changed = False
     for edit in edits:
@@ -302,12 +301,10 @@ def write_config(
                 "configValidationError", f"unknown merge strategy `{edit.merge_strategy}`"
             )
         segments = _key_path(edit.key_path)
-        if edit.value is not None and segments[0] in ("profile", "profiles"):
-            legacy = _LEGACY_PROFILE if len(segments) == 1 and segments[0] == "profile" else None
-            if legacy is None and segments[0] == "profiles":
-                legacy = _LEGACY_PROFILES
-            if legacy is not None:
-                raise ConfigWriteError("configValidationError", legacy)
+        if edit.value is not None and segments == ["profile"]:
+            raise ConfigWriteError("configValidationError", _LEGACY_PROFILE)
+        if edit.value is not None and segments[0] == "profiles":
+            raise ConfigWriteError("configValidationError", _LEGACY_PROFILES)
         value = None if edit.value is None else _toml_value(edit.value)
         before = _value_at(user_config, segments)
         _merge(user_config, segments, value, edit.merge_strategy)

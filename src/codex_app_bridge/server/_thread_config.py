@@ -72,21 +72,14 @@ def resolve_thread_config(
     A resumed or forked thread keeps its model and provider unless the request names others
     (its provider only when the config knows it: the echo agent's is not a real one)."""
     layers = server.config
-    model = params.model
-    provider = params.model_provider
+    model, provider = params.model, params.model_provider
+    if (
+        previous is not None
+        and provider is None
+        and layers.knows_provider(previous.model_provider, params.config)
+    ):
+        model, provider = model or previous.model, previous.model_provider
     try:
-        if previous is not None and provider is None:
-            try:
-                return layers.resolve(
-                    _overrides(
-                        params,
-                        model=model or previous.model,
-                        provider=previous.model_provider,
-                    )
-                )
-            except ConfigError as exc:
-                if "Model provider" not in exc.detail:
-                    raise
         return layers.resolve(_overrides(params, model=model, provider=provider))
     except ConfigError as exc:
         raise invalid_request(exc.message) from None
