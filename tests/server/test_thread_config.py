@@ -35,7 +35,7 @@ request_max_retries = 2
 
 def _server_record(server: BridgeServer | None, thread_id: str) -> Any:
     assert server is not None
-    record = server.store.get(thread_id)
+    record = server.threads.get(thread_id)
     assert record is not None
     return record
 
