@@ -849,6 +849,24 @@ def _referenced_names(node: ast.stmt, defined: set[str]) -> list[str]:
     return list(found)
 
 
+_LINE = re.compile(r"[^\r\n]*(?:\r\n|\r|\n)|[^\r\n]+")
+"""A line with its end, split as ``ast`` splits source (``\\r\\n``, ``\\r``, ``\\n`` only)."""
+
+
+def _source_segment(lines: list[str], node: ast.stmt) -> str:
+    """``ast.get_source_segment(source, node)`` from the lines of ``source`` split once by
+    ``_LINE`` (the standard function splits the whole source again on every call, character by
+    character: quadratic over the thousand definitions of the stub, 80 s of CPU)."""
+    assert node.end_lineno is not None
+    assert node.end_col_offset is not None
+    first, last = node.lineno - 1, node.end_lineno - 1
+    start = lines[first].encode()[node.col_offset :].decode()
+    if first == last:
+        return lines[first].encode()[node.col_offset : node.end_col_offset].decode()
+    end = lines[last].encode()[: node.end_col_offset].decode()
+    return "".join([start, *lines[first + 1 : last], end])
+
+
 def lazy_module(models: str) -> str:
     """The text of ``_generated.py`` from the text of the stub: one function per definition.
 
@@ -856,25 +874,24 @@ def lazy_module(models: str) -> str:
     The table maps every name, in module order, to its function and the names it refers to.
     """
     tree = ast.parse(models)
+    lines = _LINE.findall(models)
     statements = [node for node in tree.body if _defined_names(node)]
     defined = {name for node in statements for name in _defined_names(node)}
     imports = [
-        ast.get_source_segment(models, node)
+        _source_segment(lines, node)
         for node in tree.body
         if isinstance(node, ast.ImportFrom) and node.module != "__future__"
     ]
     parts = [
         _LAZY_HEADER,
         "from __future__ import annotations\n",
-        *(f"{line}\n" for line in imports if line is not None),
+        *(f"{line}\n" for line in imports),
         "from codex_app_bridge.protocol._lazy import LazyNamespace\n",
     ]
     table: list[str] = []
     for node in statements:
         names = _defined_names(node)
-        source = ast.get_source_segment(models, node)
-        if source is None:
-            raise SystemExit(f"no source for {names}")
+        source = _source_segment(lines, node)
         body = "\n".join(f"    {line}" if line else "" for line in source.splitlines())
         func = f"_define_{names[0]}"
         parts.append(f"\n\ndef {func}() -> None:\n    global {', '.join(names)}\n{body}\n")
