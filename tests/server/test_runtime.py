@@ -30,7 +30,7 @@ from tests.e2e._harness import Session, is_turn_completed, methods, open_bridge
 
 pytestmark = pytest.mark.anyio
 
-TIMEOUT = 20
+TIMEOUT = 60
 DELTAS = 2_000
 
 

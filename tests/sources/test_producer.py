@@ -33,7 +33,7 @@ from tests.e2e._harness import Message, Session, is_turn_completed, open_bridge
 
 ROOT = Path(__file__).resolve().parents[2]
 FAULTS = Path(__file__).with_name("fault_producer.py")
-TIMEOUT = 30
+TIMEOUT = 60
 
 
 class RecordingProducer(ProducerSource):
