@@ -29,7 +29,7 @@ from tests.model.mock_server import (
 
 pytestmark = pytest.mark.anyio
 
-WAIT = 20  # seconds: a generous bound on anything that should take milliseconds
+WAIT = 60  # seconds: a hang guard on anything that should take milliseconds
 
 
 @asynccontextmanager
