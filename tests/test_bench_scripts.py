@@ -89,7 +89,10 @@ REAL_RUNS: dict[str, list[str]] = {
     ],
 }
 
-SLOWEST = {"offline_memory", "startup", "memory", "core_throughput", "first_turn"}
+SLOWEST = {
+    *("model_stream_client", "offline_memory", "startup", "memory"),
+    *("core_throughput", "first_turn"),
+}
 """Queued first, so that the few long runs overlap the many short ones."""
 QUEUED_TIMEOUT = TIMEOUT * math.ceil((len(RUNS) + len(REAL_RUNS)) / WORKERS) + 30
 """The longest a test can wait for its run: every run before it in the queue, each bounded."""
