@@ -113,12 +113,17 @@ class StdioClient:
         argv: Sequence[str],
         env: dict[str, str] | None = None,
         cwd: str | Path | None = None,
+        *,
+        read_log: bool = False,
     ) -> None:
+        """``read_log``: the child's stderr is a pipe that ``read_both_within`` reads too
+        (otherwise it is inherited)."""
         self.spawned_at = time.perf_counter()
         self.proc = subprocess.Popen(
             list(argv),
             stdin=subprocess.PIPE,
             stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE if read_log else None,
             env=env,
             cwd=cwd,
         )
@@ -127,6 +132,7 @@ class StdioClient:
         self.pid = self.proc.pid
         self._in = self.proc.stdin.fileno()
         self._out = self.proc.stdout.fileno()
+        self._err = self.proc.stderr.fileno() if self.proc.stderr is not None else None
         self._buf = b""
         self._next_id = 0
 
@@ -157,10 +163,18 @@ class StdioClient:
             raise EOFError(f"server {self.pid} closed its stdout")
         return chunk
 
-    def read_within(self, timeout: float) -> bytes | None:
-        """The next chunk, or None if nothing arrives within ``timeout`` seconds."""
-        ready, _, _ = select.select([self._out], [], [], timeout)
-        return self.read_chunk() if ready else None
+    def read_both_within(self, timeout: float) -> tuple[bytes, bytes] | None:
+        """The next chunks of stdout and of the log (stderr, with ``read_log``; either may be
+        empty), or None if nothing arrives within ``timeout`` seconds."""
+        fds = [self._out] if self._err is None else [self._out, self._err]
+        ready, _, _ = select.select(fds, [], [], max(timeout, 0.0))
+        if not ready:
+            return None
+        out = self.read_chunk() if self._out in ready else b""
+        log = os.read(self._err, READ_SIZE) if self._err is not None and self._err in ready else b""
+        if self._err is not None and self._err in ready and not log:
+            self._err = None  # the log was closed; stdout tells whether the server is gone
+        return out, log
 
     def send_in_background(self, data: bytes) -> threading.Thread:
         """Write ``data`` from a thread (a server that stops reading cannot block the reader)."""
@@ -246,6 +260,8 @@ class StdioClient:
         finally:
             assert self.proc.stdout is not None
             self.proc.stdout.close()
+            if self.proc.stderr is not None:
+                self.proc.stderr.close()
             with contextlib.suppress(OSError):
                 self.proc.stdin.close()  # type: ignore[union-attr]
 

@@ -47,15 +47,16 @@ class RealServers:
         self.scratch = scratch
         self._count = itertools.count()
 
-    def spawn(self) -> tuple[StdioClient, str]:
-        """A fresh real server (own CODEX_HOME); returns the client and the cwd to start
-        threads in."""
+    def spawn(self, rust_log: str = "error", *, read_log: bool = False) -> tuple[StdioClient, str]:
+        """A fresh real server (own CODEX_HOME, ``RUST_LOG=rust_log``; its stderr piped to the
+        client with ``read_log``); returns the client and the cwd to start threads in."""
         base = self.scratch / f"real-{next(self._count)}"
         work = base / "work"
         work.mkdir(parents=True)
         codex_home = base / "home" / ".codex"
         write_codex_config(codex_home, self.mock.base_url)
-        client = StdioClient(real_codex_command(), codex_env(codex_home, rust_log="error"), work)
+        env = codex_env(codex_home, rust_log=rust_log)
+        client = StdioClient(real_codex_command(), env, work, read_log=read_log)
         return client, str(work)
 
     def spawn_streaming(self, deltas: int) -> tuple[StdioClient, str]:

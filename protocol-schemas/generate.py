@@ -17,10 +17,21 @@ Outputs (committed, never edited by hand):
 * ``protocol-schemas/core/<Name>.json``: the JSON Schemas of our own hand-written core models
   (``codex_app_bridge.protocol.core.core_json_schemas()``).
 
+Every run that writes also writes ``protocol-schemas/RECORD.json``: the sha256 of each input (this
+script, ``PINNED.json``, every module of this package that the core schemas were made from), the
+versions of the tools and libraries that shape the outputs (Python, datamodel-code-generator and
+what it requires, pydantic, ruff and its configuration) and the sha256 of each output. ``--check``
+first compares the tree with that record: when every input, version and output is still the
+recorded one, the outputs are what the generator writes, and it stops there (about a second).
+Anything else (a hand-edited output, a changed schema, model or generator, another library
+version, a missing record) makes it regenerate everything and compare, as ``--check --full``
+always does, so drift is always found; the record only saves the regeneration.
+
 Usage::
 
-    python protocol-schemas/generate.py            # rewrite the outputs
+    python protocol-schemas/generate.py            # rewrite the outputs and the record
     python protocol-schemas/generate.py --check    # exit 1 if an output is out of date
+    python protocol-schemas/generate.py --check --full  # the same, never trusting the record
     python protocol-schemas/generate.py --vendor DIR  # re-vendor a fresh generate-json-schema DIR
 
 The generator is pinned: a different datamodel-code-generator or ruff version is refused, since
@@ -41,6 +52,7 @@ import re
 import subprocess
 import sys
 import tempfile
+import tomllib
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -62,6 +74,8 @@ PINNED_PATH = VENDORED_DIR / "PINNED.json"
 CORE_DIR = SCHEMAS_DIR / "core"
 GENERATED_PATH = ROOT / "src" / "codex_app_bridge" / "protocol" / "v2" / "_generated.py"
 GENERATED_STUB_PATH = GENERATED_PATH.with_suffix(".pyi")
+RECORD_PATH = SCHEMAS_DIR / "RECORD.json"
+PACKAGE = "codex_app_bridge"
 
 V2_BUNDLE = "codex_app_server_protocol.v2.schemas.json"
 FULL_BUNDLE = "codex_app_server_protocol.schemas.json"
@@ -849,6 +863,24 @@ def _referenced_names(node: ast.stmt, defined: set[str]) -> list[str]:
     return list(found)
 
 
+_LINE = re.compile(r"[^\r\n]*(?:\r\n|\r|\n)|[^\r\n]+")
+"""A line with its end, split as ``ast`` splits source (``\\r\\n``, ``\\r``, ``\\n`` only)."""
+
+
+def _source_segment(lines: list[str], node: ast.stmt) -> str:
+    """``ast.get_source_segment(source, node)`` from the lines of ``source`` split once by
+    ``_LINE`` (the standard function splits the whole source again on every call, character by
+    character: quadratic over the thousand definitions of the stub, 80 s of CPU)."""
+    assert node.end_lineno is not None
+    assert node.end_col_offset is not None
+    first, last = node.lineno - 1, node.end_lineno - 1
+    start = lines[first].encode()[node.col_offset :].decode()
+    if first == last:
+        return lines[first].encode()[node.col_offset : node.end_col_offset].decode()
+    end = lines[last].encode()[: node.end_col_offset].decode()
+    return "".join([start, *lines[first + 1 : last], end])
+
+
 def lazy_module(models: str) -> str:
     """The text of ``_generated.py`` from the text of the stub: one function per definition.
 
@@ -856,25 +888,24 @@ def lazy_module(models: str) -> str:
     The table maps every name, in module order, to its function and the names it refers to.
     """
     tree = ast.parse(models)
+    lines = _LINE.findall(models)
     statements = [node for node in tree.body if _defined_names(node)]
     defined = {name for node in statements for name in _defined_names(node)}
     imports = [
-        ast.get_source_segment(models, node)
+        _source_segment(lines, node)
         for node in tree.body
         if isinstance(node, ast.ImportFrom) and node.module != "__future__"
     ]
     parts = [
         _LAZY_HEADER,
         "from __future__ import annotations\n",
-        *(f"{line}\n" for line in imports if line is not None),
+        *(f"{line}\n" for line in imports),
         "from codex_app_bridge.protocol._lazy import LazyNamespace\n",
     ]
     table: list[str] = []
     for node in statements:
         names = _defined_names(node)
-        source = ast.get_source_segment(models, node)
-        if source is None:
-            raise SystemExit(f"no source for {names}")
+        source = _source_segment(lines, node)
         body = "\n".join(f"    {line}" if line else "" for line in source.splitlines())
         func = f"_define_{names[0]}"
         parts.append(f"\n\ndef {func}() -> None:\n    global {', '.join(names)}\n{body}\n")
@@ -965,20 +996,146 @@ def write(expected: dict[Path, str], *, core_present: bool) -> None:
         print(f"removed {stale.relative_to(ROOT)}")
 
 
+# --------------------------------------------------------------------------------------------
+# The record of the last run: what --check compares before it regenerates anything
+# --------------------------------------------------------------------------------------------
+
+_RECORD_NOTE = (
+    "Written by protocol-schemas/generate.py with the outputs: the sha256 of every input and output "
+    "of that run and the versions that shaped them. generate.py --check regenerates nothing while "
+    "all of them still match. Never edit by hand: run generate.py."
+)
+_SHAPING_DISTRIBUTIONS = ("datamodel-code-generator", "pydantic", "pydantic-core", "ruff")
+
+
+def _rel(path: Path) -> str:
+    return path.relative_to(ROOT).as_posix()
+
+
+def _requirement_names(dist: str) -> Iterator[str]:
+    """The distributions ``dist`` requires, extras left out (names as written)."""
+    for requirement in importlib.metadata.requires(dist) or []:
+        if re.search(r"\bextra\b", requirement.partition(";")[2]):
+            continue
+        match = re.match(r"[A-Za-z0-9][A-Za-z0-9._-]*", requirement)
+        if match:
+            yield match.group(0)
+
+
+def environment() -> dict[str, str]:
+    """The versions that shape the outputs: Python, the generator and every installed distribution
+    it requires (transitively), pydantic (the core schemas), ruff and its configuration."""
+    versions: dict[str, str] = {"python": "{}.{}".format(*sys.version_info[:2])}
+    pending = list(_SHAPING_DISTRIBUTIONS)
+    while pending:
+        dist = pending.pop()
+        key = re.sub(r"[-_.]+", "-", dist).lower()
+        if key in versions:
+            continue
+        try:
+            versions[key] = importlib.metadata.version(dist)
+        except importlib.metadata.PackageNotFoundError:
+            continue  # a requirement for another platform or Python
+        pending.extend(_requirement_names(dist))
+    pyproject = tomllib.loads((ROOT / "pyproject.toml").read_text(encoding="utf-8"))
+    ruff_config = json.dumps(pyproject.get("tool", {}).get("ruff", {}), sort_keys=True)
+    versions["ruff configuration (pyproject.toml [tool.ruff], sha256)"] = sha256_bytes(
+        ruff_config.encode("utf-8")
+    )
+    return dict(sorted(versions.items()))
+
+
+def loaded_inputs() -> list[Path]:
+    """This script, PINNED.json (which pins every vendored file) and the source of every module of
+    the package loaded so far (after ``outputs()``: what the core schemas were made from)."""
+    modules: set[Path] = set()
+    for name, module in list(sys.modules.items()):
+        if name != PACKAGE and not name.startswith(f"{PACKAGE}."):
+            continue
+        origin = getattr(module, "__file__", None)
+        if origin is None:
+            continue
+        path = Path(origin).resolve()
+        if not path.is_relative_to(ROOT / "src"):
+            raise SystemExit(f"{name} was imported from {path}, not from {ROOT / 'src'}")
+        modules.add(path)
+    return [Path(__file__).resolve(), PINNED_PATH, *sorted(modules)]
+
+
+def make_record(inputs: list[Path], expected: dict[Path, str]) -> dict[str, Any]:
+    return {
+        "note": _RECORD_NOTE,
+        "environment": environment(),
+        "inputs": {_rel(path): sha256_bytes(path.read_bytes()) for path in inputs},
+        "outputs": {
+            _rel(path): sha256_bytes(text.encode("utf-8"))
+            for path, text in sorted(expected.items())
+        },
+    }
+
+
+def record_differences() -> list[str]:
+    """Why the record cannot vouch for the outputs (empty: every input, version and output is the
+    recorded one, and no core schema is there that the record does not list)."""
+    if not RECORD_PATH.exists():
+        return [f"no {_rel(RECORD_PATH)}"]
+    try:
+        record = json.loads(RECORD_PATH.read_text(encoding="utf-8"))
+        recorded_env: dict[str, str] = record["environment"]
+        files: dict[str, str] = {**record["inputs"], **record["outputs"]}
+        output_names = set(record["outputs"])
+    except (ValueError, KeyError, TypeError):
+        return [f"{_rel(RECORD_PATH)} is not a record generate.py wrote"]
+    differences = [
+        f"{name} {version} (recorded: {recorded_env.get(name, 'none')})"
+        for name, version in environment().items()
+        if recorded_env.get(name) != version
+    ]
+    differences += [
+        f"{name} is no longer used" for name in sorted(set(recorded_env) - set(environment()))
+    ]
+    for rel, digest in files.items():
+        path = ROOT / rel
+        if not path.is_file():
+            differences.append(f"{rel}: missing")
+        elif sha256_bytes(path.read_bytes()) != digest:
+            differences.append(f"{rel}: changed")
+    present = {_rel(path) for path in CORE_DIR.glob("*.json")} if CORE_DIR.exists() else set()
+    differences += [f"{rel}: not recorded" for rel in sorted(present - output_names)]
+    return differences
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--check", action="store_true", help="exit 1 if an output is out of date")
+    parser.add_argument(
+        "--full", action="store_true", help="with --check: regenerate even if the record matches"
+    )
     parser.add_argument("--vendor", type=Path, metavar="DIR", help="re-vendor a schema directory")
     args = parser.parse_args(argv)
     if args.vendor is not None:
         vendor(args.vendor)
     verify_pinned()
     check_tool_versions()
+    if args.check and not args.full:
+        differences = record_differences()
+        if not differences:
+            recorded = len(json.loads(RECORD_PATH.read_text(encoding="utf-8"))["outputs"])
+            print(
+                f"up to date: {recorded} generated file(s), inputs and outputs as recorded in "
+                f"{_rel(RECORD_PATH)}"
+            )
+            return 0
+        print(f"regenerating to compare, the record does not match: {'; '.join(differences)}")
     expected = outputs()
     core_present = any(path.parent == CORE_DIR for path in expected)
     if args.check:
-        return check(expected, core_present=core_present)
+        status = check(expected, core_present=core_present)
+        if status == 0 and not args.full:
+            print(f"(run python protocol-schemas/generate.py to refresh {_rel(RECORD_PATH)})")
+        return status
     write(expected, core_present=core_present)
+    RECORD_PATH.write_text(dump_json_text(make_record(loaded_inputs(), expected)), encoding="utf-8")
     return 0
 
 

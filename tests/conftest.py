@@ -8,12 +8,21 @@ import sys
 from pathlib import Path
 
 import pytest
+from hypothesis import HealthCheck, settings
 
 import codex_app_bridge
 
 DATA_DIR = Path(__file__).parent / "data"
 CAPTURES_DIR = DATA_DIR / "captures"
 CAPTURE_NAMES = sorted(p.name for p in CAPTURES_DIR.iterdir() if p.is_dir())
+
+# Hypothesis times each example (a 200 ms deadline) and the generation of data (the too_slow
+# health check) by the wall clock: on a busy machine a first example that builds models, or a
+# preempted one, fails a correct test. Property tests here check results, never speed.
+settings.register_profile(
+    "codex-app-bridge", deadline=None, suppress_health_check=[HealthCheck.too_slow]
+)
+settings.load_profile("codex-app-bridge")
 
 
 @pytest.fixture

@@ -30,7 +30,7 @@ def post(url: str, payload: object) -> tuple[int, bytes]:
         url, data=json.dumps(payload).encode(), headers={"content-type": "application/json"}
     )
     try:
-        with urllib.request.urlopen(request, timeout=10) as response:
+        with urllib.request.urlopen(request, timeout=60) as response:
             return response.status, response.read()
     except urllib.error.HTTPError as error:
         return error.code, error.read()
@@ -69,7 +69,7 @@ def test_scenario_is_selected_over_http_and_requests_are_logged_since_then() -> 
         assert status == 200
         first, _ = post(mock.base_url + "/responses", {"input": [], "n": 0})
         second, body = post(mock.base_url + "/responses", {"input": [], "n": 1})
-        with urllib.request.urlopen(mock.url + "/_mock/requests", timeout=10) as response:
+        with urllib.request.urlopen(mock.url + "/_mock/requests", timeout=60) as response:
             logged = json.loads(response.read())
         assert post(mock.url + "/_mock/scenario", {"name": "nope"})[0] == 400
     assert (first, second) == (500, 200)
@@ -133,7 +133,7 @@ def test_command_line_prints_its_url_and_serves() -> None:
             line = proc.stdout.readline()
             assert line.startswith("URL http://127.0.0.1:")
             url = line.split()[1]
-            with urllib.request.urlopen(url + "/_mock/health", timeout=10) as response:
+            with urllib.request.urlopen(url + "/_mock/health", timeout=60) as response:
                 assert json.loads(response.read()) == {"ok": True}
         finally:
             proc.terminate()

@@ -6,7 +6,6 @@ earlier turn: that turn's usage), after a resume in a new process with or withou
 
 from __future__ import annotations
 
-import queue
 from pathlib import Path
 from typing import Any
 
@@ -18,34 +17,28 @@ pytestmark = pytest.mark.conformance
 
 USAGE = "thread/tokenUsage/updated"
 KEPT = {USAGE, "thread/started"}
-QUIET = 1.0
-"""Seconds without a message that end a step (the binary replays asynchronously)."""
+CLOSING = {"thread/resume": "thread/goal/cleared", "thread/fork": "thread/started"}
+"""The notification that ends what each step's request sends, on both servers: the binary
+replays token usage after its answer, asynchronously, and before this one. A step waits for it
+(not for a stretch of silence, which a busy machine stretches)."""
 
 
 class _Flow:
-    """One server: every message in arrival order, a step = a request and what follows it."""
+    """One server: every message in arrival order, a step = a request and what follows it, up to
+    the request's closing notification."""
 
     def __init__(self, peer: Peer) -> None:
         self.peer = peer
         self.log: list[dict[str, Any]] = []
         self.live: list[dict[str, Any]] = []  # the last live usage of each turn, in order
 
-    def _drain(self) -> None:
-        peer = self.peer
-        self.log.extend(peer.notifications)
-        peer.notifications.clear()
-        while True:
-            try:
-                message = peer._inbox.get(timeout=QUIET)  # pyright: ignore[reportPrivateUsage]
-            except queue.Empty:
-                return
-            if message is None:
-                return
-            self.log.append(message)
+    def _take(self) -> None:
+        self.log.extend(self.peer.notifications)
+        self.peer.notifications.clear()
 
     def turn(self, thread_id: str, text: str) -> str:
-        turn = self.peer.run_turn(thread_id, text)
-        self._drain()
+        turn = self.peer.run_turn(thread_id, text)  # the turn's usage comes before turn/completed
+        self._take()
         usage = [m["params"] for m in self.log if m.get("method") == USAGE]
         self.live.append(usage[-1])
         return str(turn["id"])
@@ -53,13 +46,16 @@ class _Flow:
     def step(self, method: str, params: dict[str, Any]) -> tuple[dict[str, Any], list[Any]]:
         """(result, [what came after it]): ``response``, ``thread/started`` and each replay
         described by the live usage it repeats (``live[k]``) and whose thread it names."""
-        self._drain()
+        self._take()
         self.log.clear()
         response = self.peer.call(method, params)
         assert "result" in response, response
-        self.log.extend(self.peer.notifications)
-        self.peer.notifications.clear()
-        self._drain()
+        self._take()
+        closing = CLOSING[method]
+        if not any(m.get("method") == closing for m in self.log):
+            last = self.peer.wait_for(closing)
+            self._take()
+            self.log.append(last)
         seen: list[Any] = ["response"]
         result = response["result"]
         for message in self.log:

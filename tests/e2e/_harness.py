@@ -44,7 +44,7 @@ from codex_app_bridge.transport.listen import TcpEndpoint, serve_tcp, serve_unix
 from tests.conftest import bridge_command, bridge_env
 from tests.e2e._schemas import check_server_message
 
-TIMEOUT = 20.0
+TIMEOUT = 60.0
 KINDS = ("memory", "stdio", "unix", "websocket")
 IN_PROCESS_KINDS = ("memory", "unix", "websocket")
 

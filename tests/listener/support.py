@@ -18,7 +18,7 @@ from codex_app_bridge.rpc.outbox import EncodedParams, OutboundNotification
 THREAD = "01a229f2-0000-7000-8000-000000000001"
 TURN = "01a229f2-0000-7000-8000-0000000000aa"
 NOW_MS = 1_796_000_000_000
-TIMEOUT = 10
+TIMEOUT = 60
 
 
 def envelope(msg: dict[str, Any], turn_id: str = TURN) -> EventEnvelope:

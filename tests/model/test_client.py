@@ -14,6 +14,7 @@ import anyio
 import pytest
 
 from codex_app_bridge.model import Endpoint, ModelError, ResponsesClient, backoff_s
+from codex_app_bridge.model import _client as model_client  # pyright: ignore[reportPrivateUsage]
 from tests.conftest import bridge_env
 from tests.model.mock_server import (
     CREATED,
@@ -28,7 +29,7 @@ from tests.model.mock_server import (
 
 pytestmark = pytest.mark.anyio
 
-WAIT = 20  # seconds: a generous bound on anything that should take milliseconds
+WAIT = 60  # seconds: a hang guard on anything that should take milliseconds
 
 
 @asynccontextmanager
@@ -163,7 +164,12 @@ async def test_an_event_of_twenty_megabytes_arrives_whole() -> None:
     assert events[1]["item"]["text"] == text
 
 
-async def test_a_completed_answer_leaves_its_connection_to_the_next_request() -> None:
+async def test_a_completed_answer_leaves_its_connection_to_the_next_request(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    # The tail (the chunked end) follows at once; a busy machine may still deliver it after the
+    # 50 ms the client waits for it, which would close the connection: here it may wait longer.
+    monkeypatch.setattr(model_client, "TAIL_WAIT_S", WAIT)
     kept = Step.events(CREATED, delta("a"), completed(), keep_alive=True)
     async with serving(kept) as (server, client):
         for _ in range(3):
@@ -318,11 +324,12 @@ async def test_each_event_restarts_the_idle_timer_even_one_that_is_skipped() -> 
     slow = [
         sse(CREATED),
         b"data: not json\n\n",
-        *(sse(delta(str(i))) for i in range(6)),
+        *(sse(delta(str(i))) for i in range(48)),
         sse(completed()),
     ]
-    # 8 pauses of 0.1 s: the stream lasts longer than the idle timeout, no gap is as long
-    async with serving(Step(chunks=slow, delay_s=0.1), idle_s=0.6) as (_, client):
+    # 50 pauses of 0.05 s: the stream lasts longer than the idle timeout, and a gap would have
+    # to grow 40 times (a stalled machine) to be as long
+    async with serving(Step(chunks=slow, delay_s=0.05), idle_s=2.0) as (_, client):
         events = await collect(client)
     assert events[-1] == completed()
 

@@ -3,12 +3,14 @@ schema is what PINNED.json pins, and its normalisation steps do what they claim.
 
 from __future__ import annotations
 
+import hashlib
 import importlib.util
 import json
 import shutil
 import subprocess
 import sys
 import tomllib
+from collections.abc import Callable
 from pathlib import Path
 from types import ModuleType
 from typing import Any
@@ -29,17 +31,170 @@ def gen() -> ModuleType:
     return module
 
 
-def test_generate_check_passes_on_the_committed_tree() -> None:
-    result = subprocess.run(
-        [sys.executable, str(SCRIPT), "--check"],
+GENERATE_TIMEOUT = 600
+"""A whole regeneration: about 15 s of CPU (datamodel-codegen, ruff, the core schemas)."""
+
+
+def _generate(root: Path, *args: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [sys.executable, str(root / "protocol-schemas" / "generate.py"), *args],
         capture_output=True,
         text=True,
-        timeout=300,
-        cwd=ROOT,
+        timeout=GENERATE_TIMEOUT,
+        cwd=root,
         check=False,
     )
+
+
+def _load(script: Path) -> ModuleType:
+    spec = importlib.util.spec_from_file_location(f"generate_{abs(hash(script))}", script)
+    assert spec is not None
+    assert spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+@pytest.fixture(scope="module")
+def generated_copy(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """A copy of what the generator reads and writes, regenerated once by the copy's own
+    ``generate.py`` (its ROOT is the copy), which also writes the copy's record."""
+    root = tmp_path_factory.mktemp("tree")
+    ignore = shutil.ignore_patterns("__pycache__")
+    shutil.copytree(ROOT / "protocol-schemas", root / "protocol-schemas", ignore=ignore)
+    shutil.copytree(ROOT / "src", root / "src", ignore=ignore)
+    shutil.copy2(ROOT / "pyproject.toml", root / "pyproject.toml")
+    result = _generate(root)
     assert result.returncode == 0, result.stdout + result.stderr
-    assert "up to date" in result.stdout
+    return root
+
+
+GENERATED_FILES = [
+    "src/codex_app_bridge/protocol/v2/_generated.py",
+    "src/codex_app_bridge/protocol/v2/_generated.pyi",
+    *(
+        f"protocol-schemas/core/{p.name}"
+        for p in sorted((ROOT / "protocol-schemas/core").iterdir())
+    ),
+]
+
+
+def test_the_committed_outputs_are_what_the_generator_writes(generated_copy: Path) -> None:
+    for rel in GENERATED_FILES:
+        assert (generated_copy / rel).read_bytes() == (ROOT / rel).read_bytes(), rel
+    record = json.loads((generated_copy / "protocol-schemas/RECORD.json").read_text("utf-8"))
+    assert sorted(record["outputs"]) == sorted(GENERATED_FILES)
+
+
+def test_check_trusts_a_matching_record_without_regenerating(generated_copy: Path) -> None:
+    result = _generate(generated_copy, "--check")
+    assert result.returncode == 0, result.stdout + result.stderr
+    assert result.stdout == (
+        "up to date: 9 generated file(s), inputs and outputs as recorded in "
+        "protocol-schemas/RECORD.json\n"
+    )
+
+
+def test_check_regenerates_and_fails_on_a_hand_edited_output(generated_copy: Path) -> None:
+    """The one regeneration shows the edit, and only it: every other output is still what the
+    generator writes."""
+    path = generated_copy / "src/codex_app_bridge/protocol/v2/_generated.pyi"
+    original = path.read_text(encoding="utf-8")
+    edited = original.replace("class Turn(WireModel):", "class Turn(WireModel):  # edited", 1)
+    assert edited != original
+    path.write_text(edited, encoding="utf-8")
+    try:
+        result = _generate(generated_copy, "--check")
+    finally:
+        path.write_text(original, encoding="utf-8")
+    assert result.returncode == 1, result.stdout + result.stderr
+    lines = result.stdout.splitlines()
+    assert lines[0] == (
+        "regenerating to compare, the record does not match: "
+        "src/codex_app_bridge/protocol/v2/_generated.pyi: changed"
+    )
+    assert [line for line in lines if line.endswith(": out of date")] == [
+        "src/codex_app_bridge/protocol/v2/_generated.pyi: out of date"
+    ]
+    assert "-class Turn(WireModel):  # edited" in lines
+    assert "+class Turn(WireModel):" in lines
+
+
+def _repin(root: Path, rel: str) -> None:
+    vendored = root / "protocol-schemas/codex-app-server/0.163.0"
+    pinned_path = vendored / "PINNED.json"
+    pinned = json.loads(pinned_path.read_text(encoding="utf-8"))
+    digest = hashlib.sha256((vendored / rel).read_bytes()).hexdigest()
+    pinned["files"][rel] = digest
+    pinned_path.write_text(json.dumps(pinned, indent=2) + "\n", encoding="utf-8")
+
+
+def _schema_changed(root: Path) -> None:
+    path = root / "protocol-schemas/codex-app-server/0.163.0/v2/TurnStartResponse.json"
+    schema = json.loads(path.read_text(encoding="utf-8"))
+    schema["required"] = [*schema.get("required", []), "extra"]
+    path.write_text(json.dumps(schema, indent=2) + "\n", encoding="utf-8")
+    _repin(root, "v2/TurnStartResponse.json")
+
+
+def _append(rel: str, text: str) -> Callable[[Path], None]:
+    def change(root: Path) -> None:
+        with (root / rel).open("a", encoding="utf-8") as f:
+            f.write(text)
+
+    return change
+
+
+def _remove(rel: str) -> Callable[[Path], None]:
+    return lambda root: (root / rel).unlink()
+
+
+def _write(rel: str, text: str) -> Callable[[Path], None]:
+    return lambda root: (root / rel).write_text(text, encoding="utf-8")
+
+
+@pytest.mark.parametrize(
+    ("change", "difference"),
+    [
+        (_schema_changed, "protocol-schemas/codex-app-server/0.163.0/PINNED.json: changed"),
+        (_append("protocol-schemas/generate.py", "\nX = 1\n"), "protocol-schemas/generate.py: changed"),
+        (
+            _append("src/codex_app_bridge/protocol/core/_turn_item.py", "\nX = 1\n"),
+            "src/codex_app_bridge/protocol/core/_turn_item.py: changed",
+        ),
+        (_append("pyproject.toml", "\n[tool.ruff.format]\nquote-style = 'single'\n"), "ruff configuration"),
+        (_remove("protocol-schemas/core/TurnItem.json"), "protocol-schemas/core/TurnItem.json: missing"),
+        (_write("protocol-schemas/core/Extra.json", "{}\n"), "protocol-schemas/core/Extra.json: not recorded"),
+        (_remove("protocol-schemas/RECORD.json"), "no protocol-schemas/RECORD.json"),
+        (_write("protocol-schemas/RECORD.json", "[]\n"), "is not a record generate.py wrote"),
+    ],
+    ids=["schema", "generator", "core model", "ruff config", "core output gone", "core output added", "no record", "bad record"],
+)  # fmt: skip
+def test_the_record_no_longer_matches_after_any_change_to_what_shapes_the_outputs(
+    generated_copy: Path, tmp_path: Path, change: Callable[[Path], None], difference: str
+) -> None:
+    """Each of these sends ``--check`` to the regeneration (shown above to find drift)."""
+    root = tmp_path / "tree"
+    shutil.copytree(generated_copy, root)
+    gen = _load(root / "protocol-schemas" / "generate.py")
+    assert gen.record_differences() == []
+    change(root)
+    differences = gen.record_differences()
+    assert any(difference in d for d in differences), differences
+
+
+def test_the_record_no_longer_matches_under_another_library_version(
+    generated_copy: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    gen = _load(generated_copy / "protocol-schemas" / "generate.py")
+    assert gen.record_differences() == []
+    real_version = gen.importlib.metadata.version
+
+    def version(dist: str) -> str:
+        return "99.0" if dist == "pydantic" else real_version(dist)
+
+    monkeypatch.setattr(gen.importlib.metadata, "version", version)
+    assert [d for d in gen.record_differences() if d.startswith("pydantic 99.0 (recorded: ")]
 
 
 def test_check_reports_drift_with_a_diff_and_passes_when_equal(

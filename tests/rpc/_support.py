@@ -33,7 +33,7 @@ from codex_app_bridge.rpc import (
 )
 from codex_app_bridge.transport import OutboundItem, TransportStreams, create_memory_transport_pair
 
-TIMEOUT = 10
+TIMEOUT = 60
 
 
 class Params(BaseModel):

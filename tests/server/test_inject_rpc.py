@@ -12,7 +12,7 @@ from tests.e2e._harness import Session, _stdio_bridge, is_turn_completed  # pyri
 
 pytestmark = pytest.mark.anyio
 
-TIMEOUT = 30
+TIMEOUT = 60
 
 
 def _envelope(turn_id: str, msg: dict[str, Any]) -> dict[str, Any]:

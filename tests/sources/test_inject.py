@@ -15,7 +15,7 @@ from tests.e2e._harness import Session, is_turn_completed, methods, open_bridge
 
 pytestmark = pytest.mark.anyio
 
-TIMEOUT = 20
+TIMEOUT = 60
 
 
 def _message(thread_id: str, turn_id: str, kind: str, text: str | None) -> dict[str, Any]:

@@ -173,7 +173,7 @@ def test_two_writers_on_one_file_interleave_whole_lines(tmp_path: Path) -> None:
     barrier = threading.Barrier(2)
 
     def run(writer: RolloutWriter) -> None:
-        barrier.wait(timeout=10)
+        barrier.wait(timeout=60)
         for _ in range(50):
             for event in events:
                 writer.append_event(event)

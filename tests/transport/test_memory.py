@@ -11,7 +11,7 @@ from codex_app_bridge.transport import DecodeError, create_memory_transport_pair
 
 pytestmark = pytest.mark.anyio
 
-TIMEOUT = 10
+TIMEOUT = 60
 
 
 async def test_messages_arrive_decoded_in_both_directions() -> None:

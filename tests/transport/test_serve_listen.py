@@ -22,7 +22,7 @@ from codex_app_bridge.cli import build_parser
 from codex_app_bridge.cli._serve import StartError, serve_settings
 from tests.conftest import bridge_command, bridge_env
 
-TIMEOUT = 30
+TIMEOUT = 60
 INIT = {"id": 1, "method": "initialize", "params": {"clientInfo": {"name": "t", "version": "1"}}}
 
 

@@ -18,7 +18,7 @@ import pytest
 from codex_app_bridge.transport import DecodeError, stdio_transport
 from tests.conftest import bridge_env
 
-TIMEOUT = 30
+TIMEOUT = 60
 SERVER = Path(__file__).with_name("stdio_server_main.py")
 TWENTY_MIB = 20 * 1024 * 1024
 

@@ -1,8 +1,10 @@
 """The client side of every conformance scenario: the same requests to any stdio server.
 
 Role: one scenario = what a client does (``thread/start``, ``turn/start``, ``turn/interrupt``,
-``thread/revert``, ``thread/fork``, answering server requests) and waits for (``turn/completed``),
-with a timeout on every wait. :func:`run_session` plays it against one server process (the real
+``thread/revert``, ``thread/fork``, answering server requests) and waits for (``turn/completed``,
+the notification that ends what a request sends), with a timeout on every wait. Nothing waits
+for a stretch of silence: a scenario names the last message it expects, so a busy machine makes
+it slower, never different. :func:`run_session` plays it against one server process (the real
 binary or the bridge) and keeps what came back: every message, the thread ids, and a final
 ``thread/read`` of each thread. A scenario with ``listen`` runs the server on a unix socket
 (``--listen unix://PATH``) instead of stdio, and may open more clients on it
@@ -89,12 +91,16 @@ class Context:
         return str(result["turn"]["id"]), completed
 
 
-def _turn_completed(thread_id: str) -> Callable[[JsonObject], bool]:
+def _notification(method: str, thread_id: str) -> Callable[[JsonObject], bool]:
     def match(message: JsonObject) -> bool:
         params: JsonObject = message.get("params") or {}
-        return message.get("method") == "turn/completed" and params.get("threadId") == thread_id
+        return message.get("method") == method and params.get("threadId") == thread_id
 
     return match
+
+
+def _turn_completed(thread_id: str) -> Callable[[JsonObject], bool]:
+    return _notification("turn/completed", thread_id)
 
 
 Play = Callable[[Context], Awaitable[None]]
@@ -167,8 +173,11 @@ async def _two_clients(ctx: Context) -> None:
     thread_id = await ctx.start_thread()
     await ctx.run_turn(thread_id, "First question, from A")
     bob = await ctx.open_client("B")
+    # what the resume sends B (the replayed token usage, then thread/goal/cleared, which ends it
+    # on both servers) comes before the next turn
+    resumed = bob.expect(_notification("thread/goal/cleared", thread_id))
     ctx.notes["resume"] = await bob.request_raw("thread/resume", {"threadId": thread_id})
-    await bob.settle()  # what the resume sends B comes before the next turn on both servers
+    await bob.wait(resumed, TURN_TIMEOUT_S)
     bob_done = bob.expect(_turn_completed(thread_id))
     await ctx.run_turn(thread_id, "Second question, from A")
     await bob.wait(bob_done, TURN_TIMEOUT_S)
@@ -357,12 +366,9 @@ async def run_session(
         try:
             with anyio.fail_after(timeout_s):
                 await peer.initialize()
-                await spec.play(ctx)
-                await peer.settle()
+                await spec.play(ctx)  # it ends on the last message it expects
         except (PeerError, TimeoutError) as exc:
             error = f"{type(exc).__name__}: {exc}"
-        for other in ctx.clients.values():
-            await other.settle(limit=2.0)
         ctx.notes["reads_from"] = len(peer.received)
         marks = {name: len(other.received) for name, other in ctx.clients.items()}
         reads: dict[str, JsonObject] = {}
@@ -372,7 +378,6 @@ async def run_session(
                 reads[thread_id] = await peer.request_raw("thread/read", params, 30)
             except (PeerError, TimeoutError) as exc:
                 reads[thread_id] = {"error": {"driver": str(exc)}}
-        await peer.settle(limit=1.0)
         clients = {
             name: ClientRecord(list(other.received), list(other.sent), marks[name])
             for name, other in ctx.clients.items()

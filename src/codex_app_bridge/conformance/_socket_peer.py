@@ -34,7 +34,7 @@ from codex_app_bridge.conformance.real_codex import (
 
 __all__ = ["SocketPeer", "listening_server"]
 
-CONNECT_TIMEOUT_S: Final = 30.0
+CONNECT_TIMEOUT_S: Final = 60.0
 _RETRY_S: Final = 0.05
 
 

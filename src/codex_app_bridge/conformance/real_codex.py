@@ -355,12 +355,3 @@ class StdioPeer:
         )
         await self.notify("initialized")
         return result
-
-    async def settle(self, quiet: float = 0.3, limit: float = 5.0) -> None:
-        """Wait until the server has written nothing for ``quiet`` seconds (at most ``limit``):
-        for trailing notifications that follow a turn's completion."""
-        deadline = anyio.current_time() + limit
-        seen = -1
-        while len(self.received) != seen and anyio.current_time() < deadline:
-            seen = len(self.received)
-            await anyio.sleep(min(quiet, max(0.0, deadline - anyio.current_time())))
