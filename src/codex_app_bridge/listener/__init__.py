@@ -13,7 +13,11 @@ from codex_app_bridge.listener._hub import (
     ThreadListener,
     UnsubscribeStatus,
 )
-from codex_app_bridge.listener._read_state import ReadState, read_state_of_history
+from codex_app_bridge.listener._read_state import (
+    ReadState,
+    read_state_of_history,
+    read_state_of_turns,
+)
 from codex_app_bridge.listener._reducer import reduce
 from codex_app_bridge.listener._state import (
     REQUEST_EVENT_TYPES,
@@ -43,5 +47,6 @@ __all__ = [
     "TurnSummary",
     "UnsubscribeStatus",
     "read_state_of_history",
+    "read_state_of_turns",
     "reduce",
 ]

@@ -37,7 +37,7 @@ from codex_app_bridge.protocol.v2 import (
     TurnThreadUnreadPosition,
 )
 
-__all__ = ["READ_STATE_CHANGED", "ReadState", "read_state_of_history"]
+__all__ = ["READ_STATE_CHANGED", "ReadState", "read_state_of_history", "read_state_of_turns"]
 
 READ_STATE_CHANGED: Final = "thread/readState/changed"
 _REVISIONS: Final = uuid.UUID("6f1d3c52-4e0a-4c38-9d55-2b8a7f0e9a11")
@@ -93,3 +93,17 @@ def read_state_of_history(thread_id: str, history: Iterable[EventEnvelope]) -> R
         if isinstance(msg, TaskCompleteEvent):
             state = state.after_turn(thread_id, msg.turn_id or envelope.id)
     return state
+
+
+def read_state_of_turns(
+    thread_id: str, first_completed: str | None, last_completed: str | None
+) -> ReadState:
+    """The read state of a thread whose first and last turns that ended (completed or failed)
+    are these (``None``: none ended): what :func:`read_state_of_history` folds its events to,
+    from what a stored thread's index keeps instead of its events."""
+    if last_completed is None:
+        return ReadState()
+    return ReadState(
+        first_unread=first_completed,
+        revision=_revision(thread_id, f"turn:{last_completed}"),
+    )

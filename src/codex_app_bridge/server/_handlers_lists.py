@@ -7,7 +7,10 @@ Rules (0.163.0, probed on the binary with scratch homes):
   ``modelProviders``, ``sourceKinds`` (default: the interactive ``cli`` and ``vscode``),
   ``originators``, ``excludedThreadIds``, ``searchTerm`` (in the name or preview, case-folded);
   ``sectionId`` matches nothing (no sections here). Sorting and cursors: ``storage.page_threads``;
-  each listed thread's read state goes in ``readStates``.
+  each listed thread's read state goes in ``readStates``. ``limit``: 25 when absent, else
+  clamped to 1..100. Stored threads are filtered and sorted
+  by what the index keeps of them (``storage.ThreadRow``); only the rows of the page are read
+  again, as they are now (``ThreadRegistry.stored_page``).
 * ``thread/loaded/list``: the loaded thread ids in creation order, paged by an id cursor (answered
   from memory, without a task: ``Immediate``).
 
@@ -16,8 +19,8 @@ Boundary: what a request means and answers; the threads are the registry's.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from datetime import UTC, datetime
+from operator import attrgetter
 from typing import TYPE_CHECKING, Any, Final
 
 from codex_app_bridge.protocol.v2 import (
@@ -31,7 +34,13 @@ from codex_app_bridge.rpc import RequestContext
 from codex_app_bridge.server._errors import invalid_cursor
 from codex_app_bridge.server._thread_extras import list_extras
 from codex_app_bridge.server._threads import THREAD_SOURCE, ThreadRecord
-from codex_app_bridge.storage import InvalidCursor, StoredThread, page_threads
+from codex_app_bridge.storage import (
+    InvalidCursor,
+    RowFilter,
+    ThreadRow,
+    cursor_position,
+    page_threads,
+)
 
 if TYPE_CHECKING:
     from codex_app_bridge.server._services import ServerServices
@@ -39,28 +48,37 @@ if TYPE_CHECKING:
 __all__ = ["THREAD_LIST_DEFAULT_LIMIT", "ThreadListHandlers"]
 
 THREAD_LIST_DEFAULT_LIMIT: Final = 25
+THREAD_LIST_MAX_LIMIT: Final = 100
+"""0.163.0 clamps ``limit`` to 1..100."""
 _INTERACTIVE_SOURCES: Final = frozenset({"cli", "vscode"})
-
-
-@dataclass(frozen=True)
-class _Row:
-    """One thread/list candidate: a loaded thread (``record``) or a stored one (``stored``)."""
-
-    thread_id: str
-    cwd: str
-    model_provider: str | None
-    source_kind: str
-    originator: str | None
-    text: str
-    created_at: str
-    updated_at: str
-    record: ThreadRecord | None = None
-    stored: StoredThread | None = None
+_CREATED_KEY: Final = attrgetter("created_key", "thread_id")
+_UPDATED_KEY: Final = attrgetter("updated_key", "thread_id")
+_CREATED_STAMP: Final = attrgetter("created_at")
+_UPDATED_STAMP: Final = attrgetter("updated_at")
 
 
 def _iso(seconds: int) -> str:
     moment = datetime.fromtimestamp(seconds, UTC)
     return f"{moment:%Y-%m-%dT%H:%M:%S}.000Z"
+
+
+def _loaded_row(record: ThreadRecord) -> ThreadRow:
+    """A loaded thread as ``thread/list`` filters and sorts it, like a stored one."""
+    created, updated = _iso(record.created_at), _iso(record.updated_at)
+    return ThreadRow(
+        thread_id=record.id,
+        archived=False,
+        cwd=record.settings.cwd,
+        model_provider=record.settings.model_provider,
+        source_kind=THREAD_SOURCE,
+        originator=record.originator,
+        name=record.name,
+        preview=record.preview,
+        created_at=created,
+        updated_at=updated,
+        created_key=record.created_at * 1_000_000,
+        updated_key=record.updated_at * 1_000_000,
+    )
 
 
 def _page(ids: list[str], cursor: str | None, limit: int | None) -> tuple[list[str], str | None]:
@@ -82,88 +100,63 @@ class ThreadListHandlers:
     def __init__(self, server: ServerServices) -> None:
         self.server = server
 
-    def _rows(self, archived: bool, stored_threads: list[StoredThread]) -> list[_Row]:
-        threads = self.server.threads
-        rows: dict[str, _Row] = {}
-        if not archived:
-            for record in threads.listed():
-                rows[record.id] = _Row(
-                    thread_id=record.id,
-                    cwd=record.settings.cwd,
-                    model_provider=record.settings.model_provider,
-                    source_kind=THREAD_SOURCE,
-                    originator=record.originator,
-                    text=(record.name or "") + "\n" + record.preview,
-                    created_at=_iso(record.created_at),
-                    updated_at=_iso(record.updated_at),
-                    record=record,
-                )
-        for stored in stored_threads:
-            if stored.archived != archived or stored.thread_id in rows:
-                continue
-            if threads.get(stored.thread_id) is not None:
-                continue  # loaded but without a turn yet: not listed
-            rows[stored.thread_id] = _Row(
-                thread_id=stored.thread_id,
-                cwd=stored.meta.cwd,
-                # a rollout without one is the default provider's (shown and filtered so)
-                model_provider=stored.meta.model_provider or threads.defaults.model_provider,
-                source_kind=stored.source_kind,
-                originator=stored.meta.originator,
-                text=(stored.name or "") + "\n" + stored.preview,
-                created_at=stored.created_at,
-                updated_at=stored.updated_at,
-                stored=stored,
-            )
-        return list(rows.values())
-
-    async def _listed(self, row: _Row) -> tuple[Thread, dict[str, Any]]:
-        """A listed row's ``Thread`` and read state."""
-        if row.record is not None:
-            return row.record.thread(listed=True), row.record.read_state()
-        assert row.stored is not None
-        threads = self.server.threads
-        return await threads.stored_thread(row.stored), await threads.stored_read_state(row.stored)
-
     async def thread_list(
         self, ctx: RequestContext, params: ThreadListParams
     ) -> ThreadListResponse:
-        stored = await self.server.threads.stored_threads()
-        rows = self._rows(bool(params.archived), stored)
-        if params.cwd is not None:
-            wanted = {params.cwd} if isinstance(params.cwd, str) else set(params.cwd)
-            rows = [row for row in rows if row.cwd in wanted]
-        # 0.163.0: absent or null lists only its configured provider's threads, [] every
-        # provider's; the bridge, which has no configuration of its own, lists every provider's
-        # for both (README "Known differences")
-        if params.model_providers:
-            providers = set(params.model_providers)
-            rows = [row for row in rows if row.model_provider in providers]
-        kinds = set(params.source_kinds or ()) or _INTERACTIVE_SOURCES
-        rows = [row for row in rows if row.source_kind in kinds]
-        if params.excluded_thread_ids:
-            excluded = set(params.excluded_thread_ids)
-            rows = [row for row in rows if row.thread_id not in excluded]
-        if params.originators:
-            originators = set(params.originators)
-            rows = [row for row in rows if row.originator in originators]
-        if params.search_term:
-            term = params.search_term.casefold()
-            rows = [row for row in rows if term in row.text.casefold()]
-        if params.section_id is not None:
-            rows = []
+        threads = self.server.threads
         by_updated = params.sort_key in ("updated_at", "recency_at")
+        limit = (
+            THREAD_LIST_DEFAULT_LIMIT
+            if params.limit is None
+            else min(max(params.limit, 1), THREAD_LIST_MAX_LIMIT)
+        )
+        cwds = None if params.cwd is None else params.cwd
+        where = RowFilter(
+            archived=bool(params.archived),
+            cwds=None if cwds is None else frozenset([cwds] if isinstance(cwds, str) else cwds),
+            # 0.163.0: absent or null lists only its configured provider's threads, [] every
+            # provider's; the bridge, which has no configuration of its own, lists every
+            # provider's for both (README "Known differences"). A rollout without a provider
+            # is the default provider's (shown and filtered so).
+            providers=frozenset(params.model_providers) if params.model_providers else None,
+            default_provider=threads.defaults.model_provider,
+            source_kinds=frozenset(params.source_kinds or ()) or _INTERACTIVE_SOURCES,
+            originators=frozenset(params.originators) if params.originators else None,
+            excluded=frozenset(params.excluded_thread_ids or ()),
+            search=params.search_term.casefold() if params.search_term else None,
+        )
         try:
-            page = page_threads(
-                rows,
-                lambda row: (row.updated_at if by_updated else row.created_at, row.thread_id),
-                direction=params.sort_direction,
-                cursor=params.cursor,
-                limit=params.limit or THREAD_LIST_DEFAULT_LIMIT,
-            )
+            after = None if params.cursor is None else cursor_position(params.cursor)
         except InvalidCursor as exc:
             raise invalid_cursor(exc.cursor) from None
-        listed = [await self._listed(row) for row in page.rows]
+        rows: list[ThreadRow] = []
+        if params.section_id is None:  # no sections here: a section holds nothing
+            rows = [row for row in map(_loaded_row, threads.listed()) if where.matches(row)]
+            rows += await threads.stored_rows(
+                where,
+                by_updated=by_updated,
+                descending=params.sort_direction != "asc",
+                after=after,
+                limit=limit + 1,
+            )
+        page = page_threads(
+            rows,
+            _UPDATED_KEY if by_updated else _CREATED_KEY,
+            _UPDATED_STAMP if by_updated else _CREATED_STAMP,
+            direction=params.sort_direction,
+            cursor=params.cursor,
+            limit=limit,
+        )
+        stored = await threads.stored_page(
+            [row.thread_id for row in page.rows if threads.get(row.thread_id) is None]
+        )
+        listed: list[tuple[Thread, dict[str, Any]]] = []
+        for row in page.rows:
+            record = threads.get(row.thread_id)
+            if record is not None:
+                listed.append((record.thread(listed=True), record.read_state()))
+            elif row.thread_id in stored:  # else gone since it was listed
+                listed.append(stored[row.thread_id])
         return ThreadListResponse(
             data=[thread for thread, _ in listed],
             **list_extras({thread.id: read_state for thread, read_state in listed}),

@@ -318,7 +318,7 @@ class ThreadHandlers:
             turns = build_turns(lines, interrupt_stale=True)
         return ThreadReadResponse(
             thread=await threads.stored_thread(stored, turns),
-            **read_extras(await threads.stored_read_state(stored)),
+            **read_extras(threads.stored_read_state(stored)),
         )
 
     def thread_unsubscribe(

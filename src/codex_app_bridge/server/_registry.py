@@ -36,18 +36,19 @@ from __future__ import annotations
 import logging
 from collections.abc import Callable, Iterator
 from functools import partial
+from pathlib import Path
 from typing import TYPE_CHECKING, Any, Final, cast
 
 import anyio
 import anyio.to_thread
 
-from codex_app_bridge.listener import read_state_of_history
+from codex_app_bridge.listener import read_state_of_history, read_state_of_turns
 from codex_app_bridge.protocol import core
 from codex_app_bridge.protocol.v2 import AskForApproval, GitInfo, Thread, Turn
 from codex_app_bridge.server._ids import new_uuid7
 from codex_app_bridge.server._pages import HistoryPages, positioned_events
 from codex_app_bridge.server._runtime import HISTORY_EVENT_TYPES, ThreadRuntime
-from codex_app_bridge.server._stored import envelopes_of
+from codex_app_bridge.server._stored import byte_offset_of, envelopes_of
 from codex_app_bridge.server._thread_extras import read_state_json
 from codex_app_bridge.server._threads import ThreadRecord, ThreadSettings, stored_thread_object
 from codex_app_bridge.sources import TURN_START_TYPES, SessionConfig, open_session
@@ -57,7 +58,7 @@ if TYPE_CHECKING:
     from codex_app_bridge.rpc import ServerRequests
     from codex_app_bridge.server._stored import ThreadStorage
     from codex_app_bridge.sources import CoreSession, EventSource, SourceDefaults, TurnSource
-    from codex_app_bridge.storage import StoredThread, ThreadCatalog
+    from codex_app_bridge.storage import RowFilter, StoredThread, ThreadCatalog, ThreadRow
 
 __all__ = ["ThreadRegistry"]
 
@@ -75,9 +76,9 @@ def _names_turn(msg: core.EventMsg, turn_id: str) -> bool:
 def _stored_settings(stored: StoredThread, defaults: SourceDefaults) -> ThreadSettings:
     """The settings a stored thread is loaded with (its last turn's, as its rollout says)."""
     settings = ThreadSettings(
-        cwd=stored.meta.cwd,
+        cwd=stored.cwd,
         model=stored.model or defaults.model,
-        model_provider=stored.meta.model_provider or defaults.model_provider,
+        model_provider=stored.model_provider or defaults.model_provider,
         reasoning_effort=stored.reasoning_effort,
     )
     if stored.approval_policy in _PLAIN_APPROVAL_POLICIES:
@@ -193,7 +194,7 @@ class ThreadRegistry:
             id=thread_id,
             settings=_stored_settings(stored, self.defaults),
             listener=self.hub.create_thread(thread_id),
-            originator=stored.meta.originator,
+            originator=stored.originator,
             forked_from_id=stored.forked_from_id,
             name=stored.name,
             git_info=git_info,
@@ -273,7 +274,13 @@ class ThreadRegistry:
                 None,
             )
             if ordinal is not None:
-                self.storage.revert(record, ordinal)
+                path = Path(record.path or "")
+                try:
+                    offset = await anyio.to_thread.run_sync(byte_offset_of, path, ordinal)
+                except OSError as exc:
+                    logger.warning("thread %s: %s", record.id, exc)
+                else:
+                    self.storage.revert(record, ordinal, offset)
         runtime.truncate_history(cut)
         # turns_started still counts every turn/start (a source's turn index): the n-th
         # turn/start after a revert plays recorded turn n, and a fork continues from there
@@ -312,6 +319,8 @@ class ThreadRegistry:
         return open_session(self.source, config)
 
     # ------------------------------------------------------------------ stored threads
+    # Every read of the files runs in a worker thread: a slow or large home never holds up
+    # the event loop, and so another client's request (the catalog is safe to share).
 
     def _catalog(self) -> ThreadCatalog:
         if self.storage is None:
@@ -320,14 +329,54 @@ class ThreadRegistry:
 
     async def find_stored(self, thread_id: str) -> StoredThread | None:
         """The stored thread with this id, archived or not (``None``: none, or not stored)."""
-        return None if self.storage is None else self.storage.catalog.find(thread_id)
+        if self.storage is None:
+            return None
+        return await anyio.to_thread.run_sync(self.storage.catalog.find, thread_id)
 
-    async def stored_threads(self) -> list[StoredThread]:
-        """Every stored thread, archived ones included."""
+    async def stored_rows(
+        self,
+        where: RowFilter,
+        *,
+        by_updated: bool,
+        descending: bool,
+        after: tuple[int, str | None] | None,
+        limit: int,
+    ) -> list[ThreadRow]:
+        """Stored threads this process does not know, as ``thread/list`` filters and sorts
+        them (``storage.ThreadCatalog.rows``): at most ``limit``, in order, from ``after``."""
         if self.storage is None:
             return []
-        # reading the rollouts (the first time, or after they changed) is blocking file I/O
-        return await anyio.to_thread.run_sync(self.storage.catalog.threads)
+        rows = partial(
+            self.storage.catalog.rows,
+            where,
+            by_updated=by_updated,
+            descending=descending,
+            after=after,
+            limit=limit,
+            skip=frozenset(self._records),
+        )
+        return await anyio.to_thread.run_sync(rows)
+
+    async def stored_page(self, thread_ids: list[str]) -> dict[str, tuple[Thread, dict[str, Any]]]:
+        """The v2 ``Thread`` s and read states of stored threads that are not loaded, as their
+        files are now (those still stored), in one read."""
+        if self.storage is None or not thread_ids:
+            return {}
+        catalog = self.storage.catalog
+
+        def read() -> tuple[dict[str, StoredThread], dict[str, dict[str, str | None]]]:
+            found = catalog.find_many(thread_ids)
+            infos = catalog.git_infos() if found else {}
+            return found, infos
+
+        found, infos = await anyio.to_thread.run_sync(read)
+        return {
+            thread_id: (
+                self._stored_thread_object(stored, infos.get(thread_id)),
+                self.stored_read_state(stored),
+            )
+            for thread_id, stored in found.items()
+        }
 
     async def stored_history(self, stored: StoredThread) -> list[core.RolloutLine] | None:
         """A stored thread's rollout lines, resolved through its history bases (``None``: its
@@ -335,7 +384,7 @@ class ThreadRegistry:
         if self.storage is None:
             return None
         try:
-            return self.storage.catalog.history(stored)
+            return await anyio.to_thread.run_sync(self.storage.catalog.history, stored)
         except LookupError as exc:
             logger.warning("thread %s: %s", stored.thread_id, exc)
             return None
@@ -352,19 +401,26 @@ class ThreadRegistry:
 
     async def stored_git_info(self, thread_id: str) -> GitInfo | None:
         """A stored thread's git info, as ``thread/metadata/update`` last set it."""
-        info = None if self.storage is None else self.storage.catalog.git_infos().get(thread_id)
+        if self.storage is None:
+            return None
+        info = await anyio.to_thread.run_sync(self.storage.catalog.git_info, thread_id)
         return None if info is None else GitInfo.model_validate(info)
 
-    async def stored_read_state(self, stored: StoredThread) -> dict[str, Any]:
-        """The read state of a thread that is not loaded, rebuilt from its rollout."""
-        lines = await self.stored_history(stored) or []
-        history = read_state_of_history(stored.thread_id, envelopes_of(lines))
-        return read_state_json(stored.thread_id, history)
+    def stored_read_state(self, stored: StoredThread) -> dict[str, Any]:
+        """The read state of a thread that is not loaded, as its rollout leads to it."""
+        state = read_state_of_turns(stored.thread_id, stored.first_completed, stored.last_completed)
+        return read_state_json(stored.thread_id, state)
 
     async def stored_thread(self, stored: StoredThread, turns: list[Turn] | None = None) -> Thread:
         """The v2 ``Thread`` of a stored thread that is not loaded."""
         git_info = await self.stored_git_info(stored.thread_id)
         return stored_thread_object(stored, self.defaults, git_info=git_info, turns=turns)
+
+    def _stored_thread_object(
+        self, stored: StoredThread, git_info: dict[str, str | None] | None
+    ) -> Thread:
+        info = None if git_info is None else GitInfo.model_validate(git_info)
+        return stored_thread_object(stored, self.defaults, git_info=info)
 
     async def history_pages(self, thread_id: str) -> HistoryPages | None:
         """A thread's history as pages (``None``: no such thread).

@@ -48,7 +48,7 @@ from codex_app_bridge.storage import (
     session_meta,
 )
 
-__all__ = ["ThreadStorage", "envelopes_of"]
+__all__ = ["ThreadStorage", "byte_offset_of", "envelopes_of"]
 
 _log = logging.getLogger(__name__)
 
@@ -88,7 +88,7 @@ def turn_context(record: ThreadRecord, started: core.EventMsg) -> core.TurnConte
     return core.TurnContextItem.model_validate(payload)
 
 
-def _byte_offset_of(path: Path, ordinal: int) -> int:
+def byte_offset_of(path: Path, ordinal: int) -> int:
     """Where the first line at or past ``ordinal`` starts in a rollout (its size if none)."""
     offset = 0
     with path.open("rb") as lines:
@@ -134,6 +134,7 @@ class ThreadStorage:
         for writer in self._writers.values():
             writer.close()
         self._writers.clear()
+        self.catalog.close()
 
     # ------------------------------------------------------------------ writing
 
@@ -161,10 +162,11 @@ class ThreadStorage:
         if writer is not None:
             return writer
         stored = self._resume_at.get(record.id)
+        noted = self.catalog.index.noted_append
         if stored is not None:
-            loaded = self.catalog.load(stored.path)
-            next_ordinal = 0 if loaded is None else loaded.next_ordinal
-            writer = RolloutWriter.reopen(stored.path, next_ordinal=next_ordinal)
+            writer = RolloutWriter.reopen(
+                stored.path, next_ordinal=stored.next_ordinal, on_write=noted
+            )
             del self._resume_at[record.id]
         else:
             now = self._planned.get(record.id) or datetime.now(UTC)
@@ -177,7 +179,7 @@ class ThreadStorage:
                 forked_from_id=record.forked_from_id,
             )
             path = self.home.new_rollout_path(record.id, now.astimezone())
-            writer = RolloutWriter.create(path, meta, now=now)
+            writer = RolloutWriter.create(path, meta, now=now, on_write=noted)
             self._planned.pop(record.id, None)
         self._writers[record.id] = writer
         record.path = str(writer.path)
@@ -211,16 +213,16 @@ class ThreadStorage:
             warning = WarningNotification(message=message, thread_id=thread_id)
             self._broadcast("warning", dump_json(warning))
 
-    def revert(self, record: ThreadRecord, end_ordinal: int) -> None:
+    def revert(self, record: ThreadRecord, end_ordinal: int, offset: int) -> None:
         """Persist a revert as 0.163.0 does: a new segment of the thread whose history is the
-        current rollout's lines below ``end_ordinal``; later lines go to the segment."""
+        current rollout's lines below ``end_ordinal`` (which end at byte ``offset``,
+        :func:`byte_offset_of`); later lines go to the segment."""
         if record.ephemeral or record.path is None:
             return
         current = Path(record.path)
         name = parse_rollout_name(current.name)
-        if name is None or not current.exists():
-            return  # nothing stored yet: the in-memory cut is all there is
-        offset = _byte_offset_of(current, end_ordinal)
+        if name is None:
+            return
         now = datetime.now(UTC)
         segment_id = str(uuid7())
         meta = session_meta(
@@ -236,7 +238,13 @@ class ThreadStorage:
             },
         )
         path = self.home.new_rollout_path(record.id, now.astimezone(), segment_id)
-        writer = RolloutWriter.create(path, meta, first_ordinal=end_ordinal, now=now)
+        writer = RolloutWriter.create(
+            path,
+            meta,
+            first_ordinal=end_ordinal,
+            now=now,
+            on_write=self.catalog.index.noted_append,
+        )
         old = self._writers.pop(record.id, None)
         if old is not None:
             old.close()

@@ -251,8 +251,7 @@ def stored_thread_object(
 ) -> Thread:
     """The v2 ``Thread`` of a stored thread that is not loaded (``defaults``: what a rollout
     that names no model or provider stands for)."""
-    meta = stored.meta
-    source: Any = meta.source if isinstance(meta.source, str) else THREAD_SOURCE
+    source: Any = stored.source if isinstance(stored.source, str) else THREAD_SOURCE
     return Thread(
         id=stored.thread_id,
         session_id=stored.thread_id,
@@ -262,7 +261,7 @@ def stored_thread_object(
         ephemeral=False,
         project_id=None,
         history_mode="paginated",
-        model_provider=meta.model_provider or defaults.model_provider,
+        model_provider=stored.model_provider or defaults.model_provider,
         model=stored.model or defaults.model,
         reasoning_effort=stored.reasoning_effort,
         created_at=stored.created_at_s,
@@ -270,9 +269,9 @@ def stored_thread_object(
         recency_at=stored.updated_at_s,
         status=NotLoadedThreadStatus(),
         path=str(stored.path),
-        cwd=meta.cwd,
-        cli_version=meta.cli_version or CODEX_PROTOCOL_VERSION,
-        originator=meta.originator,
+        cwd=stored.cwd,
+        cli_version=stored.cli_version or CODEX_PROTOCOL_VERSION,
+        originator=stored.originator,
         source=source,
         thread_source=None,
         agent_nickname=None,
@@ -280,5 +279,5 @@ def stored_thread_object(
         git_info=git_info,
         name=stored.name,
         turns=turns or [],
-        **thread_extras(meta.cwd, loaded=False),
+        **thread_extras(stored.cwd, loaded=False),
     )

@@ -1,18 +1,27 @@
 """Storage layer: threads persisted to ``CODEX_HOME`` as Codex 0.163.0 lays them out.
 
 Role: the persistence policy (which events a rollout holds), the on-disk layout
-(``sessions/YYYY/MM/DD/rollout-<timestamp>-<thread id>.jsonl``), an append-only rollout writer
-and a reader/catalog over stored threads. Boundary: file I/O and rollout lines only; it knows
-nothing of connections or JSON-RPC. The server owns the writers of its loaded threads and turns
+(``sessions/YYYY/MM/DD/rollout-<timestamp>-<thread id>.jsonl``), an append-only rollout writer,
+a tolerant reader, and a catalog over stored threads backed by an index of the rollouts (a cache
+kept current by the writer and checked against the files, ``INDEX_FILE``). Boundary: file I/O and
+rollout lines only; it knows nothing of connections or JSON-RPC. The server owns the writers of its loaded threads and turns
 :class:`StorageError` into client errors.
 """
 
 from __future__ import annotations
 
-from codex_app_bridge.storage._catalog import StoredThread, ThreadCatalog, parse_rollout_timestamp
+from codex_app_bridge.storage._catalog import (
+    RowFilter,
+    StoredThread,
+    ThreadCatalog,
+    ThreadRow,
+    parse_rollout_timestamp,
+    timestamp_micros,
+)
 from codex_app_bridge.storage._errors import RolloutUnavailable, StorageError
 from codex_app_bridge.storage._layout import (
     ARCHIVED_SESSIONS_SUBDIR,
+    INDEX_FILE,
     SESSION_INDEX_FILE,
     SESSIONS_SUBDIR,
     CodexHome,
@@ -20,13 +29,14 @@ from codex_app_bridge.storage._layout import (
     parse_rollout_name,
     rollout_file_name,
 )
-from codex_app_bridge.storage._paging import InvalidCursor, Page, page_threads
+from codex_app_bridge.storage._paging import InvalidCursor, Page, cursor_position, page_threads
 from codex_app_bridge.storage._policy import PERSISTED_EVENT_TYPES, is_persisted_event_type
 from codex_app_bridge.storage._reader import LoadedRollout, load_rollout, parse_rollout_bytes
 from codex_app_bridge.storage._writer import RolloutWriter, rollout_timestamp, session_meta
 
 __all__ = [
     "ARCHIVED_SESSIONS_SUBDIR",
+    "INDEX_FILE",
     "PERSISTED_EVENT_TYPES",
     "SESSIONS_SUBDIR",
     "SESSION_INDEX_FILE",
@@ -37,9 +47,12 @@ __all__ = [
     "RolloutName",
     "RolloutUnavailable",
     "RolloutWriter",
+    "RowFilter",
     "StorageError",
     "StoredThread",
     "ThreadCatalog",
+    "ThreadRow",
+    "cursor_position",
     "is_persisted_event_type",
     "load_rollout",
     "page_threads",
@@ -49,4 +62,5 @@ __all__ = [
     "rollout_file_name",
     "rollout_timestamp",
     "session_meta",
+    "timestamp_micros",
 ]

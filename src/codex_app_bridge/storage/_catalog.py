@@ -1,42 +1,74 @@
-"""The catalog of stored threads under a ``CODEX_HOME``: scan, find, load, name, archive, delete.
+"""The catalog of stored threads under a ``CODEX_HOME``: list, find, read, name, archive, delete.
 
 * A thread is the set of rollout files named after its id (its first rollout plus the revert
   segments, ``_layout``); its *current* file (``Thread.path``) is the one whose ``session_meta``
   is the newest. Its history is that file resolved through its chain of ``history_base`` s
   (``mapping.resolve_rollout_history``), bases found by rollout id anywhere in the home.
-* The summary ``thread/list`` shows (:class:`StoredThread`) comes from the resolved lines: the
-  first file's ``session_meta`` (cwd, originator, source, provider, fork origin), the newest
-  ``thread_settings_applied`` / ``turn_context`` (model, reasoning effort; the last
-  ``turn_context``'s approval policy and reviewer), the first user message
-  (preview), the file's modification time (``updatedAt``) and the name from ``session_index.jsonl``.
-  Summaries are cached by (path, size, mtime), so a listing reads only files that changed.
+* What ``thread/list`` shows of it (:class:`ThreadRow`, :class:`StoredThread`) comes from the
+  facts of its files (``_facts``) kept by the rollout index (``_index``): the first file's
+  ``session_meta`` (cwd, originator, source, provider, fork origin, ``createdAt``), the current
+  file's modification time (``updatedAt``) and the fold of its lines, resolved through its bases
+  when it has some: the first user message (preview), the newest ``thread_settings_applied`` /
+  ``turn_context`` (model, reasoning effort), the last ``turn_context``'s approval policy and
+  reviewer, the first and last turn that ended (the read state). Names come from
+  ``session_index.jsonl``, git info from ``GIT_INFO_FILE``, both read as they grow.
 * A file without a ``session_meta`` or whose name is not a rollout name is not a thread.
+* Every method may be called from any thread (the server calls the readers from worker threads,
+  off its event loop); one lock keeps the index consistent. Writes (names, git info, moves,
+  removals) happen where they are asked for and are told to the index, which never waits for
+  them (``_index``).
 
 Boundary: file I/O under one home; no JSON-RPC. Failures to write or move raise ``StorageError``.
 """
 
 from __future__ import annotations
 
+import fcntl
 import logging
 import os
-from collections.abc import Iterator, Mapping, Sequence
+import sqlite3
+import threading
+from collections import OrderedDict
+from collections.abc import Callable, Collection, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
+from functools import cached_property
 from pathlib import Path
-from typing import Any, cast
+from typing import Any, Final, NamedTuple, TypeVar, cast
 
 import orjson
 
 from codex_app_bridge.mapping.thread_history import resolve_rollout_history
 from codex_app_bridge.protocol import core
 from codex_app_bridge.storage._errors import RolloutUnavailable, StorageError
-from codex_app_bridge.storage._layout import CodexHome, RolloutName, parse_rollout_name
+from codex_app_bridge.storage._facts import RolloutFacts
+from codex_app_bridge.storage._index import STAMP_SLACK_US, IndexedFile, RolloutIndex
+from codex_app_bridge.storage._layout import (
+    GIT_INFO_FILE,
+    SESSION_INDEX_FILE,
+    CodexHome,
+    parse_rollout_name,
+)
 from codex_app_bridge.storage._reader import LoadedRollout, load_rollout
 from codex_app_bridge.storage._writer import rollout_timestamp
 
-__all__ = ["StoredThread", "ThreadCatalog", "parse_rollout_timestamp"]
+__all__ = [
+    "RowFilter",
+    "StoredThread",
+    "ThreadCatalog",
+    "ThreadRow",
+    "parse_rollout_timestamp",
+    "timestamp_micros",
+]
 
 _log = logging.getLogger(__name__)
+
+_FILL_BATCH: Final = 128
+"""Files never read that a listing reads at a time before it looks again whether it can stop."""
+_PARSED_FILES: Final = 4
+"""Rollouts kept parsed (the last ones read in full: a thread being paged)."""
+
+V = TypeVar("V")
 
 
 def parse_rollout_timestamp(value: str) -> datetime | None:
@@ -48,6 +80,113 @@ def parse_rollout_timestamp(value: str) -> datetime | None:
     return moment if moment.tzinfo is not None else moment.replace(tzinfo=UTC)
 
 
+def timestamp_micros(value: str) -> int:
+    """An RFC 3339 timestamp as microseconds since the epoch (0 if it is not one): the sort
+    key of ``thread/list``."""
+    moment = parse_rollout_timestamp(value)
+    if moment is None:
+        return 0
+    delta = moment - datetime(1970, 1, 1, tzinfo=UTC)
+    return (delta.days * 86_400 + delta.seconds) * 1_000_000 + delta.microseconds
+
+
+def _source_kind(source: object) -> str:
+    """``ThreadSourceKind`` of a ``session_meta.source`` (sub-agents and unknowns folded)."""
+    if isinstance(source, str):
+        return {"mcp": "appServer", "app_server": "appServer"}.get(source, source)
+    if isinstance(source, dict) and "subagent" in source:
+        return "subAgent"
+    return "unknown"
+
+
+class ThreadRow(NamedTuple):
+    """What ``thread/list`` filters and sorts a stored thread by, without reading it again."""
+
+    thread_id: str
+    archived: bool
+    cwd: str
+    model_provider: str | None
+    source_kind: str
+    originator: str | None
+    name: str | None
+    preview: str
+    created_at: str
+    """``session_meta.timestamp`` of its first file, as written."""
+    updated_at: str
+    """Its current file's modification time (RFC 3339, UTC, milliseconds)."""
+    created_key: int
+    """``created_at`` as :func:`timestamp_micros`."""
+    updated_key: int
+
+    @property
+    def text(self) -> str:
+        """What ``searchTerm`` looks in."""
+        return (self.name or "") + "\n" + self.preview
+
+
+@dataclass(frozen=True)
+class RowFilter:
+    """Which rows ``thread/list`` asks for (``None``: no filter on that field)."""
+
+    archived: bool = False
+    cwds: frozenset[str] | None = None
+    providers: frozenset[str] | None = None
+    default_provider: str | None = None
+    """What a rollout without a provider counts as."""
+    source_kinds: frozenset[str] | None = None
+    originators: frozenset[str] | None = None
+    excluded: frozenset[str] = frozenset()
+    search: str | None = None
+    """A case-folded term looked for in the name and preview."""
+
+    def matches(self, row: ThreadRow) -> bool:
+        return (
+            row.archived == self.archived
+            and (self.cwds is None or row.cwd in self.cwds)
+            and (
+                self.providers is None
+                or (row.model_provider or self.default_provider) in self.providers
+            )
+            and (self.source_kinds is None or row.source_kind in self.source_kinds)
+            and (self.originators is None or row.originator in self.originators)
+            and row.thread_id not in self.excluded
+            and (self.search is None or self.search in row.text.casefold())
+        )
+
+    def where(
+        self, key: str, after: tuple[int, str | None] | None, descending: bool
+    ) -> tuple[str, list[object]]:
+        """The SQL condition on the ``threads`` table (all but ``excluded`` and ``search``)."""
+        clauses = ["archived = ?"]
+        params: list[object] = [int(self.archived)]
+
+        def among(column: str, values: frozenset[str]) -> None:
+            clauses.append(f"{column} IN ({', '.join('?' * len(values))})")
+            params.extend(sorted(values))
+
+        if self.cwds is not None:
+            among("cwd", self.cwds)
+        if self.providers is not None:
+            params.append(self.default_provider)
+            clauses.append(
+                f"COALESCE(model_provider, ?) IN ({', '.join('?' * len(self.providers))})"
+            )
+            params.extend(sorted(self.providers))
+        if self.source_kinds is not None:
+            among("source_kind", self.source_kinds)
+        if self.originators is not None:
+            among("originator", self.originators)
+        if after is not None:
+            at, thread_id = after
+            if thread_id is None:
+                clauses.append(f"{key} {'<=' if descending else '>='} ?")
+                params.append(at)
+            else:
+                clauses.append(f"({key}, thread_id) {'<' if descending else '>'} (?, ?)")
+                params.extend((at, thread_id))
+        return " AND ".join(clauses), params
+
+
 @dataclass(frozen=True)
 class StoredThread:
     """What the catalog knows of one stored thread without building its turns."""
@@ -57,8 +196,8 @@ class StoredThread:
     """The current rollout file (``Thread.path``)."""
     files: tuple[Path, ...]
     archived: bool
-    meta: core.SessionMeta
-    """The ``session_meta`` of the thread's first rollout."""
+    meta_fields: Mapping[str, Any]
+    """The ``session_meta`` payload of the thread's first rollout (no ``base_instructions``)."""
     created_at: str
     """``session_meta.timestamp`` (RFC 3339, UTC, milliseconds): the sort key of ``created_at``."""
     updated_at: str
@@ -71,96 +210,112 @@ class StoredThread:
     """The last ``turn_context``'s ``approval_policy`` when it is a plain mode (not granular)."""
     approvals_reviewer: str | None = None
     """The last ``turn_context``'s ``approvals_reviewer``."""
+    first_completed: str | None = None
+    """The first turn that ended (``task_complete``): the read state's first unread."""
+    last_completed: str | None = None
+    """The last turn that ended: the read state's revision."""
+    next_ordinal: int = 0
+    """The ordinal the next line appended to ``path`` gets."""
+
+    @cached_property
+    def meta(self) -> core.SessionMeta:
+        """The first rollout's ``session_meta`` (``base_instructions`` left out)."""
+        return core.SessionMeta.model_validate(dict(self.meta_fields))
+
+    @property
+    def cwd(self) -> str:
+        return cast("str", self.meta_fields["cwd"])
+
+    @property
+    def originator(self) -> str:
+        return cast("str", self.meta_fields["originator"])
+
+    @property
+    def model_provider(self) -> str | None:
+        return cast("str | None", self.meta_fields.get("model_provider"))
+
+    @property
+    def cli_version(self) -> str:
+        return cast("str", self.meta_fields["cli_version"])
+
+    @property
+    def source(self) -> object:
+        return self.meta_fields.get("source", "vscode")
 
     @property
     def created_at_s(self) -> int:
-        moment = parse_rollout_timestamp(self.created_at)
-        return 0 if moment is None else int(moment.timestamp())
+        return timestamp_micros(self.created_at) // 1_000_000
 
     @property
     def updated_at_s(self) -> int:
-        moment = parse_rollout_timestamp(self.updated_at)
-        return 0 if moment is None else int(moment.timestamp())
+        return timestamp_micros(self.updated_at) // 1_000_000
 
     @property
     def forked_from_id(self) -> str | None:
-        return self.meta.forked_from_id
+        return cast("str | None", self.meta_fields.get("forked_from_id"))
 
     @property
     def source_kind(self) -> str:
         """``ThreadSourceKind`` of the ``session_meta.source`` (sub-agents and unknowns folded)."""
-        source = self.meta.source
-        if isinstance(source, str):
-            return {"mcp": "appServer", "app_server": "appServer"}.get(source, source)
-        if isinstance(source, dict) and "subagent" in source:
-            return "subAgent"
-        return "unknown"
+        return _source_kind(self.source)
 
 
-@dataclass(frozen=True)
-class _File:
-    path: Path
-    name: RolloutName
-    archived: bool
+# ---------------------------------------------------------------------------- the logs
 
 
-def _user_text(item: core.UserMessageItem) -> str:
-    parts = [piece.text for piece in item.content if isinstance(piece, core.TextUserInput)]
-    return "\n".join(parts)
+def _append_line(path: Path, record: dict[str, Any]) -> tuple[int, bytes, int, int]:
+    """Append one JSON line to an append-only log: a whole-line write under ``flock``, after a
+    newline if the file ends in a torn line (a crashed writer's bytes stay a line of their
+    own). ``(start, bytes written, size, mtime_ns)``; ``StorageError`` if it fails."""
+    line = orjson.dumps(record) + b"\n"
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        fd = os.open(path, os.O_RDWR | os.O_APPEND | os.O_CREAT | os.O_CLOEXEC, 0o644)
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX)
+            start = os.fstat(fd).st_size
+            if start and os.pread(fd, 1, start - 1) != b"\n":
+                line = b"\n" + line
+            written = os.write(fd, line)
+            if written != len(line):
+                raise OSError(28, f"short write ({written} of {len(line)} bytes)")
+            stat = os.fstat(fd)
+        finally:
+            os.close(fd)  # closing releases the lock
+    except OSError as exc:
+        raise StorageError("append to", path, exc) from exc
+    return start, line, stat.st_size, stat.st_mtime_ns
 
 
-def _summary_fields(lines: Sequence[core.RolloutLine]) -> tuple[str, str | None, str | None]:
-    """``(preview, model, reasoning_effort)`` of a thread's resolved lines."""
-    preview: str | None = None
-    model: str | None = None
-    effort: str | None = None
-    for line in lines:
-        if isinstance(line, core.EventMsgLine):
-            msg = line.payload
-            if preview is None and isinstance(msg, core.ItemCompletedEvent):
-                if isinstance(msg.item, core.UserMessageItem):
-                    preview = _user_text(msg.item)
-            elif preview is None and isinstance(msg, core.UserMessageEvent):
-                preview = msg.message
-            elif msg.type == "thread_settings_applied":
-                settings = (msg.model_extra or {}).get("thread_settings")
-                if isinstance(settings, Mapping):
-                    values = cast("Mapping[str, Any]", settings)
-                    if isinstance(values.get("model"), str):
-                        model = values["model"]
-                    effort = _reasoning_effort(values, effort)
-        elif isinstance(line, core.TurnContextLine):
-            model = line.payload.model
-            extra = line.payload.model_extra or {}
-            if isinstance(extra.get("effort"), str):
-                effort = cast("str", extra["effort"])
-    return preview or "", model, effort
+def _name_of(record: dict[str, Any]) -> str | None:
+    name = record.get("thread_name")
+    return name if isinstance(name, str) else None
 
 
-def _approvals(lines: Sequence[core.RolloutLine]) -> tuple[str | None, str | None]:
-    """``(approval_policy, approvals_reviewer)`` of the last ``turn_context`` line."""
-    for line in reversed(lines):
-        if isinstance(line, core.TurnContextLine):
-            policy = line.payload.approval_policy
-            reviewer = (line.payload.model_extra or {}).get("approvals_reviewer")
-            return (
-                policy if isinstance(policy, str) else None,
-                reviewer if isinstance(reviewer, str) else None,
-            )
-    return None, None
+def _git_info_of(record: dict[str, Any]) -> dict[str, str | None] | None:
+    info = record.get("git_info")
+    if not isinstance(info, dict):
+        return None
+    values = cast("dict[str, Any]", info)
+    return {
+        key: values[key] if isinstance(values.get(key), str) else None
+        for key in ("sha", "branch", "originUrl")
+    }
 
 
-def _reasoning_effort(settings: Mapping[str, Any], current: str | None) -> str | None:
-    if "reasoning_effort" in settings:
-        value = settings["reasoning_effort"]
-        return value if isinstance(value, str) else None
-    mode = settings.get("collaboration_mode")
-    if isinstance(mode, Mapping):
-        inner = cast("Mapping[str, Any]", mode).get("settings")
-        if isinstance(inner, Mapping):
-            value = cast("Mapping[str, Any]", inner).get("reasoning_effort")
-            return value if isinstance(value, str) else None
-    return current
+def _micros_stamp(mtime_ns: int) -> str:
+    seconds, nanos = divmod(mtime_ns, 1_000_000_000)
+    return rollout_timestamp(
+        datetime.fromtimestamp(seconds, UTC).replace(microsecond=nanos // 1000)
+    )
+
+
+# ---------------------------------------------------------------------------- the catalog
+
+_ROW_COLUMNS: Final = (
+    "thread_id, archived, cwd, model_provider, source_kind, originator, name, preview, "
+    "created_at, updated_at, created_key, updated_key"
+)
 
 
 class ThreadCatalog:
@@ -168,215 +323,438 @@ class ThreadCatalog:
 
     def __init__(self, home: CodexHome) -> None:
         self.home = home
-        self._loaded: dict[Path, tuple[tuple[int, int], LoadedRollout]] = {}
+        self.index = RolloutIndex(home)
+        self._lock = threading.RLock()
+        self._resolved: dict[str, tuple[tuple[tuple[str, int, int], ...], RolloutFacts]] = {}
+        self._parsed: OrderedDict[tuple[str, int, int], LoadedRollout] = OrderedDict()
 
-    # ------------------------------------------------------------------ files
+    def _run(self, work: Callable[[], V]) -> V:
+        """``work`` under the lock, in one transaction, after a refresh; a database that turns
+        out unreadable is built again from the files, once."""
+        with self._lock:
+            for attempt in (1, 2):
+                try:
+                    with self.index.transaction():
+                        self._refresh()
+                        return work()
+                except sqlite3.OperationalError:
+                    raise  # busy past the timeout, disk I/O: not the database's content
+                except sqlite3.DatabaseError as exc:
+                    if attempt == 2:
+                        raise
+                    self.index.reset(exc)
+            raise AssertionError("unreachable")
 
-    def _files(self) -> Iterator[_File]:
-        for root, archived in ((self.home.sessions, False), (self.home.archived_sessions, True)):
-            if not root.is_dir():
+    def close(self) -> None:
+        with self._lock:
+            self.index.close()
+
+    # ------------------------------------------------------------------ refresh
+
+    def _refresh(self) -> None:
+        """Bring the index up to date with the files; the rows of changed threads again."""
+        changed = self.index.refresh()
+        names = self.index.refresh_log(SESSION_INDEX_FILE)
+        if changed:
+            self._compute_rows(changed)
+        if names is None:  # the log was rewritten: every name again
+            db = self.index.db
+            db.execute("UPDATE threads SET name = NULL")
+            db.executemany(
+                "UPDATE threads SET name = ? WHERE thread_id = ?",
+                [
+                    (_name_of(record), thread_id)
+                    for thread_id, record in self.index.log_entries(SESSION_INDEX_FILE)
+                ],
+            )
+        else:
+            self.index.db.executemany(
+                "UPDATE threads SET name = ? WHERE thread_id = ?",
+                [(self._name(thread_id), thread_id) for thread_id in names - changed],
+            )
+
+    def _name(self, thread_id: str) -> str | None:
+        record = self.index.log_entry(SESSION_INDEX_FILE, thread_id)
+        return None if record is None else _name_of(record)
+
+    # ------------------------------------------------------------------ threads
+
+    def _files(self, thread_id: str) -> list[tuple[IndexedFile, RolloutFacts]]:
+        """A thread's files whose list fields could be read (sessions first, then archived)."""
+        out: list[tuple[IndexedFile, RolloutFacts]] = []
+        for file, known in self.index.files_of(thread_id):
+            facts = self.index.facts(file.rel, known)
+            if facts is not None:
+                out.append((file, facts))
+        return out
+
+    @staticmethod
+    def _current(
+        files: Sequence[tuple[IndexedFile, RolloutFacts]],
+    ) -> tuple[IndexedFile, RolloutFacts] | None:
+        best: tuple[tuple[str, int], IndexedFile, RolloutFacts] | None = None
+        for file, facts in files:
+            if facts.meta is None:
                 continue
-            for dirpath, _dirs, names in os.walk(root):
-                for file_name in names:
-                    name = parse_rollout_name(file_name)
-                    if name is not None:
-                        yield _File(Path(dirpath) / file_name, name, archived)
+            rank = (cast("str", facts.meta["timestamp"]), facts.meta_ordinal)
+            if best is None or rank > best[0]:
+                best = (rank, file, facts)
+        return None if best is None else (best[1], best[2])
 
-    def _by_thread(self) -> dict[str, list[_File]]:
-        threads: dict[str, list[_File]] = {}
-        for entry in self._files():
-            threads.setdefault(entry.name.thread_id, []).append(entry)
-        return threads
+    @staticmethod
+    def _first_meta(
+        files: Sequence[tuple[IndexedFile, RolloutFacts]], current: RolloutFacts
+    ) -> dict[str, Any]:
+        for file, facts in files:
+            if file.name.segment_id is None and facts.meta is not None:
+                return facts.meta
+        return cast("dict[str, Any]", current.meta)
 
-    def load(self, path: Path) -> LoadedRollout | None:
-        """A rollout file's lines (cached until the file changes); ``None`` if unreadable."""
+    def _summary(self, file: IndexedFile, facts: RolloutFacts) -> RolloutFacts:
+        """The fold of the file's lines resolved through its history bases (its own fold when
+        it has none, or when a base is missing: as ``history`` reads it then)."""
+        facts = facts.view()
+        if facts.history_base is None:
+            return facts
+        try:
+            chain = self._chain(file.rel)
+            cached = self._resolved.get(file.rel)
+            if cached is not None and cached[0] == chain:
+                return cached[1]
+            lines = self._history_of(Path(self.index.abs(file.rel)))
+        except LookupError as exc:
+            _log.warning("%s: %s", file.rel, exc)
+            return facts
+        resolved = RolloutFacts()
+        resolved.fold_bytes(b"".join(core.dump_rollout_line(line) + b"\n" for line in lines))
+        self._resolved[file.rel] = (chain, resolved)
+        return resolved
+
+    def _chain(self, rel: str) -> tuple[tuple[str, int, int], ...]:
+        """``(path, size, mtime)`` of a file and its bases: what a resolved fold depends on."""
+        out: list[tuple[str, int, int]] = []
+        current = rel
+        while len(out) < 64:
+            try:
+                stat = os.stat(self.index.abs(current))
+            except OSError:
+                raise RolloutUnavailable(Path(self.index.abs(current))) from None
+            out.append((current, stat.st_size, stat.st_mtime_ns))
+            facts = self.index.facts(current, None)
+            base = None if facts is None else facts.history_base
+            if base is None:
+                break
+            found = self.index.file_of_rollout(base[0])
+            if found is None:
+                raise LookupError(f"history base {base[0]}: rollout not found")
+            current = found
+        return tuple(out)
+
+    def _compute_rows(self, thread_ids: Collection[str]) -> None:
+        """Store the threads' rows as their files say now (or drop those with no readable
+        file), in bulk."""
+        db = self.index.db
+        waiting = self.index.has_unread(thread_ids)
+        db.executemany("DELETE FROM threads WHERE thread_id = ?", [(t,) for t in waiting])
+        ids = [thread_id for thread_id in thread_ids if thread_id not in waiting]
+        files_by = self.index.files_of_many(ids)
+        old: dict[str, tuple[str, str, int]] = {}
+        for at in range(0, len(ids), 500):
+            chunk = ids[at : at + 500]
+            for thread_id, current, updated_at, updated_key in db.execute(
+                "SELECT thread_id, current, updated_at, updated_key FROM threads "
+                f"WHERE thread_id IN ({', '.join('?' * len(chunk))})",
+                chunk,
+            ):
+                old[thread_id] = (current, updated_at, updated_key)
+        names: Callable[[str], str | None] = self._name
+        if len(ids) > 50:
+            everyone = {t: _name_of(r) for t, r in self.index.log_entries(SESSION_INDEX_FILE)}
+            names = everyone.get
+        rows: list[tuple[object, ...]] = []
+        gone: list[tuple[str]] = []
+        for thread_id in ids:
+            files: list[tuple[IndexedFile, RolloutFacts]] = []
+            for file, known in files_by.get(thread_id, ()):
+                facts = self.index.facts(file.rel, known)
+                if facts is not None:
+                    files.append((file, facts))
+            found = self._current(files)
+            if found is None:
+                gone.append((thread_id,))
+                continue
+            file, facts = found
+            meta = self._first_meta(files, facts)
+            summary = self._summary(file, facts)
+            created = cast("str", meta["timestamp"])
+            updated = _micros_stamp(facts.mtime_ns)
+            updated_key = timestamp_micros(updated)
+            before = old.get(thread_id)
+            if before is not None and before[0] == file.rel and before[2] > updated_key:
+                updated, updated_key = before[1], before[2]  # a stat saw it newer than its fold
+            rows.append(
+                (
+                    thread_id,
+                    int(file.archived),
+                    cast("str", meta["cwd"]),
+                    meta.get("model_provider"),
+                    _source_kind(meta.get("source", "vscode")),
+                    meta.get("originator"),
+                    names(thread_id),
+                    summary.preview or "",
+                    created,
+                    updated,
+                    timestamp_micros(created),
+                    updated_key,
+                    file.rel,
+                )
+            )
+        db.executemany("DELETE FROM threads WHERE thread_id = ?", gone)
+        db.executemany(
+            f"INSERT OR REPLACE INTO threads ({_ROW_COLUMNS}, current) "
+            "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+            rows,
+        )
+
+    def _restat(self) -> None:
+        """Every thread's ``updatedAt`` from its current file's modification time now."""
+        db = self.index.db
+        updates: list[tuple[str, int, str]] = []
+        for thread_id, current, updated_at in db.execute(
+            "SELECT thread_id, current, updated_at FROM threads"
+        ).fetchall():
+            try:
+                mtime_ns = os.stat(self.index.abs(current)).st_mtime_ns
+            except OSError:
+                continue  # gone since the refresh: the next one drops it
+            stamp = _micros_stamp(mtime_ns)
+            if stamp != updated_at:
+                updates.append((stamp, timestamp_micros(stamp), thread_id))
+        db.executemany(
+            "UPDATE threads SET updated_at = ?, updated_key = ? WHERE thread_id = ?", updates
+        )
+
+    def _fill(self, rels: Sequence[tuple[str, str]]) -> None:
+        """Read files never read (their list fields) and make the rows that were waiting."""
+        for rel, _ in rels:
+            self.index.facts(rel, None)
+        self._compute_rows({thread_id for _, thread_id in rels})
+
+    def rows(
+        self,
+        where: RowFilter,
+        *,
+        by_updated: bool = False,
+        descending: bool = True,
+        after: tuple[int, str | None] | None = None,
+        limit: int | None = None,
+        skip: frozenset[str] = frozenset(),
+    ) -> list[ThreadRow]:
+        """Stored threads as ``thread/list`` filters and sorts them: those ``where`` matches,
+        in order (``created_at`` or, ``by_updated``, ``updatedAt`` read now; ties by id), from
+        the position ``after`` (``(key, id)``: strictly after; ``(key, None)``: from that
+        timestamp on), at most ``limit``, none of ``skip``.
+
+        Files never read (a home the index has not seen yet) are read newest first, until
+        none of them can belong to the answer: a thread is created at most
+        :data:`STAMP_SLACK_US` after the time in its first rollout's name, and updated when
+        its newest file was modified."""
+        key = "updated_key" if by_updated else "created_key"
+        condition, params = where.where(key, after, descending)
+        order = "DESC" if descending else "ASC"
+        query = (
+            f"SELECT {_ROW_COLUMNS} FROM threads WHERE {condition} "
+            f"ORDER BY {key} {order}, thread_id {order}"
+        )
+        unwanted = skip | where.excluded
+
+        def page() -> list[ThreadRow]:
+            out: list[ThreadRow] = []
+            for values in self.index.db.execute(query, params):
+                row = ThreadRow._make(values)
+                if row.thread_id in unwanted:
+                    continue
+                if where.search is not None and where.search not in row.text.casefold():
+                    continue
+                out.append(row._replace(archived=bool(row.archived)))
+                if limit is not None and len(out) >= limit:
+                    break
+            return out
+
+        def work() -> list[ThreadRow]:
+            if by_updated:
+                self._restat()
+                self.index.restat_unread()
+            if limit is None or not descending:
+                self._fill(self.index.unread(by_updated=by_updated, limit=None))
+                return page()
+            while True:
+                rows = page()
+                bound = self.index.unread_bound()
+                if bound is None:
+                    return rows
+                if len(rows) >= limit:
+                    last = rows[-1]
+                    if by_updated and bound[1] < last.updated_key:
+                        return rows
+                    if not by_updated and bound[0] + STAMP_SLACK_US < last.created_key:
+                        return rows
+                self._fill(self.index.unread(by_updated=by_updated, limit=_FILL_BATCH))
+
+        return self._run(work)
+
+    def _stored(self, thread_id: str) -> StoredThread | None:
+        files = self._files(thread_id)
+        found = self._current(files)
+        if found is None:
+            return None
+        file, _ = found
+        facts = self.index.facts(file.rel, found[1], whole=True, check=True)
+        if facts is None or facts.meta is None:
+            return None
+        files = [(f, facts if f.rel == file.rel else fs) for f, fs in files]
+        meta = self._first_meta(files, facts)
+        summary = self._summary(file, facts)
+        self._compute_rows([thread_id])  # read now: its row as it is
+        return StoredThread(
+            thread_id=thread_id,
+            path=Path(self.index.abs(file.rel)),
+            files=tuple(sorted(Path(self.index.abs(f.rel)) for f, _ in files)),
+            archived=file.archived,
+            meta_fields=meta,
+            created_at=cast("str", meta["timestamp"]),
+            updated_at=_micros_stamp(facts.mtime_ns),
+            preview=summary.preview or "",
+            model=summary.model,
+            reasoning_effort=summary.effort,
+            name=self._name(thread_id),
+            approval_policy=summary.approval_policy,
+            approvals_reviewer=summary.approvals_reviewer,
+            first_completed=summary.first_completed,
+            last_completed=summary.last_completed,
+            next_ordinal=facts.view().next_ordinal,
+        )
+
+    def find(self, thread_id: str) -> StoredThread | None:
+        """The stored thread with this (canonical) id, archived or not, as its files are now."""
+        return self._run(lambda: self._stored(thread_id))
+
+    def find_many(self, thread_ids: Iterable[str]) -> dict[str, StoredThread]:
+        """:meth:`find` of several threads (one refresh): those found, by id."""
+
+        def work() -> dict[str, StoredThread]:
+            found = {thread_id: self._stored(thread_id) for thread_id in thread_ids}
+            return {thread_id: stored for thread_id, stored in found.items() if stored is not None}
+
+        return self._run(work)
+
+    def threads(self) -> list[StoredThread]:
+        """Every stored thread, archived ones included (``StoredThread.archived``); every
+        rollout is read to its end (``rows`` is what a listing needs)."""
+
+        def work() -> list[StoredThread]:
+            self._fill(self.index.unread(by_updated=False, limit=None))
+            ids = [t for (t,) in self.index.db.execute("SELECT DISTINCT thread_id FROM files")]
+            found = [self._stored(thread_id) for thread_id in ids]
+            return [stored for stored in found if stored is not None]
+
+        return self._run(work)
+
+    # ------------------------------------------------------------------ history
+
+    def _parsed_file(self, path: Path) -> LoadedRollout | None:
+        """A rollout's lines, parsed (the last few kept while they do not change)."""
         try:
             stat = path.stat()
         except OSError:
-            self._loaded.pop(path, None)
             return None
-        key = (stat.st_size, stat.st_mtime_ns)
-        cached = self._loaded.get(path)
-        if cached is not None and cached[0] == key:
-            return cached[1]
+        key = (str(path), stat.st_size, stat.st_mtime_ns)
+        with self._lock:
+            cached = self._parsed.get(key)
+            if cached is not None:
+                self._parsed.move_to_end(key)
+                return cached
         try:
             loaded = load_rollout(path)
         except OSError as exc:
             _log.warning("cannot read %s: %s", path, exc)
             return None
-        self._loaded[path] = (key, loaded)
+        with self._lock:
+            self._parsed[key] = loaded
+            while len(self._parsed) > _PARSED_FILES:
+                self._parsed.popitem(last=False)
         return loaded
 
-    def _current(self, files: Sequence[_File]) -> tuple[_File, LoadedRollout] | None:
-        best: tuple[tuple[str, int], _File, LoadedRollout] | None = None
-        for entry in files:
-            loaded = self.load(entry.path)
-            meta = None if loaded is None else loaded.session_meta
-            if loaded is None or meta is None:
-                continue
-            rank = (meta.payload.timestamp, meta.ordinal or 0)
-            if best is None or rank > best[0]:
-                best = (rank, entry, loaded)
-        return None if best is None else (best[1], best[2])
-
-    def _first_meta(self, files: Sequence[_File]) -> core.SessionMeta | None:
-        for entry in files:
-            if entry.name.segment_id is None:
-                loaded = self.load(entry.path)
-                if loaded is not None and loaded.session_meta is not None:
-                    return loaded.session_meta.payload
-        return None
-
-    def _resolve(self, lines: Sequence[core.RolloutLine]) -> list[core.RolloutLine]:
-        index: dict[str, Path] | None = None
+    def _history_of(self, path: Path) -> list[core.RolloutLine]:
+        loaded = self._parsed_file(path)
+        if loaded is None:
+            raise RolloutUnavailable(path)
 
         def by_rollout_id(rollout_id: str) -> Sequence[core.RolloutLine] | None:
-            nonlocal index
-            if index is None:
-                index = {entry.name.rollout_id: entry.path for entry in self._files()}
-            path = index.get(rollout_id)
-            loaded = None if path is None else self.load(path)
-            return None if loaded is None else loaded.lines
+            with self._lock:
+                base = self.index.file_of_rollout(rollout_id)
+            parsed = None if base is None else self._parsed_file(Path(self.index.abs(base)))
+            return None if parsed is None else parsed.lines
 
-        return resolve_rollout_history(lines, by_rollout_id)
-
-    # ------------------------------------------------------------------ queries
-
-    def _stored(
-        self, thread_id: str, files: Sequence[_File], names: Mapping[str, str]
-    ) -> StoredThread | None:
-        current = self._current(files)
-        if current is None:
-            return None
-        entry, loaded = current
-        first_meta = (
-            self._first_meta(files) or cast("core.SessionMetaLine", loaded.session_meta).payload
-        )
-        try:
-            lines = self._resolve(loaded.lines)
-        except LookupError as exc:
-            _log.warning("%s: %s", entry.path, exc)
-            lines = loaded.lines
-        preview, model, effort = _summary_fields(lines)
-        approval_policy, approvals_reviewer = _approvals(lines)
-        try:
-            mtime = datetime.fromtimestamp(entry.path.stat().st_mtime, UTC)
-        except OSError:
-            mtime = datetime.now(UTC)
-        return StoredThread(
-            thread_id=thread_id,
-            path=entry.path,
-            files=tuple(sorted(f.path for f in files)),
-            archived=entry.archived,
-            meta=first_meta,
-            created_at=first_meta.timestamp,
-            updated_at=rollout_timestamp(mtime),
-            preview=preview,
-            model=model,
-            reasoning_effort=effort,
-            name=names.get(thread_id),
-            approval_policy=approval_policy,
-            approvals_reviewer=approvals_reviewer,
-        )
-
-    def threads(self) -> list[StoredThread]:
-        """Every stored thread, archived ones included (``StoredThread.archived``)."""
-        names = self.names()
-        stored: list[StoredThread] = []
-        for thread_id, files in self._by_thread().items():
-            thread = self._stored(thread_id, files, names)
-            if thread is not None:
-                stored.append(thread)
-        return stored
-
-    def find(self, thread_id: str) -> StoredThread | None:
-        """The stored thread with this (canonical) id, archived or not."""
-        files = [entry for entry in self._files() if entry.name.thread_id == thread_id]
-        if not files:
-            return None
-        return self._stored(thread_id, files, self.names())
+        return resolve_rollout_history(loaded.lines, by_rollout_id)
 
     def history(self, thread: StoredThread) -> list[core.RolloutLine]:
         """The thread's full history: its current file resolved through its history bases
         (``LookupError`` when the file or a base is missing: ``RolloutUnavailable``, or
-        ``mapping.resolve_rollout_history``'s)."""
-        loaded = self.load(thread.path)
-        if loaded is None:
-            raise RolloutUnavailable(thread.path)
-        return self._resolve(loaded.lines)
+        ``mapping.resolve_rollout_history``'s). The index is refreshed first when the file
+        names bases (a new segment may have been written since)."""
+        return self._history_of(thread.path)
 
-    # ------------------------------------------------------------------ names
+    # ------------------------------------------------------------------ names and git info
 
     def names(self) -> dict[str, str]:
         """Thread names from ``session_index.jsonl`` (the last entry of each thread wins)."""
-        try:
-            data = self.home.session_index.read_bytes()
-        except OSError:
-            return {}
-        names: dict[str, str] = {}
-        for raw in data.splitlines():
-            try:
-                entry = orjson.loads(raw)
-            except orjson.JSONDecodeError:
-                continue
-            if isinstance(entry, dict):
-                record = cast("dict[str, Any]", entry)
-                thread_id, name = record.get("id"), record.get("thread_name")
-                if isinstance(thread_id, str) and isinstance(name, str):
-                    names[thread_id] = name
-        return names
+
+        def work() -> dict[str, str]:
+            out: dict[str, str] = {}
+            for thread_id, record in self.index.log_entries(SESSION_INDEX_FILE):
+                name = _name_of(record)
+                if name is not None:
+                    out[thread_id] = name
+            return out
+
+        return self._run(work)
 
     def set_name(self, thread_id: str, name: str) -> None:
         """Append the thread's new name to ``session_index.jsonl`` (one whole-line write)."""
         now = datetime.now(UTC)
         stamp = f"{now:%Y-%m-%dT%H:%M:%S}.{now.microsecond:06d}Z"
-        line = orjson.dumps({"id": thread_id, "thread_name": name, "updated_at": stamp}) + b"\n"
-        self._append(self.home.session_index, line)
+        record = {"id": thread_id, "thread_name": name, "updated_at": stamp}
+        self.index.noted_log(SESSION_INDEX_FILE, *_append_line(self.home.session_index, record))
 
-    # ------------------------------------------------------------------ git info
+    def _git_infos(self) -> dict[str, dict[str, str | None]]:
+        self.index.refresh_log(GIT_INFO_FILE)
+        out: dict[str, dict[str, str | None]] = {}
+        for thread_id, record in self.index.log_entries(GIT_INFO_FILE):
+            info = _git_info_of(record)
+            if info is not None:
+                out[thread_id] = info
+        return out
 
     def git_infos(self) -> dict[str, dict[str, str | None]]:
         """Each thread's git info as ``thread/metadata/update`` last set it (``sha``,
         ``branch``, ``originUrl``), from the bridge's ``GIT_INFO_FILE``; the last entry wins."""
-        try:
-            data = self.home.git_info.read_bytes()
-        except OSError:
-            return {}
-        found: dict[str, dict[str, str | None]] = {}
-        for raw in data.splitlines():
-            try:
-                entry = orjson.loads(raw)
-            except orjson.JSONDecodeError:
-                continue  # a torn line of a crashed writer
-            if not isinstance(entry, dict):
-                continue
-            record = cast("dict[str, Any]", entry)
-            thread_id, info = record.get("id"), record.get("git_info")
-            if isinstance(thread_id, str) and isinstance(info, dict):
-                fields = cast("dict[str, Any]", info)
-                found[thread_id] = {
-                    key: fields[key] if isinstance(fields.get(key), str) else None
-                    for key in ("sha", "branch", "originUrl")
-                }
-        return found
+        return self._run(self._git_infos)
+
+    def git_info(self, thread_id: str) -> dict[str, str | None] | None:
+        """One thread's git info (see :meth:`git_infos`)."""
+
+        def work() -> dict[str, str | None] | None:
+            self.index.refresh_log(GIT_INFO_FILE)
+            record = self.index.log_entry(GIT_INFO_FILE, thread_id)
+            return None if record is None else _git_info_of(record)
+
+        return self._run(work)
 
     def set_git_info(self, thread_id: str, git_info: dict[str, str | None]) -> None:
         """Append the thread's whole git info (one whole-line write)."""
-        self._append(
-            self.home.git_info, orjson.dumps({"id": thread_id, "git_info": git_info}) + b"\n"
-        )
-
-    @staticmethod
-    def _append(path: Path, line: bytes) -> None:
-        try:
-            path.parent.mkdir(parents=True, exist_ok=True)
-            fd = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT | os.O_CLOEXEC, 0o644)
-            try:
-                os.write(fd, line)
-            finally:
-                os.close(fd)
-        except OSError as exc:
-            raise StorageError("append to", path, exc) from exc
+        record = {"id": thread_id, "git_info": git_info}
+        self.index.noted_log(GIT_INFO_FILE, *_append_line(self.home.git_info, record))
 
     # ------------------------------------------------------------------ moves
 
@@ -418,7 +796,7 @@ class ThreadCatalog:
                 path.unlink(missing_ok=True)
             except OSError as exc:
                 raise StorageError("delete", path, exc) from exc
-            self._loaded.pop(path, None)
+            self.index.noted_removal(path)
 
     def _move(self, source: Path, target: Path) -> None:
         try:
@@ -426,4 +804,4 @@ class ThreadCatalog:
             os.replace(source, target)
         except OSError as exc:
             raise StorageError("move", source, exc) from exc
-        self._loaded.pop(source, None)
+        self.index.noted_move(source, target)

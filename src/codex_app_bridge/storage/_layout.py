@@ -23,6 +23,7 @@ from pathlib import Path
 __all__ = [
     "ARCHIVED_SESSIONS_SUBDIR",
     "GIT_INFO_FILE",
+    "INDEX_FILE",
     "SESSIONS_SUBDIR",
     "SESSION_INDEX_FILE",
     "CodexHome",
@@ -37,6 +38,8 @@ SESSION_INDEX_FILE = "session_index.jsonl"
 GIT_INFO_FILE = "codex-app-bridge/thread_git_info.jsonl"
 """The bridge's own record of ``thread/metadata/update`` git info (0.163.0 keeps it in its
 state database, ``state_5.sqlite``, which the bridge does not write)."""
+INDEX_FILE = "codex-app-bridge/thread_index.sqlite"
+"""The bridge's index of the rollouts (``storage._index``, SQLite): a cache of the files."""
 
 _UUID = r"[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}"
 _NAME = re.compile(

@@ -17,9 +17,9 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Generic, Literal, TypeVar
 
-from codex_app_bridge.storage._catalog import parse_rollout_timestamp
+from codex_app_bridge.storage._catalog import parse_rollout_timestamp, timestamp_micros
 
-__all__ = ["InvalidCursor", "Page", "page_threads"]
+__all__ = ["InvalidCursor", "Page", "cursor_position", "page_threads"]
 
 T = TypeVar("T")
 
@@ -39,50 +39,44 @@ class Page(Generic[T]):
     backwards_cursor: str | None
 
 
-def _position(cursor: str) -> tuple[str, str | None]:
+def cursor_position(cursor: str) -> tuple[int, str | None]:
+    """Where a cursor starts: ``(timestamp_micros, thread id)`` (strictly after), or
+    ``(timestamp_micros, None)`` (a bare timestamp: from it on); :class:`InvalidCursor`."""
     stamp, sep, thread_id = cursor.partition("|")
     if parse_rollout_timestamp(stamp) is None or (sep and not thread_id):
         raise InvalidCursor(cursor)
-    return stamp, (thread_id if sep else None)
-
-
-def _normalized(stamp: str) -> str:
-    moment = parse_rollout_timestamp(stamp)
-    assert moment is not None
-    return moment.isoformat(timespec="microseconds")
+    return timestamp_micros(stamp), (thread_id if sep else None)
 
 
 def page_threads(
     rows: Sequence[T],
-    key: Callable[[T], tuple[str, str]],
+    key: Callable[[T], tuple[int, str]],
+    stamp: Callable[[T], str],
     *,
     direction: Literal["asc", "desc"] | None,
     cursor: str | None,
     limit: int,
 ) -> Page[T]:
-    """One page of ``rows``; ``key(row)`` is ``(timestamp, thread id)``."""
+    """One page of ``rows``; ``key(row)`` is ``(timestamp_micros(stamp), thread id)`` and
+    ``stamp(row)`` the timestamp as written (what a cursor holds)."""
     descending = direction != "asc"
-    ordered = sorted(
-        rows, key=lambda row: (_normalized(key(row)[0]), key(row)[1]), reverse=descending
-    )
+    ordered = sorted(rows, key=key, reverse=descending)
     if cursor is not None:
-        stamp, thread_id = _position(cursor)
-        at = (_normalized(stamp), thread_id or "")
-
-        def after(row: T) -> bool:
-            here = (_normalized(key(row)[0]), key(row)[1])
-            if thread_id is None:
-                return here[0] <= at[0] if descending else here[0] >= at[0]
-            return here < at if descending else here > at
-
-        ordered = [row for row in ordered if after(row)]
+        at, thread_id = cursor_position(cursor)
+        if thread_id is None:
+            ordered = [r for r in ordered if (key(r)[0] <= at if descending else key(r)[0] >= at)]
+        else:
+            position = (at, thread_id)
+            ordered = [
+                r for r in ordered if (key(r) < position if descending else key(r) > position)
+            ]
     rows_out = ordered[: max(limit, 1)]
     if not rows_out:
         return Page(rows=[], next_cursor=None, backwards_cursor=None)
-    last_stamp, last_id = key(rows_out[-1])
+    last = rows_out[-1]
     more = len(ordered) > len(rows_out)
     return Page(
         rows=rows_out,
-        next_cursor=f"{last_stamp}|{last_id}" if more else None,
-        backwards_cursor=key(rows_out[0])[0],
+        next_cursor=f"{stamp(last)}|{key(last)[1]}" if more else None,
+        backwards_cursor=stamp(rows_out[0]),
     )

@@ -14,6 +14,9 @@ Rules:
   skip, and are never extended into something that parses. The same applies to a file found
   ending in a torn line (someone else's crash) when the writer reopens it: it is never rewritten.
 * Failures raise :class:`StorageError`; the writer stays usable (the next append tries again).
+* ``on_write(path, start, data, size, mtime_ns)``, when given, is told every line written (where
+  it starts, its bytes, the file's size and modification time after it): the rollout index
+  follows the writer without reading the file back.
 
 Boundary: file I/O of one file; which events to write is the caller's (``PERSISTED_EVENT_TYPES``).
 """
@@ -23,9 +26,10 @@ from __future__ import annotations
 import errno
 import fcntl
 import os
+from collections.abc import Callable
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeAlias
 
 from codex_app_bridge._version import CODEX_PROTOCOL_VERSION
 from codex_app_bridge.projection import new_item_id
@@ -44,7 +48,10 @@ from codex_app_bridge.protocol.core import (
 from codex_app_bridge.storage._errors import StorageError
 from codex_app_bridge.storage._policy import PERSISTED_EVENT_TYPES
 
-__all__ = ["RolloutWriter", "rollout_timestamp", "session_meta"]
+__all__ = ["OnWrite", "RolloutWriter", "rollout_timestamp", "session_meta"]
+
+OnWrite: TypeAlias = Callable[[Path, int, bytes, int, int], None]
+"""``(path, start, data, size, mtime_ns)`` of each line written."""
 
 _OPEN_FLAGS = os.O_WRONLY | os.O_APPEND | os.O_CLOEXEC
 
@@ -96,17 +103,32 @@ def session_meta(
 class RolloutWriter:
     """Appends lines to one rollout file (see the module docstring)."""
 
-    def __init__(self, path: Path, fd: int, *, next_ordinal: int, needs_newline: bool) -> None:
+    def __init__(
+        self,
+        path: Path,
+        fd: int,
+        *,
+        next_ordinal: int,
+        needs_newline: bool,
+        on_write: OnWrite | None = None,
+    ) -> None:
         self.path = path
         self._fd: int | None = fd
         self.next_ordinal = next_ordinal
         self._needs_newline = needs_newline
+        self._on_write = on_write
 
     # ------------------------------------------------------------------ opening
 
     @classmethod
     def create(
-        cls, path: Path, meta: SessionMeta, *, first_ordinal: int = 0, now: datetime | None = None
+        cls,
+        path: Path,
+        meta: SessionMeta,
+        *,
+        first_ordinal: int = 0,
+        now: datetime | None = None,
+        on_write: OnWrite | None = None,
     ) -> RolloutWriter:
         """Create ``path`` (and its directories) and write the ``session_meta`` line."""
         try:
@@ -114,7 +136,7 @@ class RolloutWriter:
             fd = os.open(path, _OPEN_FLAGS | os.O_CREAT | os.O_EXCL, 0o644)
         except OSError as exc:
             raise StorageError("create", path, exc) from exc
-        writer = cls(path, fd, next_ordinal=first_ordinal, needs_newline=False)
+        writer = cls(path, fd, next_ordinal=first_ordinal, needs_newline=False, on_write=on_write)
         try:
             writer.append_line(SessionMetaLine(timestamp=rollout_timestamp(now), payload=meta))
         except StorageError:
@@ -124,7 +146,9 @@ class RolloutWriter:
         return writer
 
     @classmethod
-    def reopen(cls, path: Path, *, next_ordinal: int) -> RolloutWriter:
+    def reopen(
+        cls, path: Path, *, next_ordinal: int, on_write: OnWrite | None = None
+    ) -> RolloutWriter:
         """Append to an existing rollout; a torn last line is left alone (see the docstring)."""
         try:
             with path.open("rb") as existing:
@@ -136,7 +160,9 @@ class RolloutWriter:
             fd = os.open(path, _OPEN_FLAGS)
         except OSError as exc:
             raise StorageError("open", path, exc) from exc
-        return cls(path, fd, next_ordinal=next_ordinal, needs_newline=needs_newline)
+        return cls(
+            path, fd, next_ordinal=next_ordinal, needs_newline=needs_newline, on_write=on_write
+        )
 
     @property
     def closed(self) -> bool:
@@ -179,11 +205,13 @@ class RolloutWriter:
         except OSError as exc:
             raise StorageError("lock", self.path, exc) from exc
         start: int | None = None
+        after: os.stat_result | None = None
         try:
             start = os.fstat(fd).st_size
             written = os.write(fd, data)
             if written != len(data):
                 raise OSError(errno.ENOSPC, f"short write ({written} of {len(data)} bytes)")
+            after = os.fstat(fd) if self._on_write is not None else None
         except OSError as exc:
             self._cut_back(fd, start)
             raise StorageError("append to", self.path, exc) from exc
@@ -191,6 +219,8 @@ class RolloutWriter:
             self._needs_newline = False
         finally:
             fcntl.flock(fd, fcntl.LOCK_UN)
+        if self._on_write is not None and after is not None:
+            self._on_write(self.path, start, data, after.st_size, after.st_mtime_ns)
 
     def _cut_back(self, fd: int, start: int | None) -> None:
         """Undo a partial line; if the file cannot be cut, end the torn bytes with a newline."""

@@ -1,0 +1,710 @@
+"""The rollout index of one ``CODEX_HOME``: which rollout files it holds, what each says, and
+the thread rows ``thread/list`` pages through, in a SQLite database of the bridge's own
+(``INDEX_FILE``; not 0.163.0's state database, which the bridge neither reads nor writes).
+
+The files are the truth; the index is a cache of them that is checked cheaply and never trusted
+past what it checked:
+
+* **Which files**: every directory under ``sessions/`` and ``archived_sessions/`` is kept with its
+  modification time; a refresh stats the directories only (a few hundred for years of threads)
+  and lists again those that changed, so a file added, removed or moved by anyone (another
+  server, the real binary, a user deleting files) is seen. A directory modified less than
+  :data:`RACY_NS` before it was listed is listed again (a change within the same timestamp tick
+  would not move its time).
+* **What each file says**: its :class:`~._facts.RolloutFacts`, tied to the size and modification
+  time they were folded at. What ``thread/list`` filters on (``session_meta``, preview) never
+  changes as a rollout grows, so it is read once; the rest is checked against the file (a
+  ``stat``) where it is shown, and the fold continued from where it stopped.
+* **This server's own writes** are told to the index as they happen (``noted_*``), from the event
+  loop: a note is queued and applied by the next reader, so the loop never waits for the index
+  and the index never reads back what the server wrote. A note that does not fit what the index
+  knows is dropped: the next ``stat`` decides.
+* **Names and git info** (``session_index.jsonl``, ``GIT_INFO_FILE``: append-only) are read from
+  where they were last read, as they grow; from their start when they shrank or were rewritten.
+* **A crash** loses at most what a transaction had not committed: the database is only a cache,
+  any file it describes wrongly is described again when its ``stat`` differs, and a database
+  that cannot be read (torn, corrupt, another version) is deleted and built again from the files.
+  Several processes may share it (SQLite's locking; WAL).
+
+The thread rows themselves are computed by the catalog (``_catalog``), which owns the lock every
+method here is called under (from worker threads; ``noted_*`` from anywhere).
+
+Boundary: the database, directory listings and file facts; threads are ``_catalog``'s.
+"""
+
+from __future__ import annotations
+
+import calendar
+import contextlib
+import logging
+import os
+import sqlite3
+import time
+from collections import deque
+from collections.abc import Iterable, Iterator
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Final, cast
+
+import orjson
+
+from codex_app_bridge.storage._facts import RolloutFacts, scan
+from codex_app_bridge.storage._layout import (
+    ARCHIVED_SESSIONS_SUBDIR,
+    GIT_INFO_FILE,
+    INDEX_FILE,
+    SESSION_INDEX_FILE,
+    SESSIONS_SUBDIR,
+    CodexHome,
+    RolloutName,
+    parse_rollout_name,
+)
+
+__all__ = ["RACY_NS", "STAMP_SLACK_US", "IndexedFile", "RolloutIndex"]
+
+_log = logging.getLogger(__name__)
+
+RACY_NS: Final = 2_000_000_000
+"""A directory modified this close to its listing is listed again next time."""
+INDEX_VERSION: Final = "1"
+
+UNREAD: Final = 0
+"""A file listed, never read: its thread has no row until it is (``fill``)."""
+PARTIAL: Final = 1
+"""Read, but its list fields are not all known yet (a file being written): read again."""
+READ: Final = 2
+"""Its list fields are known (or it cannot be read: skipped until its directory changes)."""
+
+STAMP_SLACK_US: Final = (12 * 3600 + 2) * 1_000_000
+"""How much later than the time in a rollout's name (local time, read as if UTC) its thread
+can have been created: the largest UTC offset west (12 h), and the name's second."""
+"""Bumped whenever the schema, or what a fold computes, changes: an index of another version is
+built again."""
+
+_ROOTS: Final = (SESSIONS_SUBDIR, ARCHIVED_SESSIONS_SUBDIR)
+_CHUNK: Final = 500
+"""Thread ids per ``IN (...)`` query."""
+LOGS: Final = (SESSION_INDEX_FILE, GIT_INFO_FILE)
+
+_SCHEMA: Final = """
+CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
+CREATE TABLE IF NOT EXISTS dirs (
+    rel TEXT PRIMARY KEY, parent TEXT, mtime_ns INTEGER NOT NULL, listed_ns INTEGER NOT NULL
+);
+CREATE TABLE IF NOT EXISTS files (
+    rel TEXT PRIMARY KEY, dir TEXT NOT NULL, thread_id TEXT NOT NULL, rollout_id TEXT NOT NULL,
+    archived INTEGER NOT NULL, segment INTEGER NOT NULL, stamp_key INTEGER NOT NULL,
+    mtime_ns INTEGER NOT NULL, state INTEGER NOT NULL, facts BLOB
+);
+CREATE INDEX IF NOT EXISTS files_thread ON files (thread_id);
+CREATE INDEX IF NOT EXISTS files_dir ON files (dir);
+CREATE INDEX IF NOT EXISTS files_unread ON files (stamp_key) WHERE state = 0;
+CREATE INDEX IF NOT EXISTS files_partial ON files (state) WHERE state = 1;
+CREATE TABLE IF NOT EXISTS threads (
+    thread_id TEXT PRIMARY KEY, archived INTEGER NOT NULL, cwd TEXT NOT NULL,
+    model_provider TEXT, source_kind TEXT NOT NULL, originator TEXT, name TEXT,
+    preview TEXT NOT NULL, created_at TEXT NOT NULL, created_key INTEGER NOT NULL,
+    updated_at TEXT NOT NULL, updated_key INTEGER NOT NULL, current TEXT NOT NULL
+);
+CREATE INDEX IF NOT EXISTS threads_created ON threads (archived, created_key, thread_id);
+CREATE INDEX IF NOT EXISTS threads_updated ON threads (archived, updated_key, thread_id);
+CREATE TABLE IF NOT EXISTS logs (
+    log TEXT PRIMARY KEY, size INTEGER NOT NULL, mtime_ns INTEGER NOT NULL,
+    offset INTEGER NOT NULL
+);
+CREATE TABLE IF NOT EXISTS entries (
+    log TEXT NOT NULL, thread_id TEXT NOT NULL, value BLOB NOT NULL,
+    PRIMARY KEY (log, thread_id)
+);
+"""
+
+
+@dataclass(frozen=True, slots=True)
+class IndexedFile:
+    """A rollout file the index knows, by its path relative to the home."""
+
+    rel: str
+    name: RolloutName
+    archived: bool
+
+
+def _stamp_key(stamp: str) -> int:
+    """The time in a rollout's name (``YYYY-MM-DDThh-mm-ss``, local) as micros, read as UTC."""
+    try:
+        fields = (stamp[0:4], stamp[5:7], stamp[8:10], stamp[11:13], stamp[14:16], stamp[17:19])
+        return calendar.timegm(tuple(int(f) for f in fields)) * 1_000_000
+    except ValueError:
+        return 0
+
+
+def _archived(rel: str) -> bool:
+    return rel.startswith(ARCHIVED_SESSIONS_SUBDIR + "/")
+
+
+def _parent(rel: str) -> str | None:
+    return rel.rsplit("/", 1)[0] if "/" in rel else None
+
+
+class RolloutIndex:
+    """The rollout files of one home, their facts and the logs beside them, in the index
+    database (see the module docstring)."""
+
+    def __init__(self, home: CodexHome) -> None:
+        self.home = home
+        self.root = str(home.root)
+        self.path = home.root / INDEX_FILE
+        self._db: sqlite3.Connection | None = None
+        self._notes: deque[tuple[str, tuple[Any, ...]]] = deque()
+        self._log_notes: deque[tuple[str, int, bytes, int, int]] = deque()
+
+    # ------------------------------------------------------------------ paths
+
+    def abs(self, rel: str) -> str:
+        return f"{self.root}/{rel}"
+
+    def rel(self, path: Path | str) -> str | None:
+        text = str(path)
+        prefix = self.root + "/"
+        return text[len(prefix) :] if text.startswith(prefix) else None
+
+    # ------------------------------------------------------------------ the database
+
+    @property
+    def db(self) -> sqlite3.Connection:
+        if self._db is None:
+            self._db = self._open()
+        return self._db
+
+    def _open(self) -> sqlite3.Connection:
+        try:
+            self.path.parent.mkdir(parents=True, exist_ok=True)
+            db = self._connect(str(self.path))
+        except (OSError, sqlite3.Error) as exc:
+            _log.warning("thread index %s unusable (%s): kept in memory", self.path, exc)
+            return self._connect(":memory:")
+        return db
+
+    @staticmethod
+    def _connect(target: str) -> sqlite3.Connection:
+        db = sqlite3.connect(target, check_same_thread=False, isolation_level=None, timeout=30)
+        try:
+            if target != ":memory:":
+                db.execute("PRAGMA journal_mode=WAL")
+            db.execute("PRAGMA synchronous=NORMAL")
+            row = None
+            with contextlib.suppress(sqlite3.OperationalError):  # no such table: a new one
+                row = db.execute("SELECT value FROM meta WHERE key = 'version'").fetchone()
+            if row is not None and row[0] != INDEX_VERSION:
+                db.close()
+                raise sqlite3.DatabaseError(f"index version {row[0]}")
+            db.executescript(_SCHEMA)
+            db.execute(
+                "INSERT OR IGNORE INTO meta (key, value) VALUES ('version', ?)", (INDEX_VERSION,)
+            )
+        except sqlite3.Error:
+            db.close()
+            raise
+        return db
+
+    def reset(self, cause: BaseException) -> None:
+        """Forget a database that failed (corrupt, of another version): built again from the
+        files on next use."""
+        _log.warning("thread index %s rebuilt: %s", self.path, cause)
+        if self._db is not None:
+            with contextlib.suppress(sqlite3.Error):
+                self._db.close()
+            self._db = None
+        for suffix in ("", "-wal", "-shm"):
+            Path(f"{self.path}{suffix}").unlink(missing_ok=True)
+
+    def close(self) -> None:
+        if self._db is not None:
+            self._db.close()
+            self._db = None
+
+    def transaction(self) -> _Transaction:
+        return _Transaction(self.db)
+
+    # ------------------------------------------------------------------ files
+
+    def file(self, rel: str) -> IndexedFile | None:
+        name = parse_rollout_name(rel.rsplit("/", 1)[-1])
+        return None if name is None else IndexedFile(rel, name, _archived(rel))
+
+    def files_of(self, thread_id: str) -> list[tuple[IndexedFile, RolloutFacts | None]]:
+        """A thread's files and their stored facts: under ``sessions/`` first, then archived,
+        by path within each."""
+        return self.files_of_many([thread_id]).get(thread_id, [])
+
+    def files_of_many(
+        self, thread_ids: Iterable[str]
+    ) -> dict[str, list[tuple[IndexedFile, RolloutFacts | None]]]:
+        """:meth:`files_of` of several threads, by thread id (those with files)."""
+        out: dict[str, list[tuple[IndexedFile, RolloutFacts | None]]] = {}
+        ids = list(thread_ids)
+        for at in range(0, len(ids), _CHUNK):
+            chunk = ids[at : at + _CHUNK]
+            for rel, thread_id, rollout_id, archived, data in self.db.execute(
+                "SELECT rel, thread_id, rollout_id, archived, facts FROM files "
+                f"WHERE thread_id IN ({', '.join('?' * len(chunk))}) ORDER BY archived, rel",
+                chunk,
+            ):
+                base = rel.rsplit("/", 1)[-1]
+                name = RolloutName(
+                    stamp=base[8:27],
+                    thread_id=thread_id,
+                    segment_id=None if rollout_id == thread_id else rollout_id,
+                )
+                file = IndexedFile(rel, name, bool(archived))
+                out.setdefault(thread_id, []).append((file, _decode(data)))
+        return out
+
+    def file_of_rollout(self, rollout_id: str) -> str | None:
+        """The file a ``history_base`` names (an archived copy wins over one in ``sessions``).
+        Not indexed: bases are looked up only when a chained history is read."""
+        row = self.db.execute(
+            "SELECT rel FROM files WHERE rollout_id = ? ORDER BY archived DESC, rel DESC LIMIT 1",
+            (rollout_id,),
+        ).fetchone()
+        return None if row is None else cast("str", row[0])
+
+    def facts(
+        self, rel: str, known: RolloutFacts | None, *, whole: bool = False, check: bool = False
+    ) -> RolloutFacts | None:
+        """The facts of a file (``None``: unreadable). What ``thread/list`` filters on is read
+        once; ``whole`` folds every line, ``check`` stats the file first, so that what is
+        returned holds for the file as it is now. New facts are stored."""
+        if known is not None and not check and (known.whole or (not whole and known.listed)):
+            return known
+        try:
+            facts = scan(self.abs(rel), known, until_listed=not whole)
+        except OSError as exc:
+            _log.debug("cannot read %s: %s", rel, exc)
+            self.db.execute("UPDATE files SET state = ? WHERE rel = ?", (READ, rel))
+            return None
+        if facts is not known:
+            self.db.execute(
+                "UPDATE files SET facts = ?, state = ?, mtime_ns = ? WHERE rel = ?",
+                (facts.encode(), READ if facts.listed else PARTIAL, facts.mtime_ns, rel),
+            )
+        return facts
+
+    # ------------------------------------------------------------------ refresh
+
+    def refresh(self) -> set[str]:
+        """Bring the file set up to date (see the module docstring), applying queued notes;
+        the threads whose files or facts changed (call inside :meth:`transaction`)."""
+        changed: set[str] = set()
+        self._apply_notes(changed)
+        known = {
+            rel: (parent, mtime_ns, listed_ns)
+            for rel, parent, mtime_ns, listed_ns in self.db.execute(
+                "SELECT rel, parent, mtime_ns, listed_ns FROM dirs"
+            )
+        }
+        children: dict[str, list[str]] = {}
+        for rel, (parent, _, _) in known.items():
+            if parent is not None:
+                children.setdefault(parent, []).append(rel)
+        for root in _ROOTS:
+            self._visit(root, known, children, changed)
+        # a file whose list fields are not known yet (being written as it was read) again
+        for rel, thread_id, data in self.db.execute(
+            f"SELECT rel, thread_id, facts FROM files WHERE state = {PARTIAL}"
+        ).fetchall():
+            known = _decode(data)
+            if self.facts(rel, known, check=True) is not known:
+                changed.add(thread_id)
+        return changed
+
+    def unread(self, *, by_updated: bool, limit: int | None) -> list[tuple[str, str]]:
+        """``(rel, thread id)`` of files never read, newest first: by the time in their name,
+        or, ``by_updated``, by their modification time."""
+        order = "mtime_ns" if by_updated else "stamp_key"
+        return self.db.execute(
+            f"SELECT rel, thread_id FROM files WHERE state = {UNREAD} "
+            f"ORDER BY {order} DESC LIMIT ?",
+            (-1 if limit is None else limit,),
+        ).fetchall()
+
+    def unread_bound(self) -> tuple[int, int] | None:
+        """Over every file of the threads with a file never read: the latest time in a name
+        (micros, read as UTC) and the latest modification time (micros); ``None``: every file
+        was read. What such a thread's ``createdAt`` (at most :data:`STAMP_SLACK_US` after the
+        first) and ``updatedAt`` (at most the second) can be."""
+        row = self.db.execute(
+            "SELECT MAX(stamp_key), MAX(mtime_ns) FROM files WHERE thread_id IN "
+            f"(SELECT thread_id FROM files WHERE state = {UNREAD})"
+        ).fetchone()
+        if row is None or row[0] is None:
+            return None
+        return int(row[0]), int(row[1]) // 1000
+
+    def has_unread(self, thread_ids: Iterable[str]) -> set[str]:
+        """Those of ``thread_ids`` with a file never read."""
+        ids = list(thread_ids)
+        if len(ids) > _CHUNK:
+            everyone = self.db.execute(
+                f"SELECT DISTINCT thread_id FROM files WHERE state = {UNREAD}"
+            )
+            return {thread_id for (thread_id,) in everyone}.intersection(ids)
+        out: set[str] = set()
+        for at in range(0, len(ids), _CHUNK):
+            chunk = ids[at : at + _CHUNK]
+            out.update(
+                t
+                for (t,) in self.db.execute(
+                    f"SELECT DISTINCT thread_id FROM files WHERE state = {UNREAD} AND thread_id "
+                    f"IN ({', '.join('?' * len(chunk))})",
+                    chunk,
+                )
+            )
+        return out
+
+    def restat_unread(self) -> None:
+        """The modification time of every file never read, now (``updatedAt`` order)."""
+        updates: list[tuple[int, str]] = []
+        for rel, mtime_ns in self.db.execute(
+            f"SELECT rel, mtime_ns FROM files WHERE state = {UNREAD}"
+        ).fetchall():
+            try:
+                now = os.stat(self.abs(rel)).st_mtime_ns
+            except OSError:
+                continue
+            if now != mtime_ns:
+                updates.append((now, rel))
+        self.db.executemany("UPDATE files SET mtime_ns = ? WHERE rel = ?", updates)
+
+    def _visit(
+        self,
+        rel: str,
+        known: dict[str, tuple[str | None, int, int]],
+        children: dict[str, list[str]],
+        changed: set[str],
+    ) -> None:
+        try:
+            stat = os.stat(self.abs(rel))
+        except OSError:
+            if rel in known:
+                self._drop_dir(rel, changed)
+            return
+        entry = known.get(rel)
+        if entry is None or entry[1] != stat.st_mtime_ns or entry[2] - entry[1] < RACY_NS:
+            subdirs = self._list(rel, stat.st_mtime_ns, changed)
+            for gone in set(children.get(rel, ())) - {f"{rel}/{s}" for s in subdirs}:
+                self._drop_dir(gone, changed)
+            below = [f"{rel}/{sub}" for sub in subdirs]
+        else:
+            below = children.get(rel, [])
+        for sub in below:
+            self._visit(sub, known, children, changed)
+
+    def _list(self, rel_dir: str, mtime_ns: int, changed: set[str]) -> list[str]:
+        listed_ns = time.time_ns()
+        subdirs: list[str] = []
+        names: dict[str, RolloutName] = {}
+        try:
+            with os.scandir(self.abs(rel_dir)) as entries:
+                for entry in entries:
+                    if entry.is_dir(follow_symlinks=False):
+                        subdirs.append(entry.name)
+                        continue
+                    name = parse_rollout_name(entry.name)
+                    if name is not None:
+                        names[f"{rel_dir}/{entry.name}"] = name
+        except OSError as exc:
+            _log.debug("cannot list %s: %s", rel_dir, exc)
+        db = self.db
+        db.execute(
+            "INSERT OR REPLACE INTO dirs (rel, parent, mtime_ns, listed_ns) VALUES (?, ?, ?, ?)",
+            (rel_dir, _parent(rel_dir), mtime_ns, listed_ns),
+        )
+        present: dict[str, str] = dict(
+            db.execute("SELECT rel, thread_id FROM files WHERE dir = ?", (rel_dir,))
+        )
+        gone = [rel for rel in present if rel not in names]
+        db.executemany("DELETE FROM files WHERE rel = ?", [(rel,) for rel in gone])
+        changed.update(present[rel] for rel in gone)
+        self._insert(
+            [
+                # modification time unknown (0) until read, or until an updatedAt order
+                # needs it (restat_unread)
+                (IndexedFile(rel, name, _archived(rel)), 0, None)
+                for rel, name in names.items()
+                if rel not in present
+            ],
+            changed,
+        )
+        return sorted(subdirs)
+
+    def _insert(
+        self, files: list[tuple[IndexedFile, int, RolloutFacts | None]], changed: set[str]
+    ) -> None:
+        """Index files ``(file, mtime_ns, facts)``: never read when ``facts`` is ``None``."""
+        rows: list[tuple[object, ...]] = []
+        for file, mtime_ns, facts in files:
+            state = UNREAD if facts is None else READ if facts.listed else PARTIAL
+            rows.append(
+                (
+                    file.rel,
+                    _parent(file.rel) or "",
+                    file.name.thread_id,
+                    file.name.rollout_id,
+                    int(file.archived),
+                    int(file.name.segment_id is not None),
+                    _stamp_key(file.name.stamp),
+                    mtime_ns,
+                    state,
+                    None if facts is None else facts.encode(),
+                )
+            )
+            changed.add(file.name.thread_id)
+        self.db.executemany(
+            "INSERT OR REPLACE INTO files (rel, dir, thread_id, rollout_id, archived, segment, "
+            "stamp_key, mtime_ns, state, facts) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+            rows,
+        )
+
+    def _add_file(self, rel: str, changed: set[str], facts: RolloutFacts | None) -> None:
+        file = self.file(rel)
+        if file is not None:
+            mtime_ns = 0 if facts is None else facts.mtime_ns
+            self._insert([(file, mtime_ns, facts)], changed)
+
+    def _drop_dir(self, rel_dir: str, changed: set[str]) -> None:
+        db = self.db
+        pattern = rel_dir.replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_") + "/%"
+        for (thread_id,) in db.execute(
+            "SELECT DISTINCT thread_id FROM files WHERE dir = ? OR dir LIKE ? ESCAPE '\\'",
+            (rel_dir, pattern),
+        ).fetchall():
+            changed.add(thread_id)
+        db.execute("DELETE FROM files WHERE dir = ? OR dir LIKE ? ESCAPE '\\'", (rel_dir, pattern))
+        db.execute("DELETE FROM dirs WHERE rel = ? OR rel LIKE ? ESCAPE '\\'", (rel_dir, pattern))
+
+    # ------------------------------------------------------------------ this server's writes
+
+    def noted_append(self, path: Path, start: int, data: bytes, size: int, mtime_ns: int) -> None:
+        """The server appended ``data`` at ``start`` of a rollout (any thread; queued)."""
+        self._notes.append(("append", (str(path), start, data, size, mtime_ns)))
+
+    def noted_move(self, source: Path, target: Path) -> None:
+        """The server moved a rollout (archive, unarchive, or putting one back)."""
+        self._notes.append(("move", (str(source), str(target))))
+
+    def noted_removal(self, path: Path) -> None:
+        self._notes.append(("remove", (str(path),)))
+
+    def noted_log(self, log: str, start: int, data: bytes, size: int, mtime_ns: int) -> None:
+        """The server appended ``data`` at ``start`` of one of :data:`LOGS`."""
+        self._log_notes.append((log, start, data, size, mtime_ns))
+
+    def _apply_notes(self, changed: set[str]) -> None:
+        while self._notes:
+            kind, args = self._notes.popleft()
+            if kind == "append":
+                self._apply_append(changed, *args)
+            elif kind == "move":
+                self._apply_move(changed, *args)
+            else:
+                rel = self.rel(args[0])
+                if rel is not None:
+                    self._delete_file(rel, changed)
+
+    def _stored_facts(self, rel: str) -> tuple[bool, RolloutFacts | None]:
+        row = self.db.execute("SELECT facts FROM files WHERE rel = ?", (rel,)).fetchone()
+        return (False, None) if row is None else (True, _decode(row[0]))
+
+    def _apply_append(
+        self, changed: set[str], path: str, start: int, data: bytes, size: int, mtime_ns: int
+    ) -> None:
+        rel = self.rel(path)
+        if rel is None or self.file(rel) is None:
+            return
+        indexed, known = self._stored_facts(rel)
+        if start == 0:
+            facts = RolloutFacts()
+        elif known is not None and known.whole and known.size == start:
+            facts = known.view()
+            if facts is known:
+                facts = RolloutFacts.decode(known.encode())
+        else:
+            return  # someone else wrote too, or the index never read it: a stat will tell
+        facts.fold_bytes(data)
+        if facts.scanned != size:
+            return
+        facts.size, facts.mtime_ns = size, mtime_ns
+        if indexed:
+            self.db.execute(
+                "UPDATE files SET facts = ?, state = ?, mtime_ns = ? WHERE rel = ?",
+                (facts.encode(), READ if facts.listed else PARTIAL, mtime_ns, rel),
+            )
+            file = self.file(rel)
+            assert file is not None
+            changed.add(file.name.thread_id)
+        else:
+            self._add_file(rel, changed, facts)
+
+    def _delete_file(self, rel: str, changed: set[str]) -> None:
+        file = self.file(rel)
+        self.db.execute("DELETE FROM files WHERE rel = ?", (rel,))
+        if file is not None:
+            changed.add(file.name.thread_id)
+
+    def _apply_move(self, changed: set[str], source: str, target: str) -> None:
+        rel_source, rel_target = self.rel(source), self.rel(target)
+        if rel_source is None or rel_target is None:
+            return
+        _, facts = self._stored_facts(rel_source)
+        self._delete_file(rel_source, changed)
+        self._add_file(rel_target, changed, facts)  # a rename keeps size and modification time
+
+    # ------------------------------------------------------------------ logs
+
+    def _log_state(self, log: str) -> tuple[int, int, int] | None:
+        row = self.db.execute(
+            "SELECT size, mtime_ns, offset FROM logs WHERE log = ?", (log,)
+        ).fetchone()
+        return None if row is None else (row[0], row[1], row[2])
+
+    def _log_note(self, log: str, start: int, data: bytes, size: int, mtime_ns: int) -> None:
+        state = self._log_state(log)
+        if state is None or not (state[0] == state[2] == start):
+            return  # not read yet, or read differently: a stat will tell
+        used = self._fold_log(log, data)
+        if used == len(data):
+            self._set_log(log, size, mtime_ns, start + used)
+
+    def _set_log(self, log: str, size: int, mtime_ns: int, offset: int) -> None:
+        self.db.execute(
+            "INSERT OR REPLACE INTO logs (log, size, mtime_ns, offset) VALUES (?, ?, ?, ?)",
+            (log, size, mtime_ns, offset),
+        )
+
+    def _fold_log(self, log: str, data: bytes, *, tail: bool = False) -> int:
+        """Store the entries of the whole lines of ``data`` (and of an unterminated last line
+        that parses, when ``tail``); the bytes of whole lines used."""
+        used = data.rfind(b"\n") + 1
+        lines = data[:used].split(b"\n")
+        if tail and data[used:].strip():
+            lines.append(data[used:])
+        entries: dict[str, bytes] = {}
+        for raw in lines:
+            try:
+                value = orjson.loads(raw) if raw.strip() else None
+            except orjson.JSONDecodeError:
+                continue  # a torn line of a crashed writer
+            if isinstance(value, dict):
+                record = cast("dict[str, Any]", value)
+                thread_id = record.get("id")
+                if isinstance(thread_id, str):
+                    entries[thread_id] = raw
+        self.db.executemany(
+            "INSERT OR REPLACE INTO entries (log, thread_id, value) VALUES (?, ?, ?)",
+            [(log, thread_id, raw) for thread_id, raw in entries.items()],
+        )
+        return used
+
+    def refresh_log(self, log: str) -> set[str] | None:
+        """Read what was appended to a log since (all of it if it shrank or was rewritten); the
+        thread ids whose entry may have changed (``None``: every one may have)."""
+        while self._log_notes:
+            self._log_note(*self._log_notes.popleft())
+        path = self.home.root / log
+        state = self._log_state(log)
+        try:
+            stat = path.stat()
+        except OSError:
+            if state is None:
+                return set()
+            self.db.execute("DELETE FROM entries WHERE log = ?", (log,))
+            self.db.execute("DELETE FROM logs WHERE log = ?", (log,))
+            return None
+        size, mtime_ns = stat.st_size, stat.st_mtime_ns
+        if state is not None and state[:2] == (size, mtime_ns):
+            return set()
+        offset = 0
+        everything = state is None or size < state[2] or (size == state[0] and mtime_ns != state[1])
+        if everything:
+            self.db.execute("DELETE FROM entries WHERE log = ?", (log,))
+        elif state is not None:
+            offset = state[2]
+        try:
+            with path.open("rb") as f:
+                f.seek(offset)
+                data = f.read()
+        except OSError:
+            return set()
+        used = self._fold_log(log, data, tail=True)
+        self._set_log(log, offset + len(data), mtime_ns, offset + used)
+        if everything:
+            return None
+        return self._ids_in(data)
+
+    @staticmethod
+    def _ids_in(data: bytes) -> set[str]:
+        ids: set[str] = set()
+        for raw in data.split(b"\n"):
+            try:
+                value = orjson.loads(raw) if raw.strip() else None
+            except orjson.JSONDecodeError:
+                continue
+            if isinstance(value, dict):
+                thread_id = cast("dict[str, Any]", value).get("id")
+                if isinstance(thread_id, str):
+                    ids.add(thread_id)
+        return ids
+
+    def log_entry(self, log: str, thread_id: str) -> dict[str, Any] | None:
+        row = self.db.execute(
+            "SELECT value FROM entries WHERE log = ? AND thread_id = ?", (log, thread_id)
+        ).fetchone()
+        return None if row is None else _record(row[0])
+
+    def log_entries(self, log: str) -> Iterator[tuple[str, dict[str, Any]]]:
+        for thread_id, raw in self.db.execute(
+            "SELECT thread_id, value FROM entries WHERE log = ?", (log,)
+        ):
+            record = _record(raw)
+            if record is not None:
+                yield thread_id, record
+
+
+def _record(raw: bytes) -> dict[str, Any] | None:
+    try:
+        value = orjson.loads(raw)
+    except orjson.JSONDecodeError:
+        return None
+    return cast("dict[str, Any]", value) if isinstance(value, dict) else None
+
+
+def _decode(data: object) -> RolloutFacts | None:
+    if not isinstance(data, bytes | str):
+        return None
+    try:
+        return RolloutFacts.decode(data)
+    except ValueError:
+        return None
+
+
+class _Transaction:
+    """``with index.transaction():`` one ``BEGIN`` ... ``COMMIT`` (``ROLLBACK`` on error);
+    nested uses join the outer one."""
+
+    def __init__(self, db: sqlite3.Connection) -> None:
+        self.db = db
+        self.outer = False
+
+    def __enter__(self) -> sqlite3.Connection:
+        self.outer = not self.db.in_transaction
+        if self.outer:
+            self.db.execute("BEGIN")
+        return self.db
+
+    def __exit__(self, exc_type: type[BaseException] | None, *_: object) -> None:
+        if not self.outer:
+            return
+        if exc_type is None:
+            self.db.execute("COMMIT")
+        elif self.db.in_transaction:
+            self.db.execute("ROLLBACK")
