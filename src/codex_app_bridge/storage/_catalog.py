@@ -113,7 +113,9 @@ class ThreadRow(NamedTuple):
     created_at: str
     """``session_meta.timestamp`` of its first file, as written."""
     updated_at: str
-    """Its current file's modification time (RFC 3339, UTC, milliseconds)."""
+    """Its current file's modification time (RFC 3339, UTC, milliseconds), as last seen: read
+    again in an ``updatedAt`` order (``rows(by_updated=True)``) and where the thread is shown
+    (``find``)."""
     created_key: int
     """``created_at`` as :func:`timestamp_micros`."""
     updated_key: int

@@ -42,7 +42,7 @@ import sqlite3
 import time
 from collections import deque
 from collections.abc import Iterable, Iterator
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any, Final, cast
 
@@ -155,7 +155,9 @@ class RolloutIndex:
         self.path = home.root / INDEX_FILE
         self._db: sqlite3.Connection | None = None
         self._notes: deque[tuple[str, tuple[Any, ...]]] = deque()
-        self._log_notes: deque[tuple[str, int, bytes, int, int]] = deque()
+        self._log_notes: dict[str, deque[tuple[int, bytes, int, int]]] = {
+            log: deque() for log in LOGS
+        }
 
     # ------------------------------------------------------------------ paths
 
@@ -497,7 +499,7 @@ class RolloutIndex:
 
     def noted_log(self, log: str, start: int, data: bytes, size: int, mtime_ns: int) -> None:
         """The server appended ``data`` at ``start`` of one of :data:`LOGS`."""
-        self._log_notes.append((log, start, data, size, mtime_ns))
+        self._log_notes[log].append((start, data, size, mtime_ns))
 
     def _apply_notes(self, changed: set[str]) -> None:
         while self._notes:
@@ -524,10 +526,8 @@ class RolloutIndex:
         indexed, known = self._stored_facts(rel)
         if start == 0:
             facts = RolloutFacts()
-        elif known is not None and known.whole and known.size == start:
-            facts = known.view()
-            if facts is known:
-                facts = RolloutFacts.decode(known.encode())
+        elif known is not None and known.scanned == known.size == start:
+            facts = replace(known)
         else:
             return  # someone else wrote too, or the index never read it: a stat will tell
         facts.fold_bytes(data)
@@ -567,13 +567,14 @@ class RolloutIndex:
         ).fetchone()
         return None if row is None else (row[0], row[1], row[2])
 
-    def _log_note(self, log: str, start: int, data: bytes, size: int, mtime_ns: int) -> None:
+    def _log_note(self, log: str, start: int, data: bytes, size: int, mtime_ns: int) -> set[str]:
         state = self._log_state(log)
         if state is None or not (state[0] == state[2] == start):
-            return  # not read yet, or read differently: a stat will tell
+            return set()  # not read yet, or read differently: a stat will tell
         used = self._fold_log(log, data)
         if used == len(data):
             self._set_log(log, size, mtime_ns, start + used)
+        return self._ids_in(data[:used])
 
     def _set_log(self, log: str, size: int, mtime_ns: int, offset: int) -> None:
         self.db.execute(
@@ -608,21 +609,23 @@ class RolloutIndex:
     def refresh_log(self, log: str) -> set[str] | None:
         """Read what was appended to a log since (all of it if it shrank or was rewritten); the
         thread ids whose entry may have changed (``None``: every one may have)."""
-        while self._log_notes:
-            self._log_note(*self._log_notes.popleft())
+        noted: set[str] = set()
+        notes = self._log_notes[log]
+        while notes:
+            noted |= self._log_note(log, *notes.popleft())
         path = self.home.root / log
         state = self._log_state(log)
         try:
             stat = path.stat()
         except OSError:
             if state is None:
-                return set()
+                return noted
             self.db.execute("DELETE FROM entries WHERE log = ?", (log,))
             self.db.execute("DELETE FROM logs WHERE log = ?", (log,))
             return None
         size, mtime_ns = stat.st_size, stat.st_mtime_ns
         if state is not None and state[:2] == (size, mtime_ns):
-            return set()
+            return noted
         offset = 0
         everything = state is None or size < state[2] or (size == state[0] and mtime_ns != state[1])
         if everything:
@@ -634,12 +637,12 @@ class RolloutIndex:
                 f.seek(offset)
                 data = f.read()
         except OSError:
-            return set()
+            return noted
         used = self._fold_log(log, data, tail=True)
         self._set_log(log, offset + len(data), mtime_ns, offset + used)
         if everything:
             return None
-        return self._ids_in(data)
+        return noted | self._ids_in(data)
 
     @staticmethod
     def _ids_in(data: bytes) -> set[str]:

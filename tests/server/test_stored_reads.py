@@ -1,0 +1,78 @@
+"""Stored threads are read off the event loop: while one client's ``thread/list`` waits on a slow
+file system, another client is served (initialize, a new thread and its turn, which the writer
+stores), and the list is answered once the files are.
+
+Also ``thread/list``'s ``limit``, which 0.163.0 clamps to 1..100."""
+
+from __future__ import annotations
+
+import threading
+from pathlib import Path
+from typing import Any
+
+import anyio
+import anyio.to_thread
+import pytest
+
+from codex_app_bridge.storage import _index as index_module
+from tests.e2e._harness import open_bridge
+
+pytestmark = pytest.mark.anyio
+
+WAIT = 30.0
+
+
+async def test_a_slow_file_system_holds_up_only_the_request_that_reads_it(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    home = tmp_path / "codex-home"
+    async with open_bridge("memory", codex_home=home) as bridge:
+        first, second = await bridge.connect(), await bridge.connect()
+        await first.initialize(name="first")
+        stored = await first.start_thread()
+        await first.run_turn(stored, "stored before")
+
+        entered, release = threading.Event(), threading.Event()
+        original = index_module.RolloutIndex.refresh
+
+        def slow_refresh(self: index_module.RolloutIndex) -> set[str]:
+            if not release.is_set():
+                entered.set()
+                release.wait(WAIT)  # a file system that does not answer
+            return original(self)
+
+        monkeypatch.setattr(index_module.RolloutIndex, "refresh", slow_refresh)
+        listing: dict[str, Any] = {}
+
+        async def list_threads() -> None:
+            listing.update(await first.result("thread/list", {}))
+
+        async with anyio.create_task_group() as tg:
+            tg.start_soon(list_threads)
+            assert await anyio.to_thread.run_sync(entered.wait, WAIT)
+            with anyio.fail_after(WAIT):
+                await second.initialize(name="second")
+                thread_id = await second.start_thread()
+                _, messages = await second.run_turn(thread_id, "served meanwhile")
+                assert messages[-1]["params"]["turn"]["status"] == "completed"
+                loaded = await second.result("thread/loaded/list", {})
+                assert thread_id in loaded["data"]
+            assert listing == {}  # still waiting for the files
+            release.set()
+        assert [thread["id"] for thread in listing["data"]] == [thread_id, stored]
+
+
+async def test_thread_list_limit_is_clamped_to_one_through_one_hundred(tmp_path: Path) -> None:
+    async with open_bridge("memory", codex_home=tmp_path / "codex-home") as bridge:
+        client = await bridge.connect()
+        await client.initialize()
+        threads = []
+        for text in ("one", "two", "three"):
+            thread_id = await client.start_thread()
+            await client.run_turn(thread_id, text)
+            threads.append(thread_id)
+        one = await client.result("thread/list", {"limit": 0})
+        assert len(one["data"]) == 1
+        assert one["nextCursor"] is not None
+        everything = await client.result("thread/list", {"limit": 1000})
+        assert len(everything["data"]) == 3

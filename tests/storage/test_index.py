@@ -1,0 +1,474 @@
+"""The rollout index: what the catalog answers from it always equals what the files say now.
+
+Every check compares a long-lived catalog (its index kept current by the writer, by notes and by
+``stat`` s) with a catalog built from scratch on a copy of the same files (no index): after the
+server's own writes, after changes made under it by others, after crashes (a torn line, a process
+killed while it built the index, a corrupt or stale index file)."""
+
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+import textwrap
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+from typing import Any
+
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from codex_app_bridge.protocol import core
+from codex_app_bridge.storage import (
+    INDEX_FILE,
+    CodexHome,
+    RolloutWriter,
+    RowFilter,
+    StoredThread,
+    ThreadCatalog,
+    ThreadRow,
+    session_meta,
+)
+from codex_app_bridge.storage import _catalog as catalog_module
+from codex_app_bridge.storage import _index as index_module
+from tests.conftest import CAPTURES_DIR
+from tests.storage._homes import home_from_capture
+
+EVERYTHING = RowFilter(source_kinds=None)
+ARCHIVED = RowFilter(archived=True, source_kinds=None)
+START = datetime(2026, 11, 1, 12, 0, 0, tzinfo=UTC)
+SRC = Path(__file__).resolve().parents[2] / "src"
+
+
+def _events(capture: str = "plain") -> list[core.EventMsg]:
+    lines = core.iter_rollout_jsonl((CAPTURES_DIR / capture / "rollout.jsonl").read_bytes())
+    return [line.payload for line in lines if isinstance(line, core.EventMsgLine)]
+
+
+def _thread_id(n: int) -> str:
+    return f"01a2eeee-0000-7000-8000-{n:012d}"
+
+
+def _write_thread(
+    catalog: ThreadCatalog | None,
+    home: Path,
+    n: int,
+    *,
+    created: datetime | None = None,
+    events: list[core.EventMsg] | None = None,
+) -> Path:
+    """A thread stored by the bridge's writer (told to ``catalog``'s index when given)."""
+    created = created or START + timedelta(hours=n)
+    path = CodexHome(home).new_rollout_path(_thread_id(n), created.astimezone())
+    meta = session_meta(
+        thread_id=_thread_id(n),
+        created=created,
+        cwd=f"/work/{n % 3}",
+        originator="test",
+        model_provider="mock",
+    )
+    on_write = None if catalog is None else catalog.index.noted_append
+    writer = RolloutWriter.create(path, meta, now=created, on_write=on_write)
+    for event in _events() if events is None else events:
+        writer.append_event(event)
+    writer.close()
+    return path
+
+
+def _view(catalog: ThreadCatalog) -> dict[str, Any]:
+    """Everything the server asks the catalog, in one comparable value."""
+    rows = catalog.rows(EVERYTHING)
+    archived = catalog.rows(ARCHIVED)
+    by_updated = catalog.rows(EVERYTHING, by_updated=True)
+    ids = sorted({row.thread_id for row in (*rows, *archived)})
+    found = catalog.find_many(ids)
+    return {
+        "rows": [_row(row) for row in rows],
+        "archived": [_row(row) for row in archived],
+        "by_updated": [tuple(row) for row in by_updated],
+        "threads": {thread_id: _stored(found[thread_id]) for thread_id in sorted(found)},
+        "names": catalog.names(),
+        "git": catalog.git_infos(),
+    }
+
+
+def _row(row: ThreadRow) -> tuple[Any, ...]:
+    """A row of a ``createdAt`` order: its ``updatedAt`` is as last seen (read again where it
+    is shown, or where it is the order)."""
+    return tuple(row._replace(updated_at="", updated_key=0))
+
+
+def _stored(stored: StoredThread) -> dict[str, Any]:
+    fields = {
+        name: getattr(stored, name)
+        for name in (
+            "path",
+            "files",
+            "archived",
+            "created_at",
+            "updated_at",
+            "preview",
+            "model",
+            "reasoning_effort",
+            "name",
+            "approval_policy",
+            "approvals_reviewer",
+            "first_completed",
+            "last_completed",
+            "next_ordinal",
+        )
+    }
+    fields["meta"] = dict(stored.meta_fields)
+    return fields
+
+
+def _from_scratch(home: Path) -> dict[str, Any]:
+    """The view of a catalog that never saw ``home`` (a copy of its files, no index)."""
+    with tempfile.TemporaryDirectory() as scratch:
+        copy = Path(scratch) / "home"
+        shutil.copytree(home, copy, ignore=shutil.ignore_patterns("thread_index.sqlite*"))
+        view = _view(ThreadCatalog(CodexHome(copy)))
+    return _relocated(view, copy, home)
+
+
+def _relocated(value: Any, old: Path, new: Path) -> Any:
+    if isinstance(value, Path):
+        return new / value.relative_to(old) if value.is_relative_to(old) else value
+    if isinstance(value, dict):
+        return {k: _relocated(v, old, new) for k, v in value.items()}  # pyright: ignore[reportUnknownVariableType]
+    if isinstance(value, list | tuple):
+        items = [_relocated(v, old, new) for v in value]  # pyright: ignore[reportUnknownVariableType]
+        return tuple(items) if isinstance(value, tuple) else items
+    return value
+
+
+def _assert_current(catalog: ThreadCatalog, home: Path) -> dict[str, Any]:
+    view = _view(catalog)
+    assert view == _from_scratch(home)
+    return view
+
+
+@pytest.fixture
+def reads(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> list[str]:
+    """The rollouts under ``tmp_path`` the index folds lines of (a ``scan`` that returns new
+    facts; the scratch copies of ``_from_scratch`` are elsewhere)."""
+    folded: list[str] = []
+    original = index_module.scan
+
+    def counting(path: str, facts: Any, *, until_listed: bool = False) -> Any:
+        result = original(path, facts, until_listed=until_listed)
+        if result is not facts and path.startswith(str(tmp_path)):
+            folded.append(path)
+        return result
+
+    monkeypatch.setattr(index_module, "scan", counting)
+    return folded
+
+
+# ---------------------------------------------------------------------------- the writer
+
+
+def test_the_index_follows_the_writer_without_reading_the_rollouts_back(
+    tmp_path: Path, reads: list[str]
+) -> None:
+    catalog = ThreadCatalog(CodexHome(tmp_path))
+    assert catalog.rows(EVERYTHING) == []
+    paths = [_write_thread(catalog, tmp_path, n) for n in range(3)]
+    catalog.set_name(_thread_id(1), "named")
+    catalog.set_git_info(_thread_id(2), {"sha": "abc", "branch": "main", "originUrl": None})
+    view = _assert_current(catalog, tmp_path)
+    assert [t["name"] for t in view["threads"].values()] == [None, "named", None]
+    assert [row[7] for row in view["rows"]] == ["Say hello in a long-ish streamed reply."] * 3
+    assert reads == []  # every line came from the writer's notes
+    # the writer resumes a stored thread: what it appends is told too
+    stored = catalog.find(_thread_id(0))
+    assert stored is not None
+    writer = RolloutWriter.reopen(
+        paths[0], next_ordinal=stored.next_ordinal, on_write=catalog.index.noted_append
+    )
+    for event in _events():
+        writer.append_event(event)
+    writer.close()
+    again = catalog.find(_thread_id(0))
+    assert again is not None
+    assert again.next_ordinal == stored.next_ordinal + len(_events())
+    _assert_current(catalog, tmp_path)
+    assert reads == []
+
+
+def test_a_new_index_reads_each_rollout_once(tmp_path: Path, reads: list[str]) -> None:
+    for n in range(4):
+        _write_thread(None, tmp_path, n)
+    catalog = ThreadCatalog(CodexHome(tmp_path))
+    _assert_current(catalog, tmp_path)
+    first = len(reads)
+    assert first >= 4
+    _view(catalog)
+    _view(ThreadCatalog(CodexHome(tmp_path)))  # the next process: the index file
+    assert len(reads) == first
+
+
+# ---------------------------------------------------------------------------- changes under it
+
+
+def test_changes_made_by_others_are_seen_on_the_next_request(tmp_path: Path) -> None:
+    catalog = ThreadCatalog(CodexHome(tmp_path))
+    paths = [
+        _write_thread(catalog, tmp_path, n, created=START + timedelta(days=n)) for n in range(3)
+    ]
+    _assert_current(catalog, tmp_path)
+    # another process appends a turn to a stored thread (the real binary continuing it)
+    with paths[1].open("ab") as rollout:
+        for line in (CAPTURES_DIR / "shell" / "rollout.jsonl").read_bytes().splitlines()[1:]:
+            rollout.write(line + b"\n")
+    view = _assert_current(catalog, tmp_path)
+    assert (
+        view["threads"][_thread_id(1)]["last_completed"]
+        != view["threads"][_thread_id(0)]["last_completed"]
+    )
+    # the real binary stores a thread of its own (a revert and a fork among them)
+    home_from_capture("revert_fork", tmp_path)
+    view = _assert_current(catalog, tmp_path)
+    assert len(view["rows"]) == 5
+    # a user deletes a rollout, then a whole day of them
+    paths[0].unlink()
+    assert len(_assert_current(catalog, tmp_path)["rows"]) == 4
+    shutil.rmtree(paths[2].parent)
+    _assert_current(catalog, tmp_path)
+    # another server archives a thread, renames another
+    archived = tmp_path / "archived_sessions"
+    archived.mkdir()
+    os.replace(paths[1], archived / paths[1].name)
+    other = ThreadCatalog(CodexHome(tmp_path))
+    other.set_name(_thread_id(1), "renamed elsewhere")
+    view = _assert_current(catalog, tmp_path)
+    assert [row[0] for row in view["archived"]] == [_thread_id(1)]
+    assert view["names"] == {_thread_id(1): "renamed elsewhere"}
+
+
+def test_moves_and_removals_by_the_server_keep_what_the_index_read(
+    tmp_path: Path, reads: list[str]
+) -> None:
+    catalog = ThreadCatalog(CodexHome(tmp_path))
+    for n in range(3):
+        _write_thread(catalog, tmp_path, n)
+    stored = catalog.find(_thread_id(0))
+    assert stored is not None
+    catalog.archive(stored)
+    view = _assert_current(catalog, tmp_path)
+    assert [row[0] for row in view["archived"]] == [_thread_id(0)]
+    archived = catalog.find(_thread_id(0))
+    assert archived is not None
+    catalog.unarchive(archived)
+    catalog.delete(catalog.find(_thread_id(1)) or stored)
+    view = _assert_current(catalog, tmp_path)
+    assert [row[0] for row in view["rows"]] == [_thread_id(2), _thread_id(0)]
+    assert reads == []
+
+
+def test_files_changed_in_the_same_instant_as_their_listing_are_listed_again(
+    tmp_path: Path,
+) -> None:
+    # a directory modified within the timestamp tick of its listing cannot be trusted by its
+    # modification time: two threads created back to back are both seen
+    catalog = ThreadCatalog(CodexHome(tmp_path))
+    created = START
+    _write_thread(None, tmp_path, 0, created=created)
+    assert len(catalog.rows(EVERYTHING)) == 1
+    _write_thread(None, tmp_path, 1, created=created)
+    assert len(catalog.rows(EVERYTHING)) == 2
+
+
+# ---------------------------------------------------------------------------- crashes
+
+
+def test_a_torn_rollout_line_is_skipped_and_what_follows_it_is_read(tmp_path: Path) -> None:
+    catalog = ThreadCatalog(CodexHome(tmp_path))
+    path = _write_thread(catalog, tmp_path, 0, events=_events()[:2])
+    _assert_current(catalog, tmp_path)
+    with path.open("ab") as rollout:  # a writer died in the middle of a line
+        rollout.write(b'{"timestamp":"2026-11-01T12:00:00.000Z","type":"event_msg","pay')
+    _assert_current(catalog, tmp_path)
+    stored = catalog.find(_thread_id(0))
+    assert stored is not None
+    writer = RolloutWriter.reopen(
+        path, next_ordinal=stored.next_ordinal, on_write=catalog.index.noted_append
+    )
+    for event in _events()[2:]:
+        writer.append_event(event)
+    writer.close()
+    view = _assert_current(catalog, tmp_path)
+    assert view["threads"][_thread_id(0)]["preview"] == "Say hello in a long-ish streamed reply."
+
+
+def test_a_torn_name_line_stays_a_line_of_its_own(tmp_path: Path) -> None:
+    catalog = ThreadCatalog(CodexHome(tmp_path))
+    _write_thread(catalog, tmp_path, 0)
+    catalog.set_name(_thread_id(0), "before")
+    with (tmp_path / "session_index.jsonl").open("ab") as names:
+        names.write(b'{"id":"01a2eeee-0000-7000-8000-000000000000","thread_na')
+    assert _assert_current(catalog, tmp_path)["names"] == {_thread_id(0): "before"}
+    catalog.set_name(_thread_id(0), "after")
+    assert _assert_current(catalog, tmp_path)["names"] == {_thread_id(0): "after"}
+
+
+_KILLED_BUILD = textwrap.dedent(
+    """
+    import os, sys
+    from pathlib import Path
+    sys.path.insert(0, sys.argv[2])
+    from codex_app_bridge.storage import CodexHome, RowFilter, ThreadCatalog
+    from codex_app_bridge.storage import _catalog, _index
+
+    _catalog._FILL_BATCH = 2
+
+    original = _index.scan
+    count = 0
+
+    def dying(*args, **kwargs):
+        global count
+        count += 1
+        if count == int(sys.argv[3]):
+            os._exit(9)  # killed in the middle of building the index
+        return original(*args, **kwargs)
+
+    catalog = ThreadCatalog(CodexHome(Path(sys.argv[1])))
+    catalog.rows(RowFilter(source_kinds=None), limit=2)  # committed: some files still unread
+    _index.scan = dying
+    catalog.rows(RowFilter(source_kinds=None))
+    """
+)
+
+
+@pytest.mark.parametrize("after_files", [1, 7])
+def test_a_process_killed_while_it_builds_the_index_leaves_nothing_wrong(
+    tmp_path: Path, after_files: int
+) -> None:
+    for n in range(12):
+        _write_thread(None, tmp_path, n, created=START + timedelta(days=n))
+    died = subprocess.run(
+        [sys.executable, "-c", _KILLED_BUILD, str(tmp_path), str(SRC), str(after_files)],
+        timeout=60,
+        check=False,
+    )
+    assert died.returncode == 9
+    _assert_current(ThreadCatalog(CodexHome(tmp_path)), tmp_path)
+
+
+def test_a_corrupt_index_is_built_again_from_the_files(tmp_path: Path) -> None:
+    for n in range(3):
+        _write_thread(None, tmp_path, n)
+    catalog = ThreadCatalog(CodexHome(tmp_path))
+    expected = _view(catalog)
+    catalog.close()
+    index = tmp_path / INDEX_FILE
+    data = bytearray(index.read_bytes())
+    data[100:4000] = os.urandom(3900)
+    index.write_bytes(bytes(data))
+    assert _view(ThreadCatalog(CodexHome(tmp_path))) == expected
+    index.write_bytes(b"not a database at all")
+    assert _view(ThreadCatalog(CodexHome(tmp_path))) == expected
+
+
+def test_an_index_older_than_the_files_is_brought_up_to_date(tmp_path: Path) -> None:
+    catalog = ThreadCatalog(CodexHome(tmp_path))
+    paths = [_write_thread(catalog, tmp_path, n) for n in range(3)]
+    catalog.set_name(_thread_id(0), "old name")
+    _view(catalog)
+    catalog.close()
+    old = (tmp_path / INDEX_FILE).read_bytes()
+    later = ThreadCatalog(CodexHome(tmp_path))
+    _write_thread(later, tmp_path, 3)
+    paths[1].unlink()
+    later.set_name(_thread_id(0), "new name")
+    with paths[2].open("ab") as rollout:
+        rollout.write(b'{"timestamp":"t","type":"event_msg","payload":{"type":"user_message",')
+        rollout.write(b'"message":"more"}}\n')
+    _view(later)
+    later.close()
+    (tmp_path / INDEX_FILE).write_bytes(old)  # as if the last writes of the index were lost
+    for suffix in ("-wal", "-shm"):
+        Path(f"{tmp_path / INDEX_FILE}{suffix}").unlink(missing_ok=True)
+    view = _assert_current(ThreadCatalog(CodexHome(tmp_path)), tmp_path)
+    assert view["names"] == {_thread_id(0): "new name"}
+
+
+# ---------------------------------------------------------------------------- a cold index
+
+
+def test_a_first_page_reads_only_the_newest_rollouts_and_is_exact(
+    tmp_path: Path, reads: list[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(catalog_module, "_FILL_BATCH", 4)
+    for n in range(60):  # one thread every 6 hours, 15 days
+        _write_thread(None, tmp_path, n, created=START + timedelta(hours=6 * n))
+    expected = _from_scratch(tmp_path)
+    catalog = ThreadCatalog(CodexHome(tmp_path))
+    first = catalog.rows(EVERYTHING, limit=5)
+    assert [_row(row) for row in first] == expected["rows"][:5]
+    assert len(reads) <= 12  # 5 rows, the 12 h + 2 s of names past them, a batch at most
+    last = first[-1]
+    later = catalog.rows(EVERYTHING, limit=5, after=(last.created_key, last.thread_id))
+    assert [_row(row) for row in later] == expected["rows"][5:10]
+    newest = catalog.rows(EVERYTHING, by_updated=True, limit=5)
+    assert [tuple(row) for row in newest] == expected["by_updated"][:5]
+    assert _view(catalog) == expected
+
+
+# ---------------------------------------------------------------------------- any history
+
+
+_OPERATIONS = st.lists(
+    st.sampled_from(["new", "append", "torn", "delete", "archive", "unarchive", "name", "git"]),
+    min_size=1,
+    max_size=12,
+)
+
+
+@settings(
+    max_examples=25,
+    deadline=None,
+    suppress_health_check=[HealthCheck.too_slow, HealthCheck.function_scoped_fixture],
+)
+@given(operations=_OPERATIONS, seed=st.integers(0, 2**16))
+def test_after_any_sequence_of_changes_the_index_says_what_the_files_say(
+    operations: list[str], seed: int
+) -> None:
+    with tempfile.TemporaryDirectory() as scratch:
+        home = Path(scratch) / "home"
+        catalog = ThreadCatalog(CodexHome(home))
+        made: list[Path] = []
+        for step, operation in enumerate(operations):
+            pick = (seed + step) % max(len(made), 1)
+            if operation == "new" or not made:
+                made.append(_write_thread(catalog, home, len(made), events=_events()[: seed % 8]))
+                continue
+            path = made[pick]
+            current = catalog.find(_thread_id(pick))
+            if operation == "append" and path.exists() and current is not None:
+                writer = RolloutWriter.reopen(
+                    path, next_ordinal=current.next_ordinal, on_write=catalog.index.noted_append
+                )
+                writer.append_event(_events()[step % len(_events())])
+                writer.close()
+            elif operation == "torn" and path.exists():
+                with path.open("ab") as rollout:
+                    rollout.write(b'{"timestamp":"t","type":"event_')
+            elif operation == "delete" and current is not None:
+                catalog.delete(current)
+            elif operation == "archive" and current is not None and not current.archived:
+                catalog.archive(current)
+            elif operation == "unarchive" and current is not None and current.archived:
+                catalog.unarchive(current)
+            elif operation == "name":
+                catalog.set_name(_thread_id(pick), f"name {step}")
+            elif operation == "git":
+                catalog.set_git_info(
+                    _thread_id(pick), {"sha": str(step), "branch": None, "originUrl": None}
+                )
+            if step % 3 == seed % 3:
+                _assert_current(catalog, home)
+        _assert_current(catalog, home)
