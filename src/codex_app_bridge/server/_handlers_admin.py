@@ -29,6 +29,7 @@ from __future__ import annotations
 
 from collections.abc import Generator
 from contextlib import contextmanager
+from dataclasses import replace
 from typing import TYPE_CHECKING
 
 from codex_app_bridge.protocol._base import WireModel
@@ -127,21 +128,23 @@ class ThreadAdminHandlers:
             stored = await threads.find_stored(thread_id)
             if stored is None or stored.archived:
                 raise no_rollout(thread_id)
-            current = await threads.stored_git_info(thread_id)
+            current = None if stored.git_info is None else GitInfo.model_validate(stored.git_info)
         else:
             current = record.git_info
         merged = (current or GitInfo(sha=None, branch=None, origin_url=None)).model_copy(
             update=changes
         )
+        fields = {"sha": merged.sha, "branch": merged.branch, "originUrl": merged.origin_url}
         if stored is not None or (record is not None and record.path):
-            fields = {"sha": merged.sha, "branch": merged.branch, "originUrl": merged.origin_url}
             with _storing():
                 threads.write_git_info(thread_id, fields)
         if record is not None:
             record.git_info = merged
             return ThreadMetadataUpdateResponse(thread=record.thread())
         assert stored is not None
-        return ThreadMetadataUpdateResponse(thread=await threads.stored_thread(stored))
+        return ThreadMetadataUpdateResponse(
+            thread=threads.stored_thread(replace(stored, git_info=fields))
+        )
 
     async def thread_archive(
         self, ctx: RequestContext, params: ThreadArchiveParams
@@ -172,7 +175,7 @@ class ThreadAdminHandlers:
             back = await threads.unarchive(stored)
         notification = ThreadUnarchivedNotification(thread_id=thread_id)
         self._after_response_broadcast(ctx, "thread/unarchived", notification)
-        return ThreadUnarchiveResponse(thread=await threads.stored_thread(back))
+        return ThreadUnarchiveResponse(thread=threads.stored_thread(back))
 
     async def thread_delete(
         self, ctx: RequestContext, params: ThreadDeleteParams

@@ -317,7 +317,7 @@ class ThreadHandlers:
                 raise thread_not_loaded(thread_id)
             turns = build_turns(lines, interrupt_stale=True)
         return ThreadReadResponse(
-            thread=await threads.stored_thread(stored, turns),
+            thread=threads.stored_thread(stored, turns),
             **read_extras(threads.stored_read_state(stored)),
         )
 

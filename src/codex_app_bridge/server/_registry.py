@@ -189,7 +189,7 @@ class ThreadRegistry:
         if lines is None:
             return None
         history = [e for e in envelopes_of(lines) if e.msg.type in HISTORY_EVENT_TYPES]
-        git_info = await self.stored_git_info(thread_id)
+        git_info = None if stored.git_info is None else GitInfo.model_validate(stored.git_info)
         record = ThreadRecord(
             id=thread_id,
             settings=_stored_settings(stored, self.defaults),
@@ -362,19 +362,9 @@ class ThreadRegistry:
         files are now (those still stored), in one read."""
         if self.storage is None or not thread_ids:
             return {}
-        catalog = self.storage.catalog
-
-        def read() -> tuple[dict[str, StoredThread], dict[str, dict[str, str | None]]]:
-            found = catalog.find_many(thread_ids)
-            infos = catalog.git_infos() if found else {}
-            return found, infos
-
-        found, infos = await anyio.to_thread.run_sync(read)
+        found = await anyio.to_thread.run_sync(self.storage.catalog.find_many, thread_ids)
         return {
-            thread_id: (
-                self._stored_thread_object(stored, infos.get(thread_id)),
-                self.stored_read_state(stored),
-            )
+            thread_id: (self.stored_thread(stored), self.stored_read_state(stored))
             for thread_id, stored in found.items()
         }
 
@@ -399,28 +389,15 @@ class ThreadRegistry:
             return None
         return await self.stored_history(stored)
 
-    async def stored_git_info(self, thread_id: str) -> GitInfo | None:
-        """A stored thread's git info, as ``thread/metadata/update`` last set it."""
-        if self.storage is None:
-            return None
-        info = await anyio.to_thread.run_sync(self.storage.catalog.git_info, thread_id)
-        return None if info is None else GitInfo.model_validate(info)
-
     def stored_read_state(self, stored: StoredThread) -> dict[str, Any]:
         """The read state of a thread that is not loaded, as its rollout leads to it."""
         state = read_state_of_turns(stored.thread_id, stored.first_completed, stored.last_completed)
         return read_state_json(stored.thread_id, state)
 
-    async def stored_thread(self, stored: StoredThread, turns: list[Turn] | None = None) -> Thread:
+    def stored_thread(self, stored: StoredThread, turns: list[Turn] | None = None) -> Thread:
         """The v2 ``Thread`` of a stored thread that is not loaded."""
-        git_info = await self.stored_git_info(stored.thread_id)
+        git_info = None if stored.git_info is None else GitInfo.model_validate(stored.git_info)
         return stored_thread_object(stored, self.defaults, git_info=git_info, turns=turns)
-
-    def _stored_thread_object(
-        self, stored: StoredThread, git_info: dict[str, str | None] | None
-    ) -> Thread:
-        info = None if git_info is None else GitInfo.model_validate(git_info)
-        return stored_thread_object(stored, self.defaults, git_info=info)
 
     async def history_pages(self, thread_id: str) -> HistoryPages | None:
         """A thread's history as pages (``None``: no such thread).

@@ -42,7 +42,7 @@ from codex_app_bridge.mapping.thread_history import resolve_rollout_history
 from codex_app_bridge.protocol import core
 from codex_app_bridge.storage._errors import RolloutUnavailable, StorageError
 from codex_app_bridge.storage._facts import RolloutFacts
-from codex_app_bridge.storage._index import STAMP_SLACK_US, IndexedFile, RolloutIndex
+from codex_app_bridge.storage._index import IndexedFile, RolloutIndex
 from codex_app_bridge.storage._layout import (
     GIT_INFO_FILE,
     SESSION_INDEX_FILE,
@@ -218,6 +218,8 @@ class StoredThread:
     """The last turn that ended: the read state's revision."""
     next_ordinal: int = 0
     """The ordinal the next line appended to ``path`` gets."""
+    git_info: Mapping[str, str | None] | None = None
+    """As ``thread/metadata/update`` last set it (``sha``, ``branch``, ``originUrl``)."""
 
     @cached_property
     def meta(self) -> core.SessionMeta:
@@ -380,15 +382,6 @@ class ThreadCatalog:
         return None if record is None else _name_of(record)
 
     # ------------------------------------------------------------------ threads
-
-    def _files(self, thread_id: str) -> list[tuple[IndexedFile, RolloutFacts]]:
-        """A thread's files whose list fields could be read (sessions first, then archived)."""
-        out: list[tuple[IndexedFile, RolloutFacts]] = []
-        for file, known in self.index.files_of(thread_id):
-            facts = self.index.facts(file.rel, known)
-            if facts is not None:
-                out.append((file, facts))
-        return out
 
     @staticmethod
     def _current(
@@ -558,9 +551,7 @@ class ThreadCatalog:
         timestamp on), at most ``limit``, none of ``skip``.
 
         Files never read (a home the index has not seen yet) are read newest first, until
-        none of them can belong to the answer: a thread is created at most
-        :data:`STAMP_SLACK_US` after the time in its first rollout's name, and updated when
-        its newest file was modified."""
+        none of them can belong to the answer (``RolloutIndex.unread_bound``)."""
         key = "updated_key" if by_updated else "created_key"
         condition, params = where.where(key, after, descending)
         order = "DESC" if descending else "ASC"
@@ -592,21 +583,22 @@ class ThreadCatalog:
                 return page()
             while True:
                 rows = page()
-                bound = self.index.unread_bound()
+                bound = self.index.unread_bound(by_updated=by_updated)
                 if bound is None:
                     return rows
                 if len(rows) >= limit:
                     last = rows[-1]
-                    if by_updated and bound[1] < last.updated_key:
-                        return rows
-                    if not by_updated and bound[0] + STAMP_SLACK_US < last.created_key:
+                    if bound < (last.updated_key if by_updated else last.created_key):
                         return rows
                 self._fill(self.index.unread(by_updated=by_updated, limit=_FILL_BATCH))
 
         return self._run(work)
 
-    def _stored(self, thread_id: str) -> StoredThread | None:
-        files = self._files(thread_id)
+    def _stored(
+        self, thread_id: str, files: list[tuple[IndexedFile, RolloutFacts]]
+    ) -> StoredThread | None:
+        """The thread as its files (read for their list fields) are now: its current file read
+        to its end, checked against the file first."""
         found = self._current(files)
         if found is None:
             return None
@@ -617,7 +609,7 @@ class ThreadCatalog:
         files = [(f, facts if f.rel == file.rel else fs) for f, fs in files]
         meta = self._first_meta(files, facts)
         summary = self._summary(file, facts)
-        self._compute_rows([thread_id])  # read now: its row as it is
+        git = self.index.log_entry(GIT_INFO_FILE, thread_id)
         return StoredThread(
             thread_id=thread_id,
             path=Path(self.index.abs(file.rel)),
@@ -635,20 +627,33 @@ class ThreadCatalog:
             first_completed=summary.first_completed,
             last_completed=summary.last_completed,
             next_ordinal=facts.view().next_ordinal,
+            git_info=None if git is None else _git_info_of(git),
         )
+
+    def _stored_many(self, thread_ids: Collection[str]) -> dict[str, StoredThread]:
+        self.index.refresh_log(GIT_INFO_FILE)
+        files_by = self.index.files_of_many(thread_ids)
+        found: dict[str, StoredThread] = {}
+        for thread_id in thread_ids:
+            files: list[tuple[IndexedFile, RolloutFacts]] = []
+            for file, known in files_by.get(thread_id, ()):
+                facts = self.index.facts(file.rel, known)
+                if facts is not None:
+                    files.append((file, facts))
+            stored = self._stored(thread_id, files)
+            if stored is not None:
+                found[thread_id] = stored
+        self._compute_rows(thread_ids)  # read now: their rows as they are
+        return found
 
     def find(self, thread_id: str) -> StoredThread | None:
         """The stored thread with this (canonical) id, archived or not, as its files are now."""
-        return self._run(lambda: self._stored(thread_id))
+        return self._run(lambda: self._stored_many([thread_id]).get(thread_id))
 
     def find_many(self, thread_ids: Iterable[str]) -> dict[str, StoredThread]:
         """:meth:`find` of several threads (one refresh): those found, by id."""
-
-        def work() -> dict[str, StoredThread]:
-            found = {thread_id: self._stored(thread_id) for thread_id in thread_ids}
-            return {thread_id: stored for thread_id, stored in found.items() if stored is not None}
-
-        return self._run(work)
+        ids = list(dict.fromkeys(thread_ids))
+        return self._run(lambda: self._stored_many(ids))
 
     def threads(self) -> list[StoredThread]:
         """Every stored thread, archived ones included (``StoredThread.archived``); every
@@ -657,8 +662,7 @@ class ThreadCatalog:
         def work() -> list[StoredThread]:
             self._fill(self.index.unread(by_updated=False, limit=None))
             ids = [t for (t,) in self.index.db.execute("SELECT DISTINCT thread_id FROM files")]
-            found = [self._stored(thread_id) for thread_id in ids]
-            return [stored for stored in found if stored is not None]
+            return list(self._stored_many(ids).values())
 
         return self._run(work)
 

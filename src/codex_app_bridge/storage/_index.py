@@ -43,6 +43,7 @@ import time
 from collections import deque
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, replace
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any, Final, cast
 
@@ -135,6 +136,18 @@ def _stamp_key(stamp: str) -> int:
         return calendar.timegm(tuple(int(f) for f in fields)) * 1_000_000
     except ValueError:
         return 0
+
+
+def _timestamp_key(value: str) -> int:
+    """An RFC 3339 timestamp as micros (the threads table's keys); 0 if it is not one."""
+    try:
+        moment = datetime.fromisoformat(value.replace("Z", "+00:00"))
+    except ValueError:
+        return 0
+    if moment.tzinfo is None:
+        moment = moment.replace(tzinfo=UTC)
+    delta = moment - datetime(1970, 1, 1, tzinfo=UTC)
+    return (delta.days * 86_400 + delta.seconds) * 1_000_000 + delta.microseconds
 
 
 def _archived(rel: str) -> bool:
@@ -329,18 +342,34 @@ class RolloutIndex:
             (-1 if limit is None else limit,),
         ).fetchall()
 
-    def unread_bound(self) -> tuple[int, int] | None:
-        """Over every file of the threads with a file never read: the latest time in a name
-        (micros, read as UTC) and the latest modification time (micros); ``None``: every file
-        was read. What such a thread's ``createdAt`` (at most :data:`STAMP_SLACK_US` after the
-        first) and ``updatedAt`` (at most the second) can be."""
-        row = self.db.execute(
-            "SELECT MAX(stamp_key), MAX(mtime_ns) FROM files WHERE thread_id IN "
-            f"(SELECT thread_id FROM files WHERE state = {UNREAD})"
-        ).fetchone()
-        if row is None or row[0] is None:
+    def unread_bound(self, *, by_updated: bool) -> int | None:
+        """The latest ``createdAt`` (``by_updated``: ``updatedAt``) in micros a thread with a
+        file never read can turn out to have (``None``: every file was read).
+
+        ``createdAt`` is its first file's ``session_meta`` time: at most
+        :data:`STAMP_SLACK_US` after the time in that file's name when it is unread, known
+        when it was read (a new segment of a thread read before). ``updatedAt`` is its current
+        file's modification time: at most the latest of all its files'."""
+        db = self.db
+        if by_updated:
+            row = db.execute(
+                "SELECT MAX(f.mtime_ns) FROM files AS f JOIN "
+                f"(SELECT DISTINCT thread_id FROM files WHERE state = {UNREAD}) USING (thread_id)"
+            ).fetchone()
+            return None if row[0] is None else int(row[0]) // 1000
+        row = db.execute(f"SELECT MAX(stamp_key) FROM files WHERE state = {UNREAD}").fetchone()
+        if row[0] is None:
             return None
-        return int(row[0]), int(row[1]) // 1000
+        bound = int(row[0]) + STAMP_SLACK_US
+        for (data,) in db.execute(
+            "SELECT facts FROM files WHERE state != ? AND thread_id IN (SELECT thread_id FROM "
+            f"files WHERE state = {UNREAD} AND segment = 1)",
+            (UNREAD,),
+        ).fetchall():
+            facts = _decode(data)
+            if facts is not None and facts.meta is not None:
+                bound = max(bound, _timestamp_key(cast("str", facts.meta["timestamp"])))
+        return bound
 
     def has_unread(self, thread_ids: Iterable[str]) -> set[str]:
         """Those of ``thread_ids`` with a file never read."""
