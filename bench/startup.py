@@ -3,11 +3,15 @@
 run (variants interleaved, median of several spawns each).
 
 Bridge variants: no script / a ``--script`` of N deltas (default 200,000), each warm (the normal
-bytecode caches, populated by one discarded spawn) and cold (``PYTHONPYCACHEPREFIX`` set to a new
-empty directory for every spawn, so that nothing at all, the standard library included, comes from
-a bytecode cache: the worst case); warm ``--producer`` (a program that is found, never started
-before a turn) and warm ``--allow-inject``. The real binary has no script and no bytecode; its
-first spawn is reported separately.
+bytecode caches, populated by one discarded spawn: what a ``pip install`` gives, which compiles
+the package) and cold (``PYTHONPYCACHEPREFIX`` set to a new empty directory for every spawn, so
+that nothing at all, the standard library included, comes from a bytecode cache: the worst
+case); "no cache of its own" (a copy of ``src`` without ``__pycache__`` and
+``PYTHONDONTWRITEBYTECODE=1``: the package is compiled at every spawn, the standard library and
+the dependencies come from their caches: a checkout run with that variable set, as in this
+project's environment); warm ``--producer`` (a program that is found, never started before a
+turn) and warm ``--allow-inject``. The real binary has no script and no bytecode; its first spawn
+is reported separately.
 
     .venv/bin/python bench/startup.py [--runs 5] [--deltas 200000] [--servers bridge,real]
                                        [--no-script]
@@ -17,6 +21,7 @@ from __future__ import annotations
 
 import argparse
 import contextlib
+import shutil
 import sys
 import tempfile
 import time
@@ -24,6 +29,7 @@ from collections.abc import Callable
 from pathlib import Path
 
 from _common import (
+    SRC,
     StdioClient,
     bridge_argv,
     bridge_env,
@@ -53,18 +59,25 @@ def main() -> None:
     with tempfile.TemporaryDirectory(prefix="bench-startup-") as tmp, contextlib.ExitStack() as st:
         script = Path(tmp) / "deltas.jsonl"
         cold_dirs = iter(range(1 << 30))
+        uncached = Path(tmp) / "src"
+        shutil.copytree(SRC, uncached, ignore=shutil.ignore_patterns("__pycache__"))
 
         def bridge(
-            with_script: bool, cold: bool, flags: tuple[str, ...] = ()
+            with_script: bool, cold: bool, flags: tuple[str, ...] = (), *, own_cache: bool = True
         ) -> Callable[[], StdioClient]:
             def spawn() -> StdioClient:
                 extra = {"PYTHONPYCACHEPREFIX": f"{tmp}/pyc-{next(cold_dirs)}"} if cold else None
                 script_flags = ["--script", str(script)] if with_script else []
                 argv = bridge_argv("serve", *script_flags, *flags)
                 env = bridge_env(extra)
-                # warm means the bytecode caches exist: one inherited PYTHONDONTWRITEBYTECODE
-                # would keep a changed source from ever getting its cache (every spawn cold)
-                env.pop("PYTHONDONTWRITEBYTECODE", None)
+                if own_cache:
+                    # warm means the bytecode caches exist: one inherited
+                    # PYTHONDONTWRITEBYTECODE would keep a changed source from ever getting its
+                    # cache (every spawn cold)
+                    env.pop("PYTHONDONTWRITEBYTECODE", None)
+                else:
+                    env["PYTHONDONTWRITEBYTECODE"] = "1"
+                    env["PYTHONPATH"] = env["PYTHONPATH"].replace(str(SRC), str(uncached), 1)
                 return StdioClient(argv, env)
 
             return spawn
@@ -72,6 +85,7 @@ def main() -> None:
         variants: dict[str, Callable[[], StdioClient]] = {}
         if "bridge" in servers:
             variants["bridge, warm"] = bridge(False, False)
+            variants["bridge, no cache of its own"] = bridge(False, False, own_cache=False)
             variants["bridge, cold"] = bridge(False, True)
             if not args.no_script:
                 write_delta_script(script, args.deltas)

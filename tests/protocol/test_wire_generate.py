@@ -72,6 +72,7 @@ def generated_copy(tmp_path_factory: pytest.TempPathFactory) -> Path:
 GENERATED_FILES = [
     "src/codex_app_bridge/protocol/v2/_generated.py",
     "src/codex_app_bridge/protocol/v2/_generated.pyi",
+    "src/codex_app_bridge/protocol/v2/_generated_names.py",
     *(
         f"protocol-schemas/core/{p.name}"
         for p in sorted((ROOT / "protocol-schemas/core").iterdir())
@@ -90,7 +91,7 @@ def test_check_trusts_a_matching_record_without_regenerating(generated_copy: Pat
     result = _generate(generated_copy, "--check")
     assert result.returncode == 0, result.stdout + result.stderr
     assert result.stdout == (
-        "up to date: 9 generated file(s), inputs and outputs as recorded in "
+        "up to date: 10 generated file(s), inputs and outputs as recorded in "
         "protocol-schemas/RECORD.json\n"
     )
 

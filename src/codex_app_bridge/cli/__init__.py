@@ -19,7 +19,7 @@ from typing import Any, Protocol, cast
 
 from codex_app_bridge._gc import tune_collector
 from codex_app_bridge._version import CODEX_PROTOCOL_VERSION, __version__
-from codex_app_bridge.cli._common import add_codex_compat_flags
+from codex_app_bridge.cli._flags import add_codex_compat_flags
 from codex_app_bridge.cli._logging import configure_logging
 
 

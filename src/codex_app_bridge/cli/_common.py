@@ -1,62 +1,30 @@
-"""Helpers shared by the CLI commands: codex-compatible ignored flags, exit statuses and JSONL
-input reading (streamed, with progress: ``_input``)."""
+"""Helpers shared by the offline CLI commands: JSONL input reading (streamed, with progress:
+``_input``) and bad-line reports; the exit statuses and codex-compatible flags are ``_flags``'s
+(re-exported here)."""
 
 from __future__ import annotations
 
-import argparse
 import sys
 from collections.abc import Callable, Iterator
 from pathlib import Path
-from typing import BinaryIO, Final
+from typing import TYPE_CHECKING, BinaryIO
 
-from pydantic import ValidationError
-
+from codex_app_bridge.cli._flags import EXIT_BAD_INPUT, EXIT_USAGE, add_codex_compat_flags
 from codex_app_bridge.cli._input import InputFile, warn
 
-EXIT_BAD_INPUT: Final = 1
-"""Some input lines were bad (each reported on stderr); the rest was still processed."""
-EXIT_USAGE: Final = 2
-"""Bad usage or unreadable input: nothing was processed."""
+if TYPE_CHECKING:
+    from pydantic import ValidationError
 
-
-def add_codex_compat_flags(parser: argparse.ArgumentParser, *, prefix: str = "codex") -> None:
-    """Accept the flags clients pass to a ``codex`` binary: ``-c/--config KEY=VALUE``,
-    ``--enable X`` and ``--disable X`` (``serve`` applies them as config overrides; the other
-    commands ignore them) and ``--profile P`` (ignored). ``prefix`` names their destinations
-    (the top-level parser's differ from a command's, so that neither erases the other's)."""
-    group = parser.add_argument_group("codex compatibility")
-    group.add_argument(
-        "-c",
-        "--config",
-        action="append",
-        default=None,
-        metavar="KEY=VALUE",
-        dest=f"{prefix}_config",
-        help=argparse.SUPPRESS,
-    )
-    group.add_argument(
-        "--enable",
-        action="append",
-        default=None,
-        metavar="FEATURE",
-        dest=f"{prefix}_enable",
-        help=argparse.SUPPRESS,
-    )
-    group.add_argument(
-        "--disable",
-        action="append",
-        default=None,
-        metavar="FEATURE",
-        dest=f"{prefix}_disable",
-        help=argparse.SUPPRESS,
-    )
-    group.add_argument(
-        "--profile",
-        default=None,
-        metavar="PROFILE",
-        dest=f"{prefix}_profile",
-        help=argparse.SUPPRESS,
-    )
+__all__ = [
+    "EXIT_BAD_INPUT",
+    "EXIT_USAGE",
+    "add_codex_compat_flags",
+    "describe_validation_error",
+    "iter_lines",
+    "open_input",
+    "report_bad_line",
+    "with_input",
+]
 
 
 def open_input(path: str) -> BinaryIO:

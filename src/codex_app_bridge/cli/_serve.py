@@ -80,7 +80,7 @@ import anyio
 
 from codex_app_bridge._producer_command import check_program, parse_command
 from codex_app_bridge._scriptfile import ScriptPacing, check_script
-from codex_app_bridge.cli._common import EXIT_USAGE, add_codex_compat_flags
+from codex_app_bridge.cli._flags import EXIT_USAGE, add_codex_compat_flags
 from codex_app_bridge.server._handshake import codex_home
 from codex_app_bridge.server._idle import DEFAULT_IDLE_UNLOAD_SECONDS
 from codex_app_bridge.server._server import BridgeServer

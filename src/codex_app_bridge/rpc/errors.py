@@ -18,12 +18,13 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Sequence
-from typing import Final, cast
-
-from pydantic import BaseModel, ValidationError
+from typing import TYPE_CHECKING, Final, cast
 
 from codex_app_bridge.protocol.jsonrpc import ABSENT, ErrorObject, JsonValue
-from codex_app_bridge.rpc._serde import one_of, serde_message, unexpected
+from codex_app_bridge.rpc._words import one_of, unexpected
+
+if TYPE_CHECKING:
+    from pydantic import BaseModel, ValidationError
 
 __all__ = [
     "INPUT_TOO_LARGE",
@@ -132,6 +133,8 @@ def params_error(
 
     With ``ignore_missing``, missing-field errors are left out (``None`` if nothing remains).
     """
+    from codex_app_bridge.rpc._serde import serde_message  # the models' half: with pydantic
+
     errors = exc.errors(include_url=False)
     if ignore_missing:
         errors = [error for error in errors if error["type"] != "missing"]

@@ -31,7 +31,6 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Generic, Protocol, TypeAlias, TypeVar
 
 import orjson
-from pydantic import BaseModel, ValidationError
 
 from codex_app_bridge.protocol.jsonrpc import ABSENT, Absent, JsonValue
 from codex_app_bridge.rpc.errors import (
@@ -45,6 +44,8 @@ from codex_app_bridge.rpc.errors import (
 )
 
 if TYPE_CHECKING:
+    from pydantic import BaseModel
+
     from codex_app_bridge.rpc._context import RequestContext
 
 __all__ = [
@@ -60,7 +61,7 @@ __all__ = [
 
 P = TypeVar("P")
 P_co = TypeVar("P_co", covariant=True)
-M = TypeVar("M", bound=BaseModel)
+M = TypeVar("M", bound="BaseModel")
 
 RawParamsValue: TypeAlias = "JsonValue | Absent"
 
@@ -117,6 +118,8 @@ class ModelParams(Generic[M]):
     def _validate(self, obj: dict[str, JsonValue]) -> M:
         # Validate the JSON text in strict mode: JSON-mode strictness is serde's (strings for
         # enums are fine, "1" for an integer or 1 for a boolean are not).
+        from pydantic import ValidationError  # loaded with the model already
+
         try:
             return self.model.model_validate_json(orjson.dumps(obj), strict=True)
         except ValidationError as exc:
@@ -128,6 +131,8 @@ class ModelParams(Generic[M]):
         # Serde reads a struct from a sequence field by field; errors in present elements come
         # first, then a short sequence is "invalid length".
         given = dict(zip(self.field_order, items, strict=False))
+        from pydantic import ValidationError  # loaded with the model already
+
         try:
             value = self.model.model_validate_json(orjson.dumps(given), strict=True)
         except ValidationError as exc:

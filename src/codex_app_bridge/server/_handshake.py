@@ -2,6 +2,12 @@
 
 * ``ConnectionState`` is what the server keeps per connection (in ``Connection.state``):
   initialized or not, the negotiated capabilities, the client's name and version.
+* ``initialize``'s params are decoded without the wire models when they have the usual shape
+  (``InitializeParamsSpec``): a ``clientInfo`` object with string ``name`` and ``version``,
+  capabilities of the declared types. Anything else (a missing or mistyped field, positional
+  params, snake_case names, ...) is decoded by the generated ``InitializeParams`` model, which
+  words the real server's errors; so answering ``initialize`` loads neither pydantic nor the
+  models, and what is accepted is what the model accepts.
 * ``initialize`` (inline on the connection, so the next request already sees its outcome):
   ``clientInfo.name`` must be a valid HTTP header value (else ``Invalid clientInfo.name: '…'.
   Must be a valid HTTP header value.``, the connection stays uninitialized); a second one answers
@@ -26,10 +32,12 @@ import os
 import platform
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any, Final, cast
 
 from codex_app_bridge._version import CODEX_PROTOCOL_VERSION
-from codex_app_bridge.protocol.v2 import InitializeParams
-from codex_app_bridge.rpc import RequestContext
+from codex_app_bridge.protocol.jsonrpc import JsonValue
+from codex_app_bridge.rpc import ModelParams, RequestContext
+from codex_app_bridge.rpc.methods import RawParamsValue
 from codex_app_bridge.server._errors import (
     already_initialized,
     experimental_required,
@@ -39,7 +47,9 @@ from codex_app_bridge.server._errors import (
 from codex_app_bridge.server._experimental import experimental_descriptor
 
 __all__ = [
+    "ClientHello",
     "ConnectionState",
+    "InitializeParamsSpec",
     "check_request",
     "codex_home",
     "is_header_value",
@@ -60,6 +70,105 @@ class ConnectionState:
     experimental_api: bool = False
     client_name: str | None = None
     client_version: str | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class ClientHello:
+    """What the server keeps of ``initialize``'s params."""
+
+    name: str
+    version: str
+    experimental_api: bool = False
+    opt_out_notification_methods: tuple[str, ...] = ()
+
+
+_CAPABILITY_FLAGS: Final = frozenset({"experimentalApi", "requestAttestation"})
+"""Booleans (not nullable) of ``InitializeCapabilities``."""
+_CAPABILITY_OPTIONS: Final = frozenset({"explicitGatewayOauth", "mcpServerOpenaiFormElicitation"})
+"""Nullable booleans of ``InitializeCapabilities``."""
+_PYTHON_NAMES: Final = frozenset(
+    {
+        "client_info",
+        "experimental_api",
+        "request_attestation",
+        "explicit_gateway_oauth",
+        "mcp_server_openai_form_elicitation",
+        "opt_out_notification_methods",
+    }
+)
+"""Names the models also accept (``populate_by_name``): such params go to the model."""
+
+
+def _plain_capability(key: str, value: JsonValue) -> bool:
+    """Whether a capability has the type the model gives it (unknown ones are kept, unused)."""
+    if key in _CAPABILITY_FLAGS:
+        return isinstance(value, bool)
+    if value is None:
+        return key not in _CAPABILITY_FLAGS
+    if key in _CAPABILITY_OPTIONS:
+        return isinstance(value, bool)
+    if key == "extensions":
+        return isinstance(value, dict)
+    if key == "optOutNotificationMethods":
+        return isinstance(value, list) and all(isinstance(method, str) for method in value)
+    return True
+
+
+def _plain_capabilities(raw: JsonValue) -> tuple[bool, tuple[str, ...]] | None:
+    if raw is None:
+        return False, ()
+    if not isinstance(raw, dict) or not _PYTHON_NAMES.isdisjoint(raw):
+        return None
+    if not all(_plain_capability(key, value) for key, value in raw.items()):
+        return None
+    methods = cast("list[str] | None", raw.get("optOutNotificationMethods"))
+    return raw.get("experimentalApi") is True, tuple(methods or ())
+
+
+def plain_client_hello(raw: RawParamsValue) -> ClientHello | None:
+    """``initialize``'s params when they have the usual shape (see the module docstring);
+    ``None``: let the model decide."""
+    if not isinstance(raw, dict) or not _PYTHON_NAMES.isdisjoint(raw):
+        return None
+    info = raw.get("clientInfo")
+    if not isinstance(info, dict) or not _PYTHON_NAMES.isdisjoint(info):
+        return None
+    name, version, title = info.get("name"), info.get("version"), info.get("title")
+    if not isinstance(name, str) or not isinstance(version, str):
+        return None
+    if title is not None and not isinstance(title, str):
+        return None
+    capabilities = _plain_capabilities(raw.get("capabilities"))
+    if capabilities is None:
+        return None
+    return ClientHello(name, version, *capabilities)
+
+
+class InitializeParamsSpec:
+    """How ``initialize``'s params are decoded (see the module docstring)."""
+
+    def __init__(self) -> None:
+        self._model: ModelParams[Any] | None = None
+
+    def decode(self, raw: RawParamsValue) -> ClientHello:
+        hello = plain_client_hello(raw)
+        return hello if hello is not None else self._by_model(raw)
+
+    def _by_model(self, raw: RawParamsValue) -> ClientHello:
+        if self._model is None:
+            from codex_app_bridge.protocol.v2 import InitializeParams
+
+            # the real struct's field order, for positional params (``initialize [1,2]``)
+            self._model = ModelParams(InitializeParams, field_order=("clientInfo", "capabilities"))
+        params = self._model.decode(raw)
+        capabilities = params.capabilities
+        methods = None if capabilities is None else capabilities.opt_out_notification_methods
+        return ClientHello(
+            params.client_info.name,
+            params.client_info.version,
+            bool(capabilities is not None and capabilities.experimental_api),
+            tuple(methods or ()),
+        )
 
 
 def connection_state(ctx: RequestContext) -> ConnectionState:
@@ -157,21 +266,18 @@ def codex_home() -> str:
     return str(Path.home() / ".codex")
 
 
-def validate_initialize(ctx: RequestContext, params: InitializeParams) -> ConnectionState:
+def validate_initialize(ctx: RequestContext, hello: ClientHello) -> ConnectionState:
     """Refuse a second initialize or a bad client name; record the client on success."""
     state = connection_state(ctx)
     if state.initialized:
         raise already_initialized()
-    name = params.client_info.name
-    if not is_header_value(name):
-        raise invalid_client_name(name)
-    capabilities = params.capabilities
+    if not is_header_value(hello.name):
+        raise invalid_client_name(hello.name)
     state.initialized = True
-    state.client_name = name
-    state.client_version = params.client_info.version
-    state.experimental_api = bool(capabilities and capabilities.experimental_api)
-    opt_out = (capabilities.opt_out_notification_methods if capabilities else None) or []
-    ctx.connection.set_notification_opt_out(opt_out)
+    state.client_name = hello.name
+    state.client_version = hello.version
+    state.experimental_api = hello.experimental_api
+    ctx.connection.set_notification_opt_out(hello.opt_out_notification_methods)
     return state
 
 

@@ -20,8 +20,6 @@ from typing import TYPE_CHECKING, Final
 
 import anyio
 
-from codex_app_bridge.protocol.v2 import ActiveThreadStatus
-
 if TYPE_CHECKING:
     from collections.abc import Callable
 
@@ -42,7 +40,7 @@ def is_idle(record: ThreadRecord) -> bool:
         record.loaded
         and not record.listener.subscriber_ids()
         and record.active_turn_id is None
-        and not isinstance(record.listener.status, ActiveThreadStatus)
+        and record.listener.status.type != "active"
     )
 
 

@@ -31,9 +31,8 @@ from collections.abc import Awaitable, Callable
 from typing import TYPE_CHECKING, Any, Final
 
 import anyio
-from pydantic import JsonValue, ValidationError
 
-from codex_app_bridge.protocol._base import dump_jsonable
+from codex_app_bridge.protocol.jsonrpc import JsonValue
 from codex_app_bridge.rpc import MethodSpec, MethodTable, RawParams, RequestContext
 from codex_app_bridge.rpc.errors import invalid_request
 
@@ -73,6 +72,11 @@ def _int(params: Params, name: str) -> int:
 def _handlers(
     source: InjectableSource, thread_exists: Callable[[str], bool]
 ) -> dict[str, Callable[[RequestContext, Params], Awaitable[object]]]:
+    # the envelopes' models: loaded with the first inject request, not with ``initialize``
+    from pydantic import ValidationError
+
+    from codex_app_bridge.protocol._base import dump_jsonable
+
     injected = source.injected
 
     async def claim(ctx: RequestContext, params: Params) -> object:

@@ -36,13 +36,8 @@ from typing import TYPE_CHECKING, Self
 
 import anyio
 import anyio.abc
+import orjson
 
-from codex_app_bridge.protocol.v2 import (
-    InitializeParams,
-    InitializeResponse,
-    RemoteControlStatusChangedNotification,
-    dump_json,
-)
 from codex_app_bridge.rpc import (
     Connection,
     MethodTable,
@@ -52,6 +47,7 @@ from codex_app_bridge.rpc import (
     outbound_policy_for,
 )
 from codex_app_bridge.server._handshake import (
+    ClientHello,
     ConnectionState,
     check_request,
     codex_home,
@@ -302,12 +298,15 @@ class BridgeServer:
         key = (method, thread_id)
         return sum(c.unhandled(key) for c in self._connections.values())
 
-    async def initialize(self, ctx: RequestContext, params: InitializeParams) -> InitializeResponse:
+    async def initialize(self, ctx: RequestContext, params: ClientHello) -> bytes:
         """The ``initialize`` request (``_handshake``); the connection is then registered for
-        broadcasts, after the start-up notification the real server sends it."""
+        broadcasts, after the start-up notification the real server sends it.
+
+        The answer and the notification are written as the real server writes them (its key
+        order), without the wire models: nothing of pydantic is loaded to answer."""
         state = validate_initialize(ctx, params)
         if self.originator is None:
-            self.originator = params.client_info.name
+            self.originator = params.name
         assert state.client_name is not None
         assert state.client_version is not None
 
@@ -317,23 +316,25 @@ class BridgeServer:
             for warning in self.config.startup_warnings():
                 self.announced_config_warnings.add(warning["summary"])
                 await ctx.connection.notify("configWarning", warning)
-            status = RemoteControlStatusChangedNotification(
-                status="disabled",
-                server_name=self.server_name,
-                installation_id=self.installation_id,
-                environment_id=None,
-            )
-            await ctx.connection.notify("remoteControl/status/changed", dump_json(status))
+            status = {
+                "status": "disabled",
+                "serverName": self.server_name,
+                "installationId": self.installation_id,
+                "environmentId": None,
+            }
+            await ctx.connection.notify("remoteControl/status/changed", orjson.dumps(status))
             connection = self._connections.get(ctx.connection.connection_id)
             if connection is not None:  # else it closed meanwhile: nothing to broadcast to
                 self.add_connection(connection)
 
         ctx.after_response(welcome)
-        return InitializeResponse(
-            user_agent=user_agent(self.originator, state.client_name, state.client_version),
-            codex_home=codex_home(),
-            platform_family=platform_family(),
-            platform_os=platform_os(),
+        return orjson.dumps(
+            {
+                "userAgent": user_agent(self.originator, state.client_name, state.client_version),
+                "codexHome": codex_home(),
+                "platformFamily": platform_family(),
+                "platformOs": platform_os(),
+            }
         )
 
     def add_connection(self, connection: Connection) -> None:

@@ -15,8 +15,8 @@ from typing import Protocol
 
 from codex_app_bridge.config import ConfigLayers
 from codex_app_bridge.listener import ListenerHub
-from codex_app_bridge.protocol.v2 import InitializeParams, InitializeResponse
 from codex_app_bridge.rpc import RequestContext
+from codex_app_bridge.server._handshake import ClientHello
 from codex_app_bridge.server._registry import ThreadRegistry
 from codex_app_bridge.sources import EventSource, TurnSource
 
@@ -51,6 +51,6 @@ class ServerServices(Protocol):
         """Every thread of the server, and the one owner of their lives."""
         ...
 
-    async def initialize(self, ctx: RequestContext, params: InitializeParams) -> InitializeResponse:
+    async def initialize(self, ctx: RequestContext, params: ClientHello) -> bytes:
         """Answer ``initialize`` (the server does it itself, before the domain is loaded)."""
         ...

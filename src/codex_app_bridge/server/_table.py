@@ -17,10 +17,6 @@ from __future__ import annotations
 from collections.abc import Callable, Hashable, Iterator
 from typing import TYPE_CHECKING, Any, Final, cast
 
-from pydantic import BaseModel
-
-from codex_app_bridge.protocol import v2
-from codex_app_bridge.protocol.v2 import InitializeParams
 from codex_app_bridge.protocol.v2.methods import (
     ALL_CLIENT_REQUEST_METHODS,
     EXPERIMENTAL_CLIENT_REQUEST_METHODS,
@@ -35,9 +31,12 @@ from codex_app_bridge.rpc import (
     RpcError,
 )
 from codex_app_bridge.server._errors import unsupported_method
+from codex_app_bridge.server._handshake import ClientHello, InitializeParamsSpec
 from codex_app_bridge.server._ids import parse_thread_id
 
 if TYPE_CHECKING:
+    from pydantic import BaseModel
+
     from codex_app_bridge.server._handlers import Handlers
 
 __all__ = [
@@ -46,6 +45,7 @@ __all__ = [
     "DeferredMethodTable",
     "build_method_table",
     "in_flight_key",
+    "initialize_spec",
     "thread_scope",
 ]
 
@@ -106,6 +106,7 @@ def __getattr__(name: str) -> dict[str, type[BaseModel] | None]:
     # (``protocol._lazy``), and answering ``initialize`` needs only ``InitializeParams``.
     if name != "SUPPORTED_METHODS":
         raise AttributeError(f"module {__name__!r} has no attribute {name!r}", name=name)
+    from codex_app_bridge.protocol import v2
     from codex_app_bridge.server._config_methods import CONFIG_METHODS
 
     models: dict[str, type[BaseModel] | None] = {
@@ -164,9 +165,14 @@ def _spec(
         handler,
         scope=thread_scope if has_thread else None,
         experimental=method in EXPERIMENTAL_CLIENT_REQUEST_METHODS,
-        inline=method == "initialize",
         immediate=immediate,
     )
+
+
+def initialize_spec(handler: Handler[ClientHello]) -> MethodSpec[ClientHello]:
+    """``initialize``: its params decoded without the models when they can be
+    (``_handshake.InitializeParamsSpec``), handled inline."""
+    return MethodSpec("initialize", InitializeParamsSpec(), handler, inline=True)
 
 
 def build_method_table(handlers: Handlers) -> MethodTable:
@@ -192,7 +198,9 @@ def build_method_table(handlers: Handlers) -> MethodTable:
             specs.append(MethodSpec(method, RawParams(), experimental=method in experimental))
             continue
         route = routes[method]
-        if isinstance(route, Immediate):
+        if method == "initialize":
+            specs.append(initialize_spec(cast("Handler[ClientHello]", route)))
+        elif isinstance(route, Immediate):
             specs.append(_spec(method, model, None, route.handler))
         else:
             specs.append(_spec(method, model, route, None))
@@ -210,14 +218,14 @@ class DeferredMethodTable(MethodTable):
 
     def __init__(
         self,
-        initialize: Handler[InitializeParams],
+        initialize: Handler[ClientHello],
         load: Callable[[], MethodTable],
         *,
         extra_names: tuple[str, ...] = (),
     ) -> None:
         """``extra_names``: the methods ``load`` adds after the 0.163.0 ones (in its order)."""
         self._initialize_handler = initialize
-        self._initialize = _spec("initialize", InitializeParams, initialize, None)
+        self._initialize = initialize_spec(initialize)
         self._load = load
         self._extra_names = extra_names
         self._full: MethodTable | None = None

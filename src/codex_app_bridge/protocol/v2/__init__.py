@@ -40,7 +40,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from codex_app_bridge.protocol.v2 import _generated
+from codex_app_bridge.protocol.v2 import _generated_names
 
 if TYPE_CHECKING:
     from codex_app_bridge.protocol.v2._adapters import (
@@ -93,19 +93,28 @@ __all__ = [
     "parse_thread_item",
     "parse_user_input",
 ]
-__all__ += _generated.__all__
-_GENERATED_NAMES = frozenset(_generated.__all__)
-_ADAPTER_NAMES = frozenset(__all__) - _GENERATED_NAMES
+_ADAPTER_NAMES = frozenset(__all__)
+if TYPE_CHECKING:
+    from codex_app_bridge.protocol.v2 import _generated
+
+    __all__ += _generated.__all__
+else:
+    __all__ += _generated_names.GENERATED_NAMES
+_GENERATED_NAMES = frozenset(_generated_names.GENERATED_NAMES)
 
 
 def __getattr__(name: str) -> object:
     # Every name is looked up on first use (then cached here): a model is created only when
-    # something reads it (``protocol._lazy``), the adapters when one of them is read.
+    # something reads it (``protocol._lazy``), the adapters when one of them is read. The
+    # generated module itself (and pydantic) is imported only then: the package and its
+    # ``methods`` cost nothing to import.
     if name in _ADAPTER_NAMES:
         from codex_app_bridge.protocol.v2 import _adapters
 
         value: object = getattr(_adapters, name)
     elif name in _GENERATED_NAMES:
+        from codex_app_bridge.protocol.v2 import _generated
+
         value = getattr(_generated, name)
     else:
         raise AttributeError(f"module {__name__!r} has no attribute {name!r}", name=name)

@@ -21,9 +21,6 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import TYPE_CHECKING
 
-from codex_app_bridge.protocol.v2 import _generated
-from codex_app_bridge.protocol.v2._adapters import tags_of
-
 __all__ = [
     "ALL_CLIENT_REQUEST_METHODS",
     "CLIENT_NOTIFICATION_METHODS",
@@ -302,12 +299,24 @@ if TYPE_CHECKING:
     SERVER_NOTIFICATION_METHODS: tuple[str, ...]
     SERVER_REQUEST_METHODS: tuple[str, ...]
 
+
 # Read from the generated unions when first used (module ``__getattr__``): listing a union's
 # tags creates every model of the union, which nothing needs to answer ``initialize``.
+def _tags(union: str) -> Callable[[], tuple[str, ...]]:
+    def read() -> tuple[str, ...]:
+        # the models (and pydantic) are loaded here, not when the method names are imported
+        from codex_app_bridge.protocol.v2 import _generated
+        from codex_app_bridge.protocol.v2._adapters import tags_of
+
+        return tags_of(getattr(_generated, union), "method")
+
+    return read
+
+
 _FROM_UNIONS: dict[str, Callable[[], tuple[str, ...]]] = {
-    "CLIENT_NOTIFICATION_METHODS": lambda: tags_of(_generated.ClientNotification, "method"),
-    "SERVER_NOTIFICATION_METHODS": lambda: tags_of(_generated.ServerNotification, "method"),
-    "SERVER_REQUEST_METHODS": lambda: tags_of(_generated.ServerRequest, "method"),
+    "CLIENT_NOTIFICATION_METHODS": _tags("ClientNotification"),
+    "SERVER_NOTIFICATION_METHODS": _tags("ServerNotification"),
+    "SERVER_REQUEST_METHODS": _tags("ServerRequest"),
 }
 
 
