@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import os
 import shutil
+import sqlite3
 import subprocess
 import sys
 import tempfile
@@ -371,6 +372,19 @@ def test_a_corrupt_index_is_built_again_from_the_files(tmp_path: Path) -> None:
     assert _view(ThreadCatalog(CodexHome(tmp_path))) == expected
     index.write_bytes(b"not a database at all")
     assert _view(ThreadCatalog(CodexHome(tmp_path))) == expected
+
+
+def test_an_index_of_another_version_is_built_again_on_disk(tmp_path: Path) -> None:
+    _write_thread(None, tmp_path, 0)
+    catalog = ThreadCatalog(CodexHome(tmp_path))
+    expected = _view(catalog)
+    catalog.close()
+    with sqlite3.connect(tmp_path / INDEX_FILE) as db:
+        db.execute("UPDATE meta SET value = 'from another version' WHERE key = 'version'")
+    assert _view(ThreadCatalog(CodexHome(tmp_path))) == expected
+    with sqlite3.connect(tmp_path / INDEX_FILE) as db:
+        (version,) = db.execute("SELECT value FROM meta WHERE key = 'version'").fetchone()
+    assert version == index_module.INDEX_VERSION
 
 
 def test_an_index_older_than_the_files_is_brought_up_to_date(tmp_path: Path) -> None:

@@ -379,15 +379,33 @@ class ThreadRegistry:
             logger.warning("thread %s: %s", stored.thread_id, exc)
             return None
 
+    async def _stored_lines(
+        self, thread_id: str, path: str | None = None
+    ) -> list[core.RolloutLine] | None:
+        """A stored thread's history, found and read in one trip to a worker thread (``None``:
+        not stored, its current file is not ``path`` when given, or it cannot be read)."""
+        if self.storage is None:
+            return None
+        catalog = self.storage.catalog
+
+        def read() -> list[core.RolloutLine] | None:
+            stored = catalog.find(thread_id)
+            if stored is None or (path is not None and str(stored.path) != path):
+                return None
+            try:
+                return catalog.history(stored)
+            except LookupError as exc:
+                logger.warning("thread %s: %s", thread_id, exc)
+                return None
+
+        return await anyio.to_thread.run_sync(read)
+
     async def _current_rollout(self, record: ThreadRecord) -> list[core.RolloutLine] | None:
         """A known thread's rollout read back, when the file on disk is the one it writes
         (``None``: it has none yet, another is newer, or it cannot be read)."""
-        if record.path is None or self.storage is None:
+        if record.path is None:
             return None
-        stored = await self.find_stored(record.id)
-        if stored is None or str(stored.path) != record.path:
-            return None
-        return await self.stored_history(stored)
+        return await self._stored_lines(record.id, record.path)
 
     def stored_read_state(self, stored: StoredThread) -> dict[str, Any]:
         """The read state of a thread that is not loaded, as its rollout leads to it."""
@@ -411,8 +429,7 @@ class ThreadRegistry:
             if lines is not None:
                 return HistoryPages(thread_id, positioned_events(lines))
             return HistoryPages(thread_id, positioned_events(record.history), running=running)
-        stored = await self.find_stored(thread_id)
-        lines = None if stored is None else await self.stored_history(stored)
+        lines = await self._stored_lines(thread_id)
         if lines is None:
             return None
         return HistoryPages(thread_id, positioned_events(lines))

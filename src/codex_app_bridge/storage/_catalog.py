@@ -453,15 +453,15 @@ class ThreadCatalog:
         db.executemany("DELETE FROM threads WHERE thread_id = ?", [(t,) for t in waiting])
         ids = [thread_id for thread_id in thread_ids if thread_id not in waiting]
         files_by = self.index.files_of_many(ids)
-        old: dict[str, tuple[str, str, int]] = {}
+        old: dict[str, tuple[str, int]] = {}
         for at in range(0, len(ids), 500):
             chunk = ids[at : at + 500]
-            for thread_id, current, updated_at, updated_key in db.execute(
-                "SELECT thread_id, current, updated_at, updated_key FROM threads "
+            for thread_id, current, mtime_ns in db.execute(
+                "SELECT thread_id, current, mtime_ns FROM threads "
                 f"WHERE thread_id IN ({', '.join('?' * len(chunk))})",
                 chunk,
             ):
-                old[thread_id] = (current, updated_at, updated_key)
+                old[thread_id] = (current, mtime_ns)
         names: Callable[[str], str | None] = self._name
         if len(ids) > 50:
             everyone = {t: _name_of(r) for t, r in self.index.log_entries(SESSION_INDEX_FILE)}
@@ -482,11 +482,11 @@ class ThreadCatalog:
             meta = self._first_meta(files, facts)
             summary = self._summary(file, facts)
             created = cast("str", meta["timestamp"])
-            updated = _micros_stamp(facts.mtime_ns)
-            updated_key = timestamp_micros(updated)
+            mtime_ns = facts.mtime_ns
             before = old.get(thread_id)
-            if before is not None and before[0] == file.rel and before[2] > updated_key:
-                updated, updated_key = before[1], before[2]  # a stat saw it newer than its fold
+            if before is not None and before[0] == file.rel and before[1] > mtime_ns:
+                mtime_ns = before[1]  # a stat saw it newer than its fold
+            updated = _micros_stamp(mtime_ns)
             rows.append(
                 (
                     thread_id,
@@ -500,33 +500,37 @@ class ThreadCatalog:
                     created,
                     updated,
                     timestamp_micros(created),
-                    updated_key,
+                    timestamp_micros(updated),
                     file.rel,
+                    mtime_ns,
                 )
             )
         db.executemany("DELETE FROM threads WHERE thread_id = ?", gone)
         db.executemany(
-            f"INSERT OR REPLACE INTO threads ({_ROW_COLUMNS}, current) "
-            "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+            f"INSERT OR REPLACE INTO threads ({_ROW_COLUMNS}, current, mtime_ns) "
+            "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
             rows,
         )
 
     def _restat(self) -> None:
         """Every thread's ``updatedAt`` from its current file's modification time now."""
         db = self.index.db
-        updates: list[tuple[str, int, str]] = []
-        for thread_id, current, updated_at in db.execute(
-            "SELECT thread_id, current, updated_at FROM threads"
+        root = self.index.root + "/"
+        stat = os.stat
+        updates: list[tuple[str, int, int, str]] = []
+        for thread_id, current, seen in db.execute(
+            "SELECT thread_id, current, mtime_ns FROM threads"
         ).fetchall():
             try:
-                mtime_ns = os.stat(self.index.abs(current)).st_mtime_ns
+                mtime_ns = stat(root + current).st_mtime_ns
             except OSError:
                 continue  # gone since the refresh: the next one drops it
-            stamp = _micros_stamp(mtime_ns)
-            if stamp != updated_at:
-                updates.append((stamp, timestamp_micros(stamp), thread_id))
+            if mtime_ns != seen:
+                stamp = _micros_stamp(mtime_ns)
+                updates.append((stamp, timestamp_micros(stamp), mtime_ns, thread_id))
         db.executemany(
-            "UPDATE threads SET updated_at = ?, updated_key = ? WHERE thread_id = ?", updates
+            "UPDATE threads SET updated_at = ?, updated_key = ?, mtime_ns = ? WHERE thread_id = ?",
+            updates,
         )
 
     def _fill(self, rels: Sequence[tuple[str, str]]) -> None:
@@ -596,21 +600,21 @@ class ThreadCatalog:
 
     def _stored(
         self, thread_id: str, files: list[tuple[IndexedFile, RolloutFacts]]
-    ) -> StoredThread | None:
+    ) -> tuple[StoredThread | None, bool]:
         """The thread as its files (read for their list fields) are now: its current file read
-        to its end, checked against the file first."""
+        to its end, checked against the file first; and whether anything was read."""
         found = self._current(files)
         if found is None:
-            return None
+            return None, False
         file, _ = found
         facts = self.index.facts(file.rel, found[1], whole=True, check=True)
         if facts is None or facts.meta is None:
-            return None
+            return None, True
         files = [(f, facts if f.rel == file.rel else fs) for f, fs in files]
         meta = self._first_meta(files, facts)
         summary = self._summary(file, facts)
         git = self.index.log_entry(GIT_INFO_FILE, thread_id)
-        return StoredThread(
+        stored = StoredThread(
             thread_id=thread_id,
             path=Path(self.index.abs(file.rel)),
             files=tuple(sorted(Path(self.index.abs(f.rel)) for f, _ in files)),
@@ -629,21 +633,28 @@ class ThreadCatalog:
             next_ordinal=facts.view().next_ordinal,
             git_info=None if git is None else _git_info_of(git),
         )
+        return stored, facts is not found[1]
 
     def _stored_many(self, thread_ids: Collection[str]) -> dict[str, StoredThread]:
         self.index.refresh_log(GIT_INFO_FILE)
         files_by = self.index.files_of_many(thread_ids)
         found: dict[str, StoredThread] = {}
+        read: list[str] = []
         for thread_id in thread_ids:
             files: list[tuple[IndexedFile, RolloutFacts]] = []
+            changed = False
             for file, known in files_by.get(thread_id, ()):
                 facts = self.index.facts(file.rel, known)
+                changed |= facts is not known
                 if facts is not None:
                     files.append((file, facts))
-            stored = self._stored(thread_id, files)
+            stored, whole_read = self._stored(thread_id, files)
             if stored is not None:
                 found[thread_id] = stored
-        self._compute_rows(thread_ids)  # read now: their rows as they are
+            if changed or whole_read:
+                read.append(thread_id)
+        if read:
+            self._compute_rows(read)  # read now: their rows as they are
         return found
 
     def find(self, thread_id: str) -> StoredThread | None:

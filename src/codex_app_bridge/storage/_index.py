@@ -67,7 +67,7 @@ _log = logging.getLogger(__name__)
 
 RACY_NS: Final = 2_000_000_000
 """A directory modified this close to its listing is listed again next time."""
-INDEX_VERSION: Final = "1"
+INDEX_VERSION: Final = "3"
 
 UNREAD: Final = 0
 """A file listed, never read: its thread has no row until it is (``fill``)."""
@@ -101,11 +101,14 @@ CREATE INDEX IF NOT EXISTS files_thread ON files (thread_id);
 CREATE INDEX IF NOT EXISTS files_dir ON files (dir);
 CREATE INDEX IF NOT EXISTS files_unread ON files (stamp_key) WHERE state = 0;
 CREATE INDEX IF NOT EXISTS files_partial ON files (state) WHERE state = 1;
+CREATE INDEX IF NOT EXISTS files_unread_segments ON files (thread_id)
+    WHERE state = 0 AND segment = 1;
 CREATE TABLE IF NOT EXISTS threads (
     thread_id TEXT PRIMARY KEY, archived INTEGER NOT NULL, cwd TEXT NOT NULL,
     model_provider TEXT, source_kind TEXT NOT NULL, originator TEXT, name TEXT,
     preview TEXT NOT NULL, created_at TEXT NOT NULL, created_key INTEGER NOT NULL,
-    updated_at TEXT NOT NULL, updated_key INTEGER NOT NULL, current TEXT NOT NULL
+    updated_at TEXT NOT NULL, updated_key INTEGER NOT NULL, current TEXT NOT NULL,
+    mtime_ns INTEGER NOT NULL
 );
 CREATE INDEX IF NOT EXISTS threads_created ON threads (archived, created_key, thread_id);
 CREATE INDEX IF NOT EXISTS threads_updated ON threads (archived, updated_key, thread_id);
@@ -191,13 +194,19 @@ class RolloutIndex:
         return self._db
 
     def _open(self) -> sqlite3.Connection:
-        try:
-            self.path.parent.mkdir(parents=True, exist_ok=True)
-            db = self._connect(str(self.path))
-        except (OSError, sqlite3.Error) as exc:
-            _log.warning("thread index %s unusable (%s): kept in memory", self.path, exc)
-            return self._connect(":memory:")
-        return db
+        for attempt in (1, 2):
+            try:
+                self.path.parent.mkdir(parents=True, exist_ok=True)
+                return self._connect(str(self.path))
+            except sqlite3.DatabaseError as exc:
+                if attempt == 1 and not isinstance(exc, sqlite3.OperationalError):
+                    self._remove(exc)  # torn, corrupt or of another version: built again
+                    continue
+                _log.warning("thread index %s unusable (%s): kept in memory", self.path, exc)
+            except (OSError, sqlite3.Error) as exc:
+                _log.warning("thread index %s unusable (%s): kept in memory", self.path, exc)
+            break
+        return self._connect(":memory:")
 
     @staticmethod
     def _connect(target: str) -> sqlite3.Connection:
@@ -224,11 +233,14 @@ class RolloutIndex:
     def reset(self, cause: BaseException) -> None:
         """Forget a database that failed (corrupt, of another version): built again from the
         files on next use."""
-        _log.warning("thread index %s rebuilt: %s", self.path, cause)
         if self._db is not None:
             with contextlib.suppress(sqlite3.Error):
                 self._db.close()
             self._db = None
+        self._remove(cause)
+
+    def _remove(self, cause: BaseException) -> None:
+        _log.warning("thread index %s built again: %s", self.path, cause)
         for suffix in ("", "-wal", "-shm"):
             Path(f"{self.path}{suffix}").unlink(missing_ok=True)
 
@@ -361,14 +373,16 @@ class RolloutIndex:
         if row[0] is None:
             return None
         bound = int(row[0]) + STAMP_SLACK_US
-        for (data,) in db.execute(
-            "SELECT facts FROM files WHERE state != ? AND thread_id IN (SELECT thread_id FROM "
-            f"files WHERE state = {UNREAD} AND segment = 1)",
-            (UNREAD,),
-        ).fetchall():
-            facts = _decode(data)
-            if facts is not None and facts.meta is not None:
-                bound = max(bound, _timestamp_key(cast("str", facts.meta["timestamp"])))
+        segmented = [
+            thread_id
+            for (thread_id,) in db.execute(
+                f"SELECT DISTINCT thread_id FROM files WHERE state = {UNREAD} AND segment = 1"
+            )
+        ]
+        for files in self.files_of_many(segmented).values():
+            for _, facts in files:
+                if facts is not None and facts.meta is not None:
+                    bound = max(bound, _timestamp_key(cast("str", facts.meta["timestamp"])))
         return bound
 
     def has_unread(self, thread_ids: Iterable[str]) -> set[str]:
