@@ -68,8 +68,16 @@ RUNS: dict[str, list[str]] = {
     "model_stream_client": [
         *("model_stream_client.py", "--events", "300", "--rounds", "1", "--disconnects", "2"),
     ],
+    "stored_threads": [
+        *("stored_threads.py", "--threads", "300", "--turns", "1", "--rounds", "1"),
+        *("--servers", "bridge"),
+    ],
 }
 REAL_RUNS: dict[str, list[str]] = {
+    "stored_threads": [
+        *("stored_threads.py", "--threads", "300", "--turns", "1", "--rounds", "1"),
+        *("--servers", "real"),
+    ],
     "throughput": ["throughput.py", "--deltas", "300", "--rounds", "1", "--servers", "real"],
     "startup": ["startup.py", "--runs", "1", "--servers", "real"],
     "requests": [
@@ -139,6 +147,7 @@ def output(runs: dict[str, Future[subprocess.CompletedProcess[str]]]) -> Read:
         ("serve_script", r"initialize +\d+ ms, idle RSS"),
         ("serve_rollout", r"rollout .* peak RSS +\d+ MiB"),
         ("offline_memory", r"(?m)^  inspect truncate --last-fork-turns N - +peak RSS +[\d,]+ MB"),
+        ("stored_threads", r"(?m)^    thread/list, a later page +bridge +[\d.]+ \("),
     ],
 )
 def test_benchmark_script_runs_and_prints_figures(output: Read, name: str, expected: str) -> None:
@@ -165,6 +174,7 @@ def test_model_stream_client_reads_every_delta_with_each_http_stack(output: Read
 def test_startup_times_the_bridge_warm_and_cold(output: Read) -> None:
     out = output("startup")
     assert re.search(r"^  bridge, warm\s+\d+ \(", out, re.M)
+    assert re.search(r"^  bridge, no cache of its own\s+\d+ \(", out, re.M)
     assert re.search(r"^  bridge, cold\s+\d+ \(", out, re.M)
 
 
@@ -199,6 +209,7 @@ def test_fanout_delivers_to_every_subscriber(output: Read) -> None:
         ("startup", r"^  real 0\.163\.0\s+\d+ \("),
         ("requests", r"^0\s+real(\s+[\d,]+){5}\s+0$"),  # every request answered or dropped
         ("memory", r"^\s+1\s+\d+ MB$"),
+        ("stored_threads", r"^    thread/resume, not loaded \(next\) +real +[\d.]+ \("),
     ],
 )
 def test_real_server_parts_run(output: Read, name: str, expected: str) -> None:
