@@ -904,6 +904,7 @@ def lazy_module(models: str) -> str:
         "from __future__ import annotations\n",
         *(f"{line}\n" for line in imports),
         "from codex_app_bridge.protocol._lazy import LazyNamespace\n",
+        "from codex_app_bridge.protocol.v2._generated_names import GENERATED_NAMES\n",
     ]
     table: list[str] = []
     for node in statements:
@@ -914,14 +915,13 @@ def lazy_module(models: str) -> str:
         parts.append(f"\n\ndef {func}() -> None:\n    global {', '.join(names)}\n{body}\n")
         refs = _referenced_names(node, defined)
         table.extend(f"    {name!r}: ({func}, {tuple(refs)!r}),\n" for name in names)
-    exported = "".join(f"    {name!r},\n" for name in sorted(defined))
     parts.append(
         "\n\n_NAMESPACE = LazyNamespace(\n    __name__,\n    globals(),\n    {\n"
         + "".join(table)
         + "    },\n)\n\n\n"
         "def __getattr__(name: str) -> object:\n    return _NAMESPACE.load(name)\n\n\n"
         "def __dir__() -> list[str]:\n    return sorted({*globals(), *__all__})\n\n\n"
-        f"__all__ = [\n{exported}]\n"
+        "__all__ = list(GENERATED_NAMES)  # what ``names_module`` lists: these definitions\n"
     )
     return "".join(parts)
 

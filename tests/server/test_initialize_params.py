@@ -13,7 +13,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from codex_app_bridge.protocol.jsonrpc import ABSENT
-from codex_app_bridge.protocol.v2 import InitializeParams
+from codex_app_bridge.protocol.v2 import InitializeParams, dump_dict
 from codex_app_bridge.rpc import ModelParams, RpcError
 from codex_app_bridge.server._handshake import (
     ClientHello,
@@ -96,26 +96,27 @@ _PARAMS = st.one_of(
 )
 
 
-def _by_model(raw: Any) -> ClientHello | str:
+def _by_model(raw: Any) -> tuple[object, ...] | str:
+    """What the model decodes, read from its wire form (the oracle)."""
     try:
-        params = _MODEL.decode(raw)
+        wire = dump_dict(_MODEL.decode(raw))
     except RpcError as exc:
         return exc.message
-    capabilities = params.capabilities
-    methods = None if capabilities is None else capabilities.opt_out_notification_methods
-    return ClientHello(
-        params.client_info.name,
-        params.client_info.version,
-        bool(capabilities is not None and capabilities.experimental_api),
-        tuple(methods or ()),
+    capabilities = wire.get("capabilities") or {}
+    return (
+        wire["clientInfo"]["name"],
+        wire["clientInfo"]["version"],
+        capabilities.get("experimentalApi") is True,
+        tuple(capabilities.get("optOutNotificationMethods") or ()),
     )
 
 
-def _by_spec(raw: Any) -> ClientHello | str:
+def _by_spec(raw: Any) -> tuple[object, ...] | str:
     try:
-        return InitializeParamsSpec().decode(raw)
+        hello = InitializeParamsSpec().decode(raw)
     except RpcError as exc:
         return exc.message
+    return (hello.name, hello.version, hello.experimental_api, hello.opt_out_notification_methods)
 
 
 @settings(max_examples=400, deadline=None)
