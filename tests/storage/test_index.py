@@ -200,6 +200,16 @@ def test_the_index_follows_the_writer_without_reading_the_rollouts_back(
     assert reads == []
 
 
+def test_writes_past_the_bounded_notes_cost_a_read_not_a_wrong_answer(tmp_path: Path) -> None:
+    catalog = ThreadCatalog(CodexHome(tmp_path))
+    _view(catalog)
+    events = _events() * 60  # 600 lines, more than the queue keeps
+    _write_thread(catalog, tmp_path, 0, events=events)
+    assert len(catalog.index._notes) <= index_module._MAX_NOTES  # pyright: ignore[reportPrivateUsage]
+    view = _assert_current(catalog, tmp_path)
+    assert view["threads"][_thread_id(0)]["next_ordinal"] == len(events) + 1
+
+
 def test_a_new_index_reads_each_rollout_once(tmp_path: Path, reads: list[str]) -> None:
     for n in range(4):
         _write_thread(None, tmp_path, n)

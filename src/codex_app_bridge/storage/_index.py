@@ -85,6 +85,10 @@ built again."""
 _ROOTS: Final = (SESSIONS_SUBDIR, ARCHIVED_SESSIONS_SUBDIR)
 _CHUNK: Final = 500
 """Thread ids per ``IN (...)`` query."""
+_MAX_NOTES: Final = 512
+"""Notes of the server's writes kept until a reader applies them (the oldest go first)."""
+_MAX_NOTED_BYTES: Final = 64 << 10
+"""A longer line is not noted: the index reads it from the file when it needs it."""
 LOGS: Final = (SESSION_INDEX_FILE, GIT_INFO_FILE)
 
 _SCHEMA: Final = """
@@ -170,9 +174,9 @@ class RolloutIndex:
         self.root = str(home.root)
         self.path = home.root / INDEX_FILE
         self._db: sqlite3.Connection | None = None
-        self._notes: deque[tuple[str, tuple[Any, ...]]] = deque()
+        self._notes: deque[tuple[str, tuple[Any, ...]]] = deque(maxlen=_MAX_NOTES)
         self._log_notes: dict[str, deque[tuple[int, bytes, int, int]]] = {
-            log: deque() for log in LOGS
+            log: deque(maxlen=_MAX_NOTES) for log in LOGS
         }
 
     # ------------------------------------------------------------------ paths
@@ -530,8 +534,11 @@ class RolloutIndex:
     # ------------------------------------------------------------------ this server's writes
 
     def noted_append(self, path: Path, start: int, data: bytes, size: int, mtime_ns: int) -> None:
-        """The server appended ``data`` at ``start`` of a rollout (any thread; queued)."""
-        self._notes.append(("append", (str(path), start, data, size, mtime_ns)))
+        """The server appended ``data`` at ``start`` of a rollout (any thread; queued). The
+        queue is bounded (:data:`_MAX_NOTES`, a line up to :data:`_MAX_NOTED_BYTES`): a note
+        left out costs a read of those bytes later, never a wrong answer."""
+        if len(data) <= _MAX_NOTED_BYTES:
+            self._notes.append(("append", (str(path), start, data, size, mtime_ns)))
 
     def noted_move(self, source: Path, target: Path) -> None:
         """The server moved a rollout (archive, unarchive, or putting one back)."""
@@ -541,8 +548,9 @@ class RolloutIndex:
         self._notes.append(("remove", (str(path),)))
 
     def noted_log(self, log: str, start: int, data: bytes, size: int, mtime_ns: int) -> None:
-        """The server appended ``data`` at ``start`` of one of :data:`LOGS`."""
-        self._log_notes[log].append((start, data, size, mtime_ns))
+        """The server appended ``data`` at ``start`` of one of :data:`LOGS` (bounded too)."""
+        if len(data) <= _MAX_NOTED_BYTES:
+            self._log_notes[log].append((start, data, size, mtime_ns))
 
     def _apply_notes(self, changed: set[str]) -> None:
         while self._notes:
