@@ -19,10 +19,23 @@ CAPTURE_NAMES = sorted(p.name for p in CAPTURES_DIR.iterdir() if p.is_dir())
 # Hypothesis times each example (a 200 ms deadline) and the generation of data (the too_slow
 # health check) by the wall clock: on a busy machine a first example that builds models, or a
 # preempted one, fails a correct test. Property tests here check results, never speed.
+#
+# The suite's examples are derandomized: every run (CI's included) draws the same examples, so a
+# property test cannot turn a fresh clone red on a draw nobody saw before. To search new ground,
+# run with CODEX_APP_BRIDGE_HYPOTHESIS=explore (random examples, more of them) and keep what it
+# finds as an @example or a plain test.
 settings.register_profile(
-    "codex-app-bridge", deadline=None, suppress_health_check=[HealthCheck.too_slow]
+    "codex-app-bridge",
+    deadline=None,
+    suppress_health_check=[HealthCheck.too_slow],
+    derandomize=True,
 )
-settings.load_profile("codex-app-bridge")
+settings.register_profile(
+    "explore", deadline=None, suppress_health_check=[HealthCheck.too_slow], max_examples=1000
+)
+settings.load_profile(
+    "explore" if os.environ.get("CODEX_APP_BRIDGE_HYPOTHESIS") == "explore" else "codex-app-bridge"
+)
 
 
 @pytest.fixture
