@@ -38,10 +38,10 @@ from __future__ import annotations
 
 import logging
 from collections import deque
-from collections.abc import AsyncGenerator, AsyncIterator, Callable, Sequence
+from collections.abc import AsyncGenerator, AsyncIterator, Callable, Mapping, Sequence
 from contextlib import aclosing
 from dataclasses import dataclass
-from typing import Final, Protocol, runtime_checkable
+from typing import Any, Final, Protocol, runtime_checkable
 
 import anyio
 
@@ -97,6 +97,11 @@ class SessionConfig:
     first_turn_index: int = 0
     """``TurnRequest.turn_index`` of the first turn this session plays (turns already in the
     thread's history, e.g. of a fork, count)."""
+    prior_items: Sequence[Mapping[str, Any]] = ()
+    """The thread's model-visible history before this session opened (a resumed, forked or
+    reloaded thread): the ``ResponseItem`` s, as JSON objects, that Codex core rebuilds from the
+    rollout (its ``response_item`` lines, a compaction's replacement history applied); empty for a
+    new thread. A source that calls a model starts its context from them."""
 
 
 @runtime_checkable
