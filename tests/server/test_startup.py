@@ -247,3 +247,21 @@ def test_serve_allowing_injection_answers_initialize_without_the_domain_then_inj
 def test_serve_allowing_injection_loads_nothing_more_for_initialize() -> None:
     answers, report = _serve(INITIALIZE, args=["--allow-inject"])
     _assert_answered_without_the_domain(answers, report)
+
+
+def test_serve_with_codex_home_reports_that_home_in_initialize(tmp_path: Path) -> None:
+    # issue 23.4: the answer named ~/.codex (CODEX_HOME unset) instead of --codex-home's DIR
+    home = tmp_path / "home"
+    home.mkdir()
+    answers, report = _serve(INITIALIZE, args=["--codex-home", str(home)])
+    _assert_answered_without_the_domain(answers, report)
+    result = answers[0]["result"]
+    assert isinstance(result, dict)
+    assert result["codexHome"] == str(home.absolute())
+
+
+def test_the_default_control_socket_lives_under_codex_home(tmp_path: Path) -> None:
+    from codex_app_bridge.cli._serve import default_unix_socket_path
+
+    expected = tmp_path / "app-server-control" / "app-server-control.sock"
+    assert default_unix_socket_path(str(tmp_path)) == str(expected)

@@ -140,9 +140,10 @@ class ListenTarget:
 STDIO = ListenTarget("stdio")
 
 
-def default_unix_socket_path() -> str:
-    """Where ``unix://`` listens: ``$CODEX_HOME/app-server-control/app-server-control.sock``."""
-    return os.path.join(codex_home(), "app-server-control", "app-server-control.sock")
+def default_unix_socket_path(home: str | None = None) -> str:
+    """Where ``unix://`` listens: ``HOME/app-server-control/app-server-control.sock``, ``home``
+    being ``--codex-home``, else ``$CODEX_HOME``, else ``~/.codex``."""
+    return os.path.join(home or codex_home(), "app-server-control", "app-server-control.sock")
 
 
 def _socket_address(text: str) -> tuple[str, int] | None:
@@ -613,7 +614,7 @@ async def run_server(
         if listen.scheme == "unix":
             from codex_app_bridge.transport.listen import serve_unix
 
-            path = listen.path or default_unix_socket_path()
+            path = listen.path or default_unix_socket_path(settings.codex_home)
             await tg.start(serve_unix, path, server.serve_connection)
             print(
                 f"codex-app-bridge serve (unix socket)\n  listening on: unix://{path}",

@@ -331,7 +331,9 @@ class BridgeServer:
         return orjson.dumps(
             {
                 "userAgent": user_agent(self.originator, state.client_name, state.client_version),
-                "codexHome": codex_home(),
+                # the home this server reads and stores under (``--codex-home``), as the
+                # real server reports the one it runs with
+                "codexHome": codex_home() if self._codex_home is None else str(self._codex_home),
                 "platformFamily": platform_family(),
                 "platformOs": platform_os(),
             }
