@@ -373,6 +373,14 @@ VARIANT_EXAMPLES: list[dict[str, Any]] = [
         "faster_model": None,
     },
     {"type": "context_compacted"},
+    {
+        "type": "compacted",
+        "message": "summary",
+        "replacement_history": [
+            {"type": "message", "role": "user", "content": [{"type": "input_text", "text": "s"}]}
+        ],
+    },
+    {"type": "compacted", "message": ""},
     {"type": "thread_rolled_back", "num_turns": 2},
     {
         "type": "task_started",
@@ -831,8 +839,14 @@ BINARY_VARIANTS = [
 def test_every_variant_the_binary_names_is_a_known_event_type() -> None:
     known = set(EVENT_MSG_TAGS)
     assert set(BINARY_VARIANTS) <= known
-    # Besides the binary's names: the two v2-interop input aliases and one older event.
-    assert known - set(BINARY_VARIANTS) == {"turn_started", "turn_complete", "thread_name_updated"}
+    # Besides the binary's names: the two v2-interop input aliases, one older event and the
+    # bridge's own record of a compaction (``compacted``, a rollout line in core).
+    assert known - set(BINARY_VARIANTS) == {
+        "turn_started",
+        "turn_complete",
+        "thread_name_updated",
+        "compacted",
+    }
 
 
 ALL_EXAMPLES = [payload for _, payload, _ in SPEC_EXAMPLES] + VARIANT_EXAMPLES

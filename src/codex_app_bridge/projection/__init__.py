@@ -29,6 +29,19 @@ from codex_app_bridge.projection._contextual import (
     serialize_hook_prompt_fragment,
 )
 from codex_app_bridge.projection._ids import new_item_id, new_response_item_id, uuid7
+from codex_app_bridge.projection._model_history import (
+    COMPACT_USER_MESSAGE_MAX_TOKENS,
+    SUMMARY_PREFIX,
+    ModelHistory,
+    approx_token_count,
+    compacted_history,
+    is_model_visible,
+    is_summary_message,
+    model_history,
+    model_history_json,
+    model_history_of_events,
+    user_message_texts,
+)
 from codex_app_bridge.projection._rollout import (
     DroppedUserTurns,
     drop_last_n_user_turns,
@@ -50,11 +63,16 @@ from codex_app_bridge.projection._turn_items import (
 )
 
 __all__ = [
+    "COMPACT_USER_MESSAGE_MAX_TOKENS",
     "CONTEXTUAL_USER_MARKERS",
     "DEVELOPER_CONTEXTUAL_PREFIXES",
+    "SUMMARY_PREFIX",
     "DroppedUserTurns",
+    "ModelHistory",
     "agent_path_error",
+    "approx_token_count",
     "build_hook_prompt_message",
+    "compacted_history",
     "drop_last_n_user_turns",
     "fork_turn_positions_in_rollout",
     "has_non_contextual_dev_message_content",
@@ -62,9 +80,14 @@ __all__ = [
     "is_contextual_dev_message_content",
     "is_contextual_user_fragment",
     "is_contextual_user_message_content",
+    "is_model_visible",
     "is_standard_contextual_user_text",
+    "is_summary_message",
     "is_user_turn_boundary",
     "last_n_fork_turns_start",
+    "model_history",
+    "model_history_json",
+    "model_history_of_events",
     "new_item_id",
     "new_response_item_id",
     "nth_user_message_cut",
@@ -81,6 +104,7 @@ __all__ = [
     "truncate_rollout_before_nth_user_message_from_start",
     "truncate_rollout_to_last_n_fork_turns",
     "user_message_positions_in_rollout",
+    "user_message_texts",
     "uuid7",
     "web_search_action_detail",
 ]

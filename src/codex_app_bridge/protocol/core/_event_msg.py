@@ -88,6 +88,7 @@ __all__ = [
     "CollabResumeEndEvent",
     "CollabWaitingBeginEvent",
     "CollabWaitingEndEvent",
+    "CompactedEvent",
     "ContextCompactedEvent",
     "CreditsSnapshot",
     "DeprecationNoticeEvent",
@@ -522,6 +523,18 @@ class ContextCompactedEvent(CoreModel):
     """``context_compacted``: history was compacted (a unit payload)."""
 
     type: Literal["context_compacted"] = "context_compacted"
+
+
+class CompactedEvent(CoreModel):
+    """``compacted``: the bridge's own event for a compaction's new history (not a core
+    ``EventMsg``; core writes this straight to its rollout as a ``compacted`` line). A model
+    source emits it where core records the compaction; storage writes it as that line and the
+    thread's model history is replaced by ``replacement_history`` (``None``: rebuilt from the
+    user messages and ``message``, as for an older rollout). Clients are never told of it."""
+
+    type: Literal["compacted"] = "compacted"
+    message: str
+    replacement_history: list[ResponseItem] | None = omit_none()
 
 
 class ThreadRolledBackEvent(CoreModel):
@@ -1343,6 +1356,7 @@ _EventMsgVariants: TypeAlias = (
     | Annotated[TurnModerationMetadataEvent, Tag("turn_moderation_metadata")]
     | Annotated[SafetyBufferingEvent, Tag("safety_buffering")]
     | Annotated[ContextCompactedEvent, Tag("context_compacted")]
+    | Annotated[CompactedEvent, Tag("compacted")]
     | Annotated[ThreadRolledBackEvent, Tag("thread_rolled_back")]
     | Annotated[TaskStartedEvent, Tag("task_started")]
     | Annotated[ThreadSettingsAppliedEvent, Tag("thread_settings_applied")]
