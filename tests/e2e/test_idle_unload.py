@@ -4,8 +4,11 @@ as 0.163.0; it can be read, not driven, and ``thread/resume`` loads it again."""
 
 from __future__ import annotations
 
+import os
 from collections.abc import Callable
+from pathlib import Path
 
+import orjson
 import pytest
 
 from tests.e2e._harness import Message, Session, methods, open_bridge
@@ -86,3 +89,60 @@ async def test_closing_the_only_subscriber_lets_the_thread_unload(kind: str) -> 
         await watcher.until(closed(thread_id))
         assert listener.subscriber_ids() == []
         assert server.hub.loaded_thread_ids() == []
+
+
+def _rollouts_open(home: Path) -> list[str]:
+    """The rollout files of ``home`` this process holds a descriptor on."""
+    held: list[str] = []
+    for fd in os.listdir("/proc/self/fd"):
+        try:
+            target = os.readlink(f"/proc/self/fd/{fd}")
+        except OSError:
+            continue  # closed meanwhile (the listing's own descriptor)
+        if target.startswith(str(home)) and target.endswith(".jsonl"):
+            held.append(target)
+    return held
+
+
+@pytest.mark.skipif(not Path("/proc/self/fd").is_dir(), reason="needs /proc")
+async def test_an_unloaded_stored_thread_holds_no_descriptor_and_resumes_from_its_rollout(
+    tmp_path: Path,
+) -> None:
+    # issue 23.1: every unloaded thread kept its rollout open (fds grew without bound)
+    home = tmp_path / "home"
+    async with open_bridge("memory", idle_unload=IDLE, codex_home=home) as bridge:
+        client: Session = await bridge.connect()
+        watcher: Session = await bridge.connect()
+        await client.initialize(name="client")
+        await watcher.initialize(name="watcher")
+        threads = [await client.start_thread() for _ in range(5)]
+        for thread_id in threads:
+            await client.run_turn(thread_id, f"turn of {thread_id}")
+        assert len(_rollouts_open(home)) == 5
+        for thread_id in threads:
+            await client.result("thread/unsubscribe", {"threadId": thread_id})
+        for thread_id in threads:
+            await watcher.until(closed(thread_id))
+        assert _rollouts_open(home) == []
+        server = bridge.server
+        assert server is not None
+        assert server.threads is not None
+        assert len(server.threads) == 0  # nothing of them kept in memory: the rollout has it
+
+        first = threads[0]
+        read = await watcher.result("thread/read", {"threadId": first, "includeTurns": True})
+        assert read["thread"]["status"] == {"type": "notLoaded"}
+        assert len(read["thread"]["turns"]) == 1
+        resumed = await watcher.result("thread/resume", {"threadId": first})
+        assert len(resumed["thread"]["turns"]) == 1
+        _, messages = await watcher.run_turn(first, "after reload")
+        assert messages[-1]["params"]["turn"]["status"] == "completed"
+        assert len(_rollouts_open(home)) == 1
+        read = await watcher.result("thread/read", {"threadId": first, "includeTurns": True})
+        assert [t["status"] for t in read["thread"]["turns"]] == ["completed", "completed"]
+        # the rollout is one file, appended: ordinals continue across the unload
+        (path,) = _rollouts_open(home)
+        ordinals = [
+            orjson.loads(line).get("ordinal") for line in Path(path).read_bytes().splitlines()
+        ]
+        assert ordinals[1:] == list(range(ordinals[1], ordinals[1] + len(ordinals) - 1))

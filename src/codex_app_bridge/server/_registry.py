@@ -226,6 +226,11 @@ class ThreadRegistry:
         self.hub.remove_thread(record.id)
         if record.runtime is not None:
             record.runtime.stop()
+        if self.storage is not None and not record.ephemeral and self.storage.detach(record):
+            # Its rollout holds everything: the record, its history and its runtime go, so
+            # memory and descriptors stay bounded by what is loaded. A later read or resume
+            # finds it on disk, as after a restart.
+            del self._records[record.id]
         logger.info("thread %s unloaded (idle)", record.id)
         await self.hub.broadcast(
             "thread/status/changed", {"threadId": record.id, "status": {"type": "notLoaded"}}

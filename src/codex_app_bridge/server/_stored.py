@@ -252,6 +252,19 @@ class ThreadStorage:
         self._writers[record.id] = writer
         record.path = str(path)
 
+    def detach(self, record: ThreadRecord) -> bool:
+        """Stop writing a thread that is being unloaded: its descriptor is closed (a later
+        load reopens the rollout). ``True``: the thread has a rollout on disk to be read back
+        from (``False``: nothing of it was written yet)."""
+        if record.runtime is not None:
+            record.runtime.sink = None
+        self._planned.pop(record.id, None)
+        writer = self._writers.pop(record.id, None)
+        if writer is not None:
+            writer.close()
+            return True
+        return self._resume_at.pop(record.id, None) is not None
+
     def forget(self, thread_id: str) -> None:
         """Stop writing a thread (archived or deleted)."""
         writer = self._writers.pop(thread_id, None)
