@@ -1,0 +1,326 @@
+"""Child processes as Codex runs them: a process group of their own, a PTY or pipes, killed whole.
+
+Role: the one place the server starts a process on the user's machine (``spawn``) and the one
+place it kills one (``ChildProcess.kill``). Every child:
+
+* leads a new session and process group (``setsid``), so a kill reaches the shell and every
+  background child it started (``sleep 60 &``) with one ``killpg``; descendants that left the
+  group are found through ``/proc`` and killed too;
+* gets ``SIGKILL`` if the server dies without cleaning up (``PR_SET_PDEATHSIG``; the server
+  spawns from its event-loop thread, so the signal is tied to the server's life, not a worker's);
+* is registered in ``LIVE``, which the server's exit path empties (``kill_all``).
+
+Output is read from non-blocking descriptors on the event loop (``anyio.wait_readable``): no
+thread per process, no busy loop. The exit is awaited on a pidfd where the kernel has them.
+
+Boundary: knows nothing of tools, policies or events.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import ctypes
+import errno
+import fcntl
+import os
+import pty
+import signal
+import struct
+import subprocess
+import termios
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Final
+
+import anyio
+
+__all__ = ["LIVE", "ChildProcess", "SpawnError", "kill_all", "spawn"]
+
+_PR_SET_PDEATHSIG: Final = 1
+_READ_SIZE: Final = 64 * 1024
+
+LIVE: Final[dict[int, ChildProcess]] = {}
+"""Every child the server started and has not reaped: pid -> process."""
+
+
+class SpawnError(Exception):
+    """The process could not be started; ``os_error`` is the ``OSError`` that said why."""
+
+    def __init__(self, os_error: OSError) -> None:
+        super().__init__(str(os_error))
+        self.os_error = os_error
+
+    @property
+    def rust_text(self) -> str:
+        """``No such file or directory (os error 2)``: the message as Rust's io::Error shows it."""
+        err = self.os_error
+        return f"{err.strerror or os.strerror(err.errno or 0)} (os error {err.errno})"
+
+
+def _libc() -> ctypes.CDLL | None:
+    try:
+        return ctypes.CDLL(None, use_errno=True)
+    except OSError:  # pragma: no cover - not Linux
+        return None
+
+
+_LIBC: Final = _libc()
+
+
+def _child_setup() -> None:  # pragma: no cover - runs in the forked child
+    if _LIBC is not None:
+        _LIBC.prctl(_PR_SET_PDEATHSIG, signal.SIGKILL, 0, 0, 0)
+    if os.getppid() == 1:
+        os._exit(137)  # the server died before the child got here
+
+
+def _set_size(fd: int, rows: int, cols: int) -> None:
+    fcntl.ioctl(fd, termios.TIOCSWINSZ, struct.pack("HHHH", rows, cols, 0, 0))
+
+
+def _nonblocking(fd: int) -> None:
+    os.set_blocking(fd, False)
+
+
+@dataclass(eq=False)
+class ChildProcess:
+    """A started child: its group, its output descriptors and its stdin."""
+
+    popen: subprocess.Popen[bytes]
+    tty: bool
+    stdout_fd: int | None
+    """Read end of stdout (the PTY master when ``tty``; stdout+stderr merged when asked)."""
+    stderr_fd: int | None
+    stdin_fd: int | None
+    """Write end of stdin (the PTY master when ``tty``), ``None`` once closed."""
+    pidfd: int | None = None
+    returncode: int | None = None
+    killed: bool = False
+    _exited: anyio.Event = field(default_factory=anyio.Event)
+
+    @property
+    def pid(self) -> int:
+        return self.popen.pid
+
+    # --- output ---------------------------------------------------------------------------
+
+    async def read(self, fd: int) -> bytes:
+        """The next chunk of ``fd``'s output, ``b""`` at its end (EOF or PTY hang-up)."""
+        while True:
+            try:
+                return os.read(fd, _READ_SIZE)
+            except BlockingIOError:
+                await anyio.wait_readable(fd)
+            except OSError as exc:
+                if exc.errno == errno.EIO:  # PTY master after the last slave closed
+                    return b""
+                raise
+
+    # --- stdin ----------------------------------------------------------------------------
+
+    async def write(self, data: bytes) -> None:
+        """Write ``data`` to stdin; ``BrokenPipeError`` if it is closed."""
+        fd = self.stdin_fd
+        if fd is None:
+            raise BrokenPipeError(errno.EPIPE, "stdin is closed")
+        view = memoryview(data)
+        while view:
+            try:
+                written = os.write(fd, view)
+            except BlockingIOError:
+                await anyio.wait_writable(fd)
+                continue
+            view = view[written:]
+
+    def close_stdin(self) -> None:
+        fd, self.stdin_fd = self.stdin_fd, None
+        if fd is not None and fd != self.stdout_fd:
+            with contextlib.suppress(OSError):
+                os.close(fd)
+
+    def resize(self, rows: int, cols: int) -> None:
+        if not self.tty or self.stdout_fd is None:
+            raise OSError(errno.ENOTTY, "process is not attached to a PTY")
+        _set_size(self.stdout_fd, rows, cols)
+
+    # --- exit -----------------------------------------------------------------------------
+
+    async def wait(self) -> int:
+        """The exit code (``-signal`` when killed by one), once the process has exited."""
+        if self.returncode is not None:
+            return self.returncode
+        if self.pidfd is not None:
+            with contextlib.suppress(OSError):
+                await anyio.wait_readable(self.pidfd)
+            self._reap(self.popen.wait())
+        else:
+            self._reap(await anyio.to_thread.run_sync(self.popen.wait, abandon_on_cancel=True))
+        return self.returncode if self.returncode is not None else -1
+
+    def _reap(self, code: int) -> None:
+        if self.returncode is None:
+            self.returncode = code
+            LIVE.pop(self.pid, None)
+            if self.pidfd is not None:
+                with contextlib.suppress(OSError):
+                    os.close(self.pidfd)
+                self.pidfd = None
+            self._exited.set()
+
+    def poll(self) -> int | None:
+        if self.returncode is None:
+            code = self.popen.poll()
+            if code is not None:
+                self._reap(code)
+        return self.returncode
+
+    def kill(self) -> None:
+        """SIGKILL the whole group and every descendant still found under the child."""
+        if self.returncode is not None and not _group_alive(self.pid):
+            return
+        self.killed = True
+        victims = _descendants(self.pid)
+        with contextlib.suppress(OSError):
+            os.killpg(self.pid, signal.SIGKILL)
+        for pid in victims:
+            with contextlib.suppress(OSError):
+                os.kill(pid, signal.SIGKILL)
+        if self.returncode is None:
+            with contextlib.suppress(OSError):
+                os.kill(self.pid, signal.SIGKILL)
+
+    def close(self) -> None:
+        """Close every descriptor the server holds for this child."""
+        fds = {self.stdout_fd, self.stderr_fd, self.stdin_fd}
+        self.stdout_fd = self.stderr_fd = self.stdin_fd = None
+        for fd in fds:
+            if fd is not None:
+                with contextlib.suppress(OSError):
+                    os.close(fd)
+
+
+def _group_alive(pgid: int) -> bool:
+    try:
+        os.killpg(pgid, 0)
+    except OSError:
+        return False
+    return True
+
+
+def _descendants(root: int) -> list[int]:
+    """Every live process below ``root`` (by parent pid, read from ``/proc``)."""
+    children: dict[int, list[int]] = {}
+    try:
+        entries = os.listdir("/proc")
+    except OSError:
+        return []
+    for name in entries:
+        if not name.isdigit():
+            continue
+        try:
+            with open(f"/proc/{name}/stat", "rb") as f:
+                stat = f.read()
+        except OSError:
+            continue
+        # "pid (comm) state ppid ...": comm may hold spaces and parentheses
+        rest = stat[stat.rfind(b")") + 2 :].split()
+        if len(rest) >= 2:
+            children.setdefault(int(rest[1]), []).append(int(name))
+    found: list[int] = []
+    todo = [root]
+    while todo:
+        for child in children.get(todo.pop(), ()):
+            found.append(child)
+            todo.append(child)
+    return found
+
+
+def spawn(
+    argv: Sequence[str],
+    *,
+    cwd: str,
+    env: Mapping[str, str],
+    tty: bool = False,
+    merge_stderr: bool = False,
+    stdin_open: bool = True,
+    size: tuple[int, int] | None = None,
+) -> ChildProcess:
+    """Start ``argv`` in a new session and process group (see the module docstring).
+
+    ``tty``: one PTY for stdin/stdout/stderr (``size`` rows, cols). Otherwise pipes: stdout, and
+    stderr apart or ``merge_stderr`` into stdout; stdin a pipe, or ``/dev/null`` when not
+    ``stdin_open``. ``SpawnError`` when the program or ``cwd`` cannot be used."""
+    if not argv:
+        raise SpawnError(OSError(errno.ENOENT, os.strerror(errno.ENOENT)))
+    close_after: list[int] = []
+    try:
+        if tty:
+            master, slave = pty.openpty()
+            rows, cols = size or (24, 80)
+            _set_size(master, rows, cols)
+            close_after.append(slave)
+            popen = subprocess.Popen(
+                list(argv),
+                cwd=cwd,
+                env=dict(env),
+                stdin=slave,
+                stdout=slave,
+                stderr=slave,
+                start_new_session=True,
+                preexec_fn=_child_setup,
+                close_fds=True,
+            )
+            _nonblocking(master)
+            child = ChildProcess(popen, True, master, None, master)
+        else:
+            out_r, out_w = os.pipe()
+            close_after.append(out_w)
+            err_r: int | None = None
+            err_w = out_w
+            if not merge_stderr:
+                err_r, err_w = os.pipe()
+                close_after.append(err_w)
+            in_r: int | None = None
+            in_w: int | None = None
+            if stdin_open:
+                in_r, in_w = os.pipe()
+                close_after.append(in_r)
+            popen = subprocess.Popen(
+                list(argv),
+                cwd=cwd,
+                env=dict(env),
+                stdin=in_r if in_r is not None else subprocess.DEVNULL,
+                stdout=out_w,
+                stderr=err_w,
+                start_new_session=True,
+                preexec_fn=_child_setup,
+                close_fds=True,
+            )
+            for fd in (out_r, err_r, in_w):
+                if fd is not None:
+                    _nonblocking(fd)
+            child = ChildProcess(popen, False, out_r, err_r, in_w)
+    except OSError as exc:
+        for fd in close_after:
+            with contextlib.suppress(OSError):
+                os.close(fd)
+        raise SpawnError(exc) from None
+    for fd in close_after:
+        with contextlib.suppress(OSError):
+            os.close(fd)
+    try:
+        child.pidfd = os.pidfd_open(child.pid)
+    except (AttributeError, OSError):
+        child.pidfd = None
+    LIVE[child.pid] = child
+    return child
+
+
+def kill_all() -> None:
+    """Kill every child the server started (server exit)."""
+    for child in list(LIVE.values()):
+        child.kill()
+        with contextlib.suppress(OSError, subprocess.TimeoutExpired):
+            child._reap(child.popen.wait(timeout=5))  # pyright: ignore[reportPrivateUsage]
+        child.close()
+    LIVE.clear()
