@@ -209,3 +209,11 @@ def test_reducer_concerns_depend_one_way_state_then_concerns_then_reducer() -> N
         assert _listener_imports(concern, graph) <= {"_state", *helpers, *values}, concern
     assert _listener_imports("_reducer", graph) == {"_state", "_turns", "_items", "_rows"}
     assert "_reducer" not in _listener_imports("_requests", graph)
+
+
+def test_the_model_source_sits_beside_the_sources_and_the_server_knows_it_not() -> None:
+    packages = _package_graph(_graph(with_types=True))
+    # agent/ runs turns over model/ and config/ behind the sources' contract
+    assert packages["agent"] <= {"model", "config", "sources", "protocol", "projection", "_version"}
+    for below in ("protocol", "rpc", "transport", "model", "config", "sources", "server", "listener"):
+        assert "agent" not in packages[below], below

@@ -368,6 +368,41 @@ def _script_source(path: str, pacing: ScriptPacing | None) -> EventSource | Turn
     return source if pacing is None else source.with_pacing(pacing)
 
 
+def _model_source(config: ConfigLayers, codex_home_dir: str | None) -> EventSource | TurnSource:
+    """The model source (``agent``), made on first use: turns from the configured provider."""
+    from codex_app_bridge.agent import ModelSource
+
+    return ModelSource(config, codex_home=codex_home_dir or codex_home())
+
+
+def _choose_source(
+    args: argparse.Namespace,
+    built: SourceFactory,
+    config: ConfigLayers,
+    codex_home_dir: str | None,
+) -> SourceFactory:
+    """Explicit flags first, then a configured model provider, then the built-in agent; the
+    choice is said on stderr."""
+    if args.producer is not None:
+        print("codex-app-bridge serve: events from --producer", file=sys.stderr)
+        return built
+    if args.script is not None:
+        print(f"codex-app-bridge serve: events from --script {args.script}", file=sys.stderr)
+        return built
+    if config.configured_provider():
+        print(
+            "codex-app-bridge serve: turns from the model provider configured in "
+            f"{Path(codex_home_dir or codex_home()) / 'config.toml'}",
+            file=sys.stderr,
+        )
+        return partial(_model_source, config, codex_home_dir)
+    print(
+        "codex-app-bridge serve: turns from the built-in agent (no model provider configured)",
+        file=sys.stderr,
+    )
+    return built
+
+
 def _build_source(args: argparse.Namespace) -> SourceFactory:
     if args.producer is None:
         if args.script is None:
@@ -672,6 +707,7 @@ def _run(args: argparse.Namespace) -> int:
         )
     else:
         logger.info("storing threads under %s", settings.codex_home)
+    source = _choose_source(args, source, config, settings.codex_home)
     try:
         anyio.run(
             lambda: run_server(

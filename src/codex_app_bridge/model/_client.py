@@ -257,6 +257,10 @@ class ResponsesClient:
             self._http = client
         return self._http
 
+    def warm(self) -> None:
+        """Build the connection pool now (imports httpx), so the first request does not."""
+        self._client()
+
     async def aclose(self) -> None:
         if self._http is not None:
             await self._http.aclose()

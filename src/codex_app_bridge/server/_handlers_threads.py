@@ -114,6 +114,14 @@ def _extra_flag(params: Any, name: str) -> bool:
     return extra is not None and extra.get(name) is True
 
 
+def _dynamic_tools(params: Any) -> list[dict[str, Any]]:
+    extra: dict[str, JsonValue] | None = getattr(params, "model_extra", None)
+    tools = extra.get("dynamicTools") if extra is not None else None
+    if not isinstance(tools, list):
+        return []
+    return [tool for tool in tools if isinstance(tool, dict)]
+
+
 async def _deprecation(ctx: RequestContext, summary: str) -> None:
     notice = DeprecationNoticeNotification(summary=summary, details=None)
     await ctx.connection.notify("deprecationNotice", dump_json(notice))
@@ -172,6 +180,7 @@ class ThreadHandlers:
             raw_events=_extra_flag(params, "experimentalRawEvents"),
         )
         record.config = config  # before the first turn opens the thread's session
+        record.dynamic_tools = _dynamic_tools(params)
         record.listener.subscribe(ctx.connection, raw_events=record.raw_events)
         thread = record.thread()
         ctx.after_response(partial(self._broadcast_started, record))

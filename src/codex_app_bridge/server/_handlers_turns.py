@@ -103,6 +103,13 @@ class TurnHandlers:
             service_tier=params.service_tier,
         )
         turn_id = new_uuid7()
+        if record.config is not None:
+            # 0.163.0 warns before every turn/start answer about a model it has no metadata for
+            from codex_app_bridge.config import apply_turn_overrides
+
+            turn_config = apply_turn_overrides(record.config, model=params.model)
+            for message in turn_config.warnings:
+                await ctx.connection.notify("warning", {"threadId": record.id, "message": message})
 
         async def start() -> None:
             # The turn exists once its answer is out: were it recorded before, an answer that

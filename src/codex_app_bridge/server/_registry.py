@@ -102,6 +102,7 @@ class ThreadRegistry:
         run: Callable[[ThreadRuntime], None],
         pending_interrupts: Callable[[str], int],
         interrupt_grace: Callable[[], float],
+        user_agent: Callable[[], str | None] = lambda: None,
     ) -> None:
         """``run`` starts a runtime in the server's task group; ``pending_interrupts(thread_id)``
         counts the ``turn/interrupt`` requests received and not handled yet;
@@ -114,6 +115,7 @@ class ThreadRegistry:
         self._run = run
         self._pending_interrupts = pending_interrupts
         self._interrupt_grace = interrupt_grace
+        self._user_agent = user_agent
         self._records: dict[str, ThreadRecord] = {}
         """Canonical id -> record, in creation order: loaded and unloaded threads."""
 
@@ -320,6 +322,10 @@ class ThreadRegistry:
             record.settings.model,
             record.settings.cwd,
             first_turn_index=max(0, record.turns_started - 1),
+            settings=record.config,
+            originator=record.originator,
+            user_agent=self._user_agent(),
+            dynamic_tools=record.dynamic_tools,
         )
         return open_session(self.source, config)
 

@@ -120,6 +120,8 @@ class BridgeServer:
         self.scopes = SerialScopes()
         self.server_requests = ServerRequests()
         self.originator: str | None = None
+        self.user_agent: str | None = None
+        """The user agent the first ``initialize`` was answered with (sent to model providers)."""
         """The first client name that initialized (fixes every user agent, as the real server)."""
         self.server_name = socket.gethostname() or "localhost"
         self.installation_id = str(uuid.uuid4())
@@ -194,6 +196,7 @@ class BridgeServer:
                 run=self.start_runtime,
                 pending_interrupts=partial(self.unhandled_requests, "turn/interrupt"),
                 interrupt_grace=lambda: self.interrupt_grace,
+                user_agent=lambda: self.user_agent,
             )
         return self._threads
 
@@ -328,9 +331,12 @@ class BridgeServer:
                 self.add_connection(connection)
 
         ctx.after_response(welcome)
+        agent = user_agent(self.originator, state.client_name, state.client_version)
+        if self.user_agent is None:
+            self.user_agent = agent
         return orjson.dumps(
             {
-                "userAgent": user_agent(self.originator, state.client_name, state.client_version),
+                "userAgent": agent,
                 # the home this server reads and stores under (``--codex-home``), as the
                 # real server reports the one it runs with
                 "codexHome": codex_home() if self._codex_home is None else str(self._codex_home),

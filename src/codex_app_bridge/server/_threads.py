@@ -163,6 +163,8 @@ class ThreadRecord:
     registry alone changes it)."""
     git_info: GitInfo | None = None
     """As ``thread/metadata/update`` last set it."""
+    dynamic_tools: list[dict[str, Any]] = field(default_factory=list[dict[str, Any]])
+    """thread/start ``dynamicTools``: the client's own tools, offered to the model."""
     config: EffectiveConfig | None = None
     """The thread's effective config (``config.EffectiveConfig``), resolved by thread/start,
     resume and fork before its runtime opens a session; ``None`` for a thread read back from

@@ -102,6 +102,20 @@ class SessionConfig:
     reloaded thread): the ``ResponseItem`` s, as JSON objects, that Codex core rebuilds from the
     rollout (its ``response_item`` lines, a compaction's replacement history applied); empty for a
     new thread. A source that calls a model starts its context from them."""
+    settings: object | None = None
+    """The thread's resolved settings (the server's ``config.EffectiveConfig``; opaque here): a
+    model source reads the provider, model, instructions and permissions from it. ``None``:
+    the source resolves its own defaults."""
+    originator: str | None = None
+    """``clientInfo.name`` of the first client that initialized (Codex's ``originator``)."""
+    user_agent: str | None = None
+    """The user agent the server answered ``initialize`` with (sent to the model provider)."""
+    installation_id: str | None = None
+    dynamic_tools: Sequence[Mapping[str, Any]] = ()
+    """thread/start ``dynamicTools`` (``{name, description, inputSchema}``): tools the client runs."""
+    history_initialization: str = "new"
+    """How the history came to be: ``new``, ``cold_resume`` (read back from storage) or
+    ``warm_fork`` (a fork of a loaded thread), as Codex's turn metadata names it."""
 
 
 @runtime_checkable

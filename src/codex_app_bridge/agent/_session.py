@@ -1,0 +1,1077 @@
+"""One thread's model session: Codex core's turn loop over a Responses API provider.
+
+Role: a :class:`~codex_app_bridge.sources.CoreSession` that plays each ``user_turn`` the way
+0.163.0 core does (spec/model-turn.md §3-§6):
+
+1. ``task_started``; the turn's sticky overrides applied to the thread's config; at the first
+   turn the contextual messages recorded (developer: ``developer_instructions``, permissions;
+   user: environment context), and again when cwd, sandbox or approval changed; the user
+   message recorded (``item_started``, ``raw_response_item``, ``item_completed``);
+2. the sampling loop: one streamed request per step (history as it stands), each output item
+   recorded when done (``item_completed`` then ``raw_response_item`` for messages, reasoning and
+   web searches; tool calls start then, through ``_tools.TOOL_HANDLERS``); after
+   ``response.completed`` the tools are awaited and their outputs recorded in call order, then
+   ``token_count`` (usage of the response, rate limits of its headers); a response with a tool
+   call, or pending steer input, loops;
+3. ``task_complete`` with the last assistant text.
+
+Failures (``model.ModelError``): retryable ones re-send the same step after ``stream_error``
+``Reconnecting... n/N`` (``stream_max_retries``; the server's hint or 200 ms x 2^(n-1));
+a connection that never answers waits for the network (5 s doubling to 60 s) without end, as
+core; the rest fail the turn (``error`` + ``task_complete`` with the real ``codexErrorInfo``).
+Items completed before a failure stay recorded and are part of the retry's input.
+
+Interrupt: the turn's cancel scope is cancelled at once (the HTTP stream closes, running tools
+are cancelled), calls left without output get core's aborted output, the ``<turn_aborted>``
+user message is recorded, the pending rate limits go out as ``token_count``, then
+``turn_aborted``.
+
+Every ``ResponseItem`` recorded in history is also yielded as ``raw_response_item`` at that
+point (storage writes them as rollout ``response_item`` lines). History lives here, in memory,
+starting from ``SessionConfig.prior_items``.
+
+Boundary: core events and ops only; HTTP is ``model``'s, the settings ``config``'s.
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+from collections import deque
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any, Final, Protocol, cast
+
+import anyio
+import orjson
+
+from codex_app_bridge.agent._events import core_error_info, dicts, passthrough, trusted
+from codex_app_bridge.agent._prompt import (
+    TURN_ABORTED_TEXT,
+    base_instructions_message,
+    environment_context_text,
+    permissions_text,
+)
+from codex_app_bridge.agent._request import (
+    RequestMeta,
+    reasoning_param,
+    request_body,
+    request_headers,
+    request_input,
+    turn_metadata,
+)
+from codex_app_bridge.agent._tools import (
+    TOOL_HANDLERS,
+    ToolCall,
+    ToolOutput,
+    tool_specs,
+    unsupported_output,
+)
+from codex_app_bridge.projection import new_item_id, new_response_item_id
+from codex_app_bridge.protocol.core import (
+    RESPONSE_ITEM_ADAPTER,
+    AgentMessageContentDeltaEvent,
+    AgentMessageItem,
+    AgentReasoningSectionBreakEvent,
+    ErrorEvent,
+    EventEnvelope,
+    EventMsg,
+    InterruptOp,
+    ItemCompletedEvent,
+    ItemStartedEvent,
+    Op,
+    RateLimitSnapshot,
+    RawResponseItemEvent,
+    ReasoningContentDeltaEvent,
+    ReasoningItem,
+    ReasoningRawContentDeltaEvent,
+    ShutdownCompleteEvent,
+    ShutdownOp,
+    StreamErrorEvent,
+    Submission,
+    TaskCompleteEvent,
+    TaskError,
+    TaskStartedEvent,
+    TextAgentMessageContent,
+    TokenCountEvent,
+    TokenUsage,
+    TokenUsageInfo,
+    TurnAttribution,
+    UserInput,
+    UserInputOp,
+    UserMessageItem,
+    UserTurnOp,
+    WebSearchItem,
+)
+from codex_app_bridge.protocol.jsonrpc import now_ms
+from codex_app_bridge.sources import DEFAULT_CONTEXT_WINDOW, SessionConfig, aborted_turn
+from codex_app_bridge.sources._replies import ANSWER_OP_TYPES, Replies
+from codex_app_bridge.sources._session import EventQueue
+
+if TYPE_CHECKING:
+    from codex_app_bridge.agent._tools import ToolHandler
+    from codex_app_bridge.config import EffectiveConfig
+    from codex_app_bridge.model import ModelError, ResponsesClient
+
+__all__ = ["ModelSession", "SessionServices"]
+
+logger = logging.getLogger(__name__)
+
+NETWORK_WAIT_FIRST_S: Final = 5.0
+NETWORK_WAIT_MAX_S: Final = 60.0
+WAITING_FOR_NETWORK: Final = "Reconnecting... waiting for network"
+
+Item = dict[str, Any]
+
+
+def _uuid7() -> str:
+    return new_item_id()
+
+
+class SessionServices(Protocol):
+    """What sessions share, held by the source (``_source.ModelSource``)."""
+
+    @property
+    def installation_id(self) -> str: ...
+
+    def user_agent(self, originator: str | None) -> str: ...
+
+    def base_instructions(self, settings: EffectiveConfig) -> str: ...
+
+    def client_for(self, settings: EffectiveConfig) -> ResponsesClient | str: ...
+
+    def builtin_tool(self, name: str, config: SessionConfig) -> ToolHandler | None: ...
+
+
+@dataclass(slots=True)
+class _Turn:
+    """The running turn (owned by the session's task; ``submit`` only flags it)."""
+
+    turn_id: str
+    started_at_ms: int
+    config: EffectiveConfig
+    scope: anyio.CancelScope = field(default_factory=anyio.CancelScope)
+    replies: Replies = field(default_factory=Replies)
+    steers: list[Sequence[UserInput]] = field(default_factory=list[Sequence[UserInput]])
+    interrupted: bool = False
+    last_agent_message: str | None = None
+    first_token_ms: int | None = None
+    pending_rate_limits: RateLimitSnapshot | None = None
+    turn_state: str | None = None
+    started_items: dict[str, int] = field(default_factory=dict[str, int])
+    """Item id -> ``startedAtMs`` of items started in this turn (a retry re-sends the first)."""
+    open_calls: dict[str, ToolCall] = field(default_factory=dict[str, ToolCall])
+    """Calls recorded whose output is not recorded yet (an interrupt answers them)."""
+    call_started: dict[str, float] = field(default_factory=dict[str, float])
+
+
+class _Step:
+    """What one sampling request produced (reset on a retry, minus what was recorded)."""
+
+    __slots__ = ("calls", "completed", "open_message", "open_reasoning", "outputs", "usage")
+
+    def __init__(self) -> None:
+        self.open_message: str | None = None
+        self.open_reasoning: str | None = None
+        self.calls: list[ToolCall] = []
+        self.outputs: dict[str, ToolOutput] = {}
+        self.usage: Mapping[str, Any] | None = None
+        self.completed = False
+
+
+class _Context:
+    """What a tool handler sees of the turn (``_tools.ToolContext``)."""
+
+    __slots__ = ("_session", "_turn")
+
+    def __init__(self, session: ModelSession, turn: _Turn) -> None:
+        self._session = session
+        self._turn = turn
+
+    @property
+    def thread_id(self) -> str:
+        return self._session.thread_id
+
+    @property
+    def turn_id(self) -> str:
+        return self._turn.turn_id
+
+    @property
+    def cwd(self) -> str:
+        return self._turn.config.cwd or self._session.cwd
+
+    @property
+    def config(self) -> EffectiveConfig:
+        return self._turn.config
+
+    def emit(self, event: EventMsg) -> None:
+        self._session.emit(self._turn.turn_id, event)
+
+    async def ask(self, event: EventMsg) -> Op:
+        self.emit(event)
+        return await self._turn.replies.wait_for(event)
+
+
+class ModelSession:
+    """One thread's session with the model (see the module docstring)."""
+
+    def __init__(
+        self, source: SessionServices, config: SessionConfig, settings: EffectiveConfig
+    ) -> None:
+        self._source = source
+        self._config = config
+        self.thread_id = config.thread_id
+        self.cwd = settings.cwd or config.cwd
+        self.settings = settings
+        """The thread's config; ``turn/start`` overrides are sticky (kept for later turns)."""
+        self.history: list[Item] = [dict(item) for item in config.prior_items]
+        """The model-visible history (ResponseItem JSON objects, as recorded)."""
+        self._context_key: tuple[Any, ...] | None = (
+            self._key(settings, self.cwd) if self.history else None
+        )
+        self._queue = EventQueue()
+        self._pending: deque[Submission] = deque()
+        self._wake: anyio.Event | None = None
+        self._turn: _Turn | None = None
+        self._ended = False
+        self._info: TokenUsageInfo | None = None
+        self._totals = TokenUsage()
+        self._context_window_id = _uuid7()
+        self._window_number = 0
+        self._history_initialization = config.history_initialization
+        self.broken: str | None = None
+        """Why this session cannot run turns (its config): each turn fails with it."""
+
+    # --- the contract -----------------------------------------------------------------------
+
+    def submit(self, submission: Submission) -> None:
+        op = submission.op
+        turn = self._turn
+        if turn is not None:
+            if isinstance(op, InterruptOp):
+                turn.interrupted = True
+                turn.scope.cancel()
+                return
+            if isinstance(op, UserInputOp | UserTurnOp):
+                turn.steers.append(list(op.items))
+                return
+            if turn.replies.put(op):
+                return
+        if isinstance(op, ANSWER_OP_TYPES):
+            logger.debug("%s: dropping %s: no turn is running", self.thread_id, op.type)
+            return
+        self._pending.append(submission)
+        if self._wake is not None:
+            self._wake.set()
+
+    def take_events(self) -> list[EventEnvelope]:
+        return self._queue.take()
+
+    async def run(self, ready: Callable[[], None]) -> None:
+        self._queue.attach(ready)
+        try:
+            while not self._ended:
+                if not self._pending:
+                    self._wake = anyio.Event()
+                    await self._wake.wait()
+                    self._wake = None
+                    continue
+                submission = self._pending.popleft()
+                op = submission.op
+                if isinstance(op, UserTurnOp | UserInputOp):
+                    await self._play(submission.id, op)
+                elif isinstance(op, ShutdownOp):
+                    self.emit(submission.id, ShutdownCompleteEvent())
+                    self._ended = True
+        finally:
+            self._queue.release()
+
+    # --- emitting ---------------------------------------------------------------------------
+
+    def emit(self, turn_id: str, event: EventMsg) -> None:
+        self._queue.emit(EventEnvelope.trusted(turn_id, event))
+
+    def _record(self, turn_id: str, item: Item) -> None:
+        """Append ``item`` to history and yield its ``raw_response_item``."""
+        self.history.append(item)
+        parsed = RESPONSE_ITEM_ADAPTER.validate_python(item)
+        self.emit(turn_id, trusted(RawResponseItemEvent, type="raw_response_item", item=parsed))
+
+    # --- a turn -----------------------------------------------------------------------------
+
+    @staticmethod
+    def _key(settings: EffectiveConfig, cwd: str) -> tuple[Any, ...]:
+        policy = settings.approval_policy
+        return (cwd, settings.sandbox_mode, orjson.dumps(policy))
+
+    def _turn_settings(self, op: UserTurnOp | UserInputOp) -> EffectiveConfig:
+        from codex_app_bridge.config import apply_turn_overrides
+
+        if not isinstance(op, UserTurnOp):
+            return self.settings
+        sandbox = op.sandbox_policy
+        mode: str | None = None
+        if isinstance(sandbox, dict):
+            kind = sandbox.get("type")
+            mode = {
+                "danger-full-access": "danger-full-access",
+                "dangerFullAccess": "danger-full-access",
+                "workspace-write": "workspace-write",
+                "workspaceWrite": "workspace-write",
+                "read-only": "read-only",
+                "readOnly": "read-only",
+            }.get(kind if isinstance(kind, str) else "")
+        settings = apply_turn_overrides(
+            self.settings,
+            model=op.model or None,
+            effort=op.effort,
+            summary=op.summary,
+            service_tier=op.service_tier,
+            approval_policy=op.approval_policy,
+            sandbox_mode=mode,
+            cwd=op.cwd or None,
+        )
+        self.settings = settings
+        return settings
+
+    async def _play(self, turn_id: str, op: UserTurnOp | UserInputOp) -> None:
+        started = now_ms()
+        if self.broken is not None:
+            self._fail_now(turn_id, started, self.broken)
+            return
+        try:
+            settings = self._turn_settings(op)
+        except Exception as exc:  # a config that cannot be applied fails the turn, loudly
+            logger.exception("turn %s: settings", turn_id)
+            settings = self.settings
+            self._fail_now(turn_id, started, str(exc))
+            return
+        turn = _Turn(turn_id, started, settings, replies=Replies(turn_id))
+        self._turn = turn
+        try:
+            await self._run_turn(turn, list(op.items))
+        finally:
+            self._turn = None
+
+    def _context_window(self, settings: EffectiveConfig) -> int:
+        window = settings.model_context_window
+        return window * 95 // 100 if window else DEFAULT_CONTEXT_WINDOW
+
+    def _fail_now(self, turn_id: str, started: int, message: str) -> None:
+        self.emit(turn_id, self._task_started(turn_id, started, self.settings))
+        self.emit(turn_id, ErrorEvent(message=message, codex_error_info="other"))
+        self.emit(
+            turn_id,
+            self._task_complete(
+                turn_id, started, None, TaskError(message=message, codex_error_info="other")
+            ),
+        )
+
+    def _task_started(
+        self, turn_id: str, started: int, settings: EffectiveConfig
+    ) -> TaskStartedEvent:
+        return TaskStartedEvent(
+            turn_attribution=TurnAttribution(turn_id=turn_id, root_turn_id=turn_id),
+            turn_id=turn_id,
+            root_turn_id=turn_id,
+            started_at=started // 1000,
+            model_context_window=self._context_window(settings),
+        )
+
+    def _task_complete(
+        self,
+        turn_id: str,
+        started: int,
+        last_message: str | None,
+        error: TaskError | None = None,
+        first_token_ms: int | None = None,
+    ) -> TaskCompleteEvent:
+        done = now_ms()
+        return TaskCompleteEvent(
+            root_turn_id=turn_id,
+            turn_id=turn_id,
+            last_agent_message=last_message,
+            error=error,
+            started_at=started // 1000,
+            completed_at=done // 1000,
+            duration_ms=max(0, done - started),
+            time_to_first_token_ms=(
+                None if first_token_ms is None else max(0, first_token_ms - started)
+            ),
+        )
+
+    def _record_context(self, turn: _Turn) -> None:
+        settings = turn.config
+        cwd = settings.cwd or self.cwd
+        key = self._key(settings, cwd)
+        if key == self._context_key:
+            return
+        first = self._context_key is None
+        self._context_key = key
+        turn_id = turn.turn_id
+        developer: list[dict[str, Any]] = []
+        kinds: list[str] = []
+        if first and settings.developer_instructions:
+            developer.append({"type": "input_text", "text": settings.developer_instructions})
+            kinds.append("developer.instructions")
+        if settings.include_permissions_instructions:
+            developer.append(
+                {
+                    "type": "input_text",
+                    "text": permissions_text(settings.sandbox_mode, settings.approval_policy),
+                }
+            )
+            kinds.append("permissions.instructions")
+        message_id = new_response_item_id("msg")
+        if developer:
+            self._record(
+                turn_id,
+                {
+                    "type": "message",
+                    "id": message_id,
+                    "role": "developer",
+                    "content": developer,
+                    "internal_chat_message_metadata_passthrough": passthrough(
+                        turn_id, kinds=kinds, created=True
+                    ),
+                },
+            )
+        if settings.include_environment_context:
+            workspace = settings.sandbox_workspace_write or {}
+            roots = workspace.get("writable_roots")
+            text = environment_context_text(
+                cwd,
+                settings.sandbox_mode,
+                [str(r) for r in cast("list[object]", roots)] if isinstance(roots, list) else None,
+            )
+            self._record(
+                turn_id,
+                {
+                    "type": "message",
+                    "id": new_response_item_id("msg"),
+                    "role": "user",
+                    "content": [{"type": "input_text", "text": text}],
+                    "internal_chat_message_metadata_passthrough": passthrough(
+                        turn_id, kinds=["environments.environment_context"], created=True
+                    ),
+                },
+            )
+
+    def _record_user(self, turn: _Turn, inputs: Sequence[UserInput]) -> None:
+        if not inputs:
+            return
+        turn_id = turn.turn_id
+        content: list[dict[str, Any]] = []
+        kinds: list[str] = []
+        for part in inputs:
+            kind = part.type
+            if kind == "text":
+                content.append({"type": "input_text", "text": getattr(part, "text", "")})
+                kinds.append("user.text")
+            elif kind == "image":
+                content.append({"type": "input_image", "image_url": getattr(part, "url", "")})
+                kinds.append("user.image")
+            elif kind == "local_image":
+                content.append(_local_image(str(getattr(part, "path", ""))))
+                kinds.append("user.image")
+        item = UserMessageItem(id=new_item_id(), content=list(inputs))
+        at = now_ms()
+        self.emit(
+            turn_id,
+            ItemStartedEvent(
+                thread_id=self.thread_id, turn_id=turn_id, item=item, started_at_ms=at
+            ),
+        )
+        self._record(
+            turn_id,
+            {
+                "type": "message",
+                "id": new_response_item_id("msg"),
+                "role": "user",
+                "content": content,
+                "internal_chat_message_metadata_passthrough": passthrough(
+                    turn_id, kinds=kinds, created=True
+                ),
+            },
+        )
+        self.emit(
+            turn_id,
+            ItemCompletedEvent(
+                thread_id=self.thread_id,
+                turn_id=turn_id,
+                item=item,
+                started_at_ms=at,
+                completed_at_ms=at,
+            ),
+        )
+
+    async def _run_turn(self, turn: _Turn, inputs: Sequence[UserInput]) -> None:
+        from codex_app_bridge.model import ModelError
+
+        turn_id = turn.turn_id
+        self.emit(turn_id, self._task_started(turn_id, turn.started_at_ms, turn.config))
+        self._record_context(turn)
+        self._record_user(turn, inputs)
+        failure: ModelError | None = None
+        config_failure: str | None = None
+        with turn.scope:
+            try:
+                while True:
+                    follow_up = await self._sample(turn)
+                    if turn.steers:
+                        while turn.steers:
+                            self._record_user(turn, turn.steers.pop(0))
+                        follow_up = True
+                    if not follow_up:
+                        break
+            except ModelError as exc:
+                failure = exc
+            except _ConfigFailure as exc:
+                config_failure = exc.message
+        if turn.interrupted:
+            self._abort(turn)
+            return
+        if config_failure is not None:
+            self.emit(turn_id, ErrorEvent(message=config_failure, codex_error_info="other"))
+            self.emit(
+                turn_id,
+                self._task_complete(
+                    turn_id,
+                    turn.started_at_ms,
+                    None,
+                    TaskError(message=config_failure, codex_error_info="other"),
+                ),
+            )
+            return
+        if failure is not None:
+            self._flush_rate_limits(turn)
+            info = core_error_info(failure.codex_error_info)
+            self.emit(turn_id, ErrorEvent(message=failure.message, codex_error_info=info))
+            self.emit(
+                turn_id,
+                self._task_complete(
+                    turn_id,
+                    turn.started_at_ms,
+                    None,
+                    TaskError(message=failure.message, codex_error_info=info),
+                ),
+            )
+            return
+        self.emit(
+            turn_id,
+            self._task_complete(
+                turn_id, turn.started_at_ms, turn.last_agent_message, None, turn.first_token_ms
+            ),
+        )
+
+    def _flush_rate_limits(self, turn: _Turn) -> None:
+        snapshot = turn.pending_rate_limits
+        if snapshot is not None:
+            turn.pending_rate_limits = None
+            self.emit(turn.turn_id, TokenCountEvent(info=self._info, rate_limits=snapshot))
+
+    def _abort(self, turn: _Turn) -> None:
+        turn_id = turn.turn_id
+        for call_id, call in list(turn.open_calls.items()):
+            started = turn.call_started.get(call_id, time.monotonic())
+            text = f"Wall time: {time.monotonic() - started:.1f} seconds\naborted by user"
+            self._record_output(turn, call, ToolOutput(output=text))
+        self._record(
+            turn_id,
+            {
+                "type": "message",
+                "id": new_response_item_id("msg"),
+                "role": "user",
+                "content": [{"type": "input_text", "text": TURN_ABORTED_TEXT}],
+                "internal_chat_message_metadata_passthrough": passthrough(
+                    turn_id, kinds=["generic.turn_aborted"], created=True
+                ),
+            },
+        )
+        self._flush_rate_limits(turn)
+        self.emit(turn_id, aborted_turn(turn_id, turn.started_at_ms, now_ms()))
+
+    # --- sampling ---------------------------------------------------------------------------
+
+    def _meta(self, turn: _Turn, request_kind: str = "turn") -> RequestMeta:
+        source = self._source
+        return RequestMeta(
+            thread_id=self.thread_id,
+            turn_id=turn.turn_id,
+            installation_id=source.installation_id,
+            context_window_id=self._context_window_id,
+            model=turn.config.model,
+            sandbox_mode=turn.config.sandbox_mode,
+            turn_started_at_ms=turn.started_at_ms,
+            originator=self._config.originator or "codex_app_bridge",
+            user_agent=self._config.user_agent or source.user_agent(self._config.originator),
+            window_number=self._window_number,
+            request_kind=request_kind,
+            history_initialization=self._history_initialization,
+        )
+
+    def _body(self, turn: _Turn, meta: RequestMeta, metadata: str) -> bytes:
+        settings = turn.config
+        base = base_instructions_message(self.thread_id, self._source.base_instructions(settings))
+        openai = settings.provider.name == "OpenAI"
+        info = settings.model_info or {}
+        parallel = bool(info.get("supportsParallelToolCalls", True)) if info else True
+        return request_body(
+            meta,
+            metadata,
+            input=request_input(base, self.history, openai=openai),
+            tools=tool_specs(self._config.dynamic_tools),
+            parallel_tool_calls=parallel,
+            reasoning=reasoning_param(
+                settings.model_reasoning_effort, settings.model_reasoning_summary
+            ),
+            service_tier=settings.service_tier,
+        )
+
+    async def _sample(self, turn: _Turn) -> bool:
+        """One sampling step with the turn-level retries; whether the loop goes on."""
+        from codex_app_bridge.model import backoff_s
+
+        client = self._source.client_for(turn.config)
+        if isinstance(client, str):
+            raise _ConfigFailure(client)
+        max_retries = turn.config.provider.stream_max_retries
+        attempt = 0
+        network_wait = NETWORK_WAIT_FIRST_S
+        while True:
+            meta = self._meta(turn)
+            metadata = turn_metadata(meta)
+            body = self._body(turn, meta, metadata)
+            headers = request_headers(meta, metadata, turn.turn_state)
+            step = _Step()
+            try:
+                return await self._stream(turn, client, body, headers, step)
+            except _StepFailed as failed:
+                error = failed.error
+            self._flush_rate_limits(turn)
+            if error.connection_failed:
+                self.emit(
+                    turn.turn_id,
+                    StreamErrorEvent(
+                        message=WAITING_FOR_NETWORK,
+                        codex_error_info=core_error_info(error.notice_codex_error_info),
+                        additional_details=error.notice_details,
+                    ),
+                )
+                await anyio.sleep(network_wait)
+                network_wait = min(network_wait * 2, NETWORK_WAIT_MAX_S)
+                continue
+            if not error.retryable or attempt >= max_retries:
+                raise error
+            attempt += 1
+            self.emit(
+                turn.turn_id,
+                StreamErrorEvent(
+                    message=f"Reconnecting... {attempt}/{max_retries}",
+                    codex_error_info=core_error_info(error.notice_codex_error_info),
+                    additional_details=error.notice_details,
+                ),
+            )
+            delay = error.retry_after_s
+            await anyio.sleep(backoff_s(attempt) if delay is None else delay)
+
+    async def _stream(
+        self,
+        turn: _Turn,
+        client: ResponsesClient,
+        body: bytes,
+        headers: Mapping[str, str],
+        step: _Step,
+    ) -> bool:
+        from codex_app_bridge.model import ModelError, rate_limits_from_headers
+
+        failure: ModelError | None = None
+        async with anyio.create_task_group() as tools:
+            try:
+                async with client.stream(body, headers) as stream:
+                    turn.pending_rate_limits = rate_limits_from_headers(stream.headers)
+                    state = stream.headers.get("x-codex-turn-state")
+                    if state is not None:
+                        turn.turn_state = state
+                    queue = self._queue
+                    handle = self._handle
+                    async for batch in stream.batches():
+                        for event in batch:
+                            handle(turn, step, event, tools)
+                        if queue.full:
+                            await queue.wait_for_room()
+            except ModelError as exc:
+                failure = exc
+        # every tool that started has ended: record the outputs in call order
+        for call in step.calls:
+            output = step.outputs.get(call.call_id)
+            if output is not None:
+                self._record_output(turn, call, output)
+        if failure is not None:
+            raise _StepFailed(failure)
+        self._token_count(turn, step)
+        return bool(step.calls)
+
+    def _token_count(self, turn: _Turn, step: _Step) -> None:
+        from codex_app_bridge.model import token_usage_from
+
+        usage = step.usage
+        if usage is not None:
+            last = token_usage_from(usage)
+            totals = self._totals
+            totals = self._totals = TokenUsage(
+                input_tokens=totals.input_tokens + last.input_tokens,
+                cached_input_tokens=totals.cached_input_tokens + last.cached_input_tokens,
+                cache_write_input_tokens=totals.cache_write_input_tokens
+                + last.cache_write_input_tokens,
+                output_tokens=totals.output_tokens + last.output_tokens,
+                reasoning_output_tokens=totals.reasoning_output_tokens
+                + last.reasoning_output_tokens,
+                total_tokens=totals.total_tokens + last.total_tokens,
+            )
+            self._info = TokenUsageInfo(
+                total_token_usage=totals,
+                last_token_usage=last,
+                model_context_window=self._context_window(turn.config),
+            )
+        snapshot = turn.pending_rate_limits
+        turn.pending_rate_limits = None
+        if usage is None and snapshot is None:
+            return
+        self.emit(
+            turn.turn_id,
+            TokenCountEvent(info=self._info if usage is not None else None, rate_limits=snapshot),
+        )
+
+    # --- one SSE event ----------------------------------------------------------------------
+
+    def _handle(
+        self, turn: _Turn, step: _Step, event: dict[str, Any], tools: anyio.abc.TaskGroup
+    ) -> None:
+        kind = event["type"]
+        if kind == "response.output_text.delta":
+            item_id = step.open_message
+            if item_id is None:
+                return
+            if turn.first_token_ms is None:
+                turn.first_token_ms = now_ms()
+            self.emit(
+                turn.turn_id,
+                trusted(
+                    AgentMessageContentDeltaEvent,
+                    type="agent_message_content_delta",
+                    thread_id=self.thread_id,
+                    turn_id=turn.turn_id,
+                    item_id=item_id,
+                    delta=_text(event.get("delta")),
+                ),
+            )
+        elif kind == "response.reasoning_summary_text.delta":
+            item_id = step.open_reasoning
+            if item_id is None:
+                return
+            if turn.first_token_ms is None:
+                turn.first_token_ms = now_ms()
+            self.emit(
+                turn.turn_id,
+                trusted(
+                    ReasoningContentDeltaEvent,
+                    type="reasoning_content_delta",
+                    thread_id=self.thread_id,
+                    turn_id=turn.turn_id,
+                    item_id=item_id,
+                    delta=_text(event.get("delta")),
+                    summary_index=_int(event.get("summary_index")),
+                ),
+            )
+        elif kind == "response.reasoning_text.delta":
+            item_id = step.open_reasoning
+            if item_id is None:
+                return
+            self.emit(
+                turn.turn_id,
+                trusted(
+                    ReasoningRawContentDeltaEvent,
+                    type="reasoning_raw_content_delta",
+                    thread_id=self.thread_id,
+                    turn_id=turn.turn_id,
+                    item_id=item_id,
+                    delta=_text(event.get("delta")),
+                    content_index=_int(event.get("content_index")),
+                ),
+            )
+        elif kind == "response.reasoning_summary_part.added":
+            item_id = step.open_reasoning
+            if item_id is None:
+                return
+            self.emit(
+                turn.turn_id,
+                AgentReasoningSectionBreakEvent(
+                    item_id=item_id, summary_index=_int(event.get("summary_index"))
+                ),
+            )
+        elif kind == "response.output_item.added":
+            item = event.get("item")
+            if isinstance(item, dict):
+                self._item_added(turn, step, item)  # pyright: ignore[reportUnknownArgumentType]
+        elif kind == "response.output_item.done":
+            item = event.get("item")
+            if isinstance(item, dict):
+                self._item_done(turn, step, item, tools)  # pyright: ignore[reportUnknownArgumentType]
+        elif kind == "response.completed":
+            response = event.get("response")
+            usage = response.get("usage") if isinstance(response, dict) else None  # pyright: ignore[reportUnknownMemberType, reportUnknownVariableType]
+            step.usage = usage if isinstance(usage, dict) else None  # pyright: ignore[reportUnknownArgumentType]
+            step.completed = True
+
+    def _started_at(self, turn: _Turn, item_id: str) -> int:
+        at = turn.started_items.get(item_id)
+        if at is None:
+            at = turn.started_items[item_id] = now_ms()
+        return at
+
+    def _item_added(self, turn: _Turn, step: _Step, item: dict[str, Any]) -> None:
+        kind = item.get("type")
+        if kind == "message" and item.get("role") == "assistant":
+            item_id = _text(item.get("id")) or new_response_item_id("msg")
+            step.open_message = item_id
+            self.emit(
+                turn.turn_id,
+                ItemStartedEvent(
+                    thread_id=self.thread_id,
+                    turn_id=turn.turn_id,
+                    item=AgentMessageItem(id=item_id, content=[], phase=_phase(item)),
+                    started_at_ms=self._started_at(turn, item_id),
+                ),
+            )
+        elif kind == "reasoning":
+            item_id = _text(item.get("id")) or new_response_item_id("rs")
+            step.open_reasoning = item_id
+            self.emit(
+                turn.turn_id,
+                ItemStartedEvent(
+                    thread_id=self.thread_id,
+                    turn_id=turn.turn_id,
+                    item=ReasoningItem(id=item_id, summary_text=[], raw_content=[]),
+                    started_at_ms=self._started_at(turn, item_id),
+                ),
+            )
+        elif kind == "web_search_call":
+            item_id = _text(item.get("id")) or new_response_item_id("ws")
+            self.emit(
+                turn.turn_id,
+                ItemStartedEvent(
+                    thread_id=self.thread_id,
+                    turn_id=turn.turn_id,
+                    item=_web_search_item(item_id, item),
+                    started_at_ms=self._started_at(turn, item_id),
+                ),
+            )
+
+    def _item_done(
+        self, turn: _Turn, step: _Step, item: dict[str, Any], tools: anyio.abc.TaskGroup
+    ) -> None:
+        kind = item.get("type")
+        turn_id = turn.turn_id
+        recorded = dict(item)
+        if kind == "message" and item.get("role") == "assistant":
+            item_id = _text(item.get("id")) or step.open_message or new_response_item_id("msg")
+            text = "".join(
+                _text(part.get("text"))
+                for part in dicts(item.get("content"))
+                if part.get("type") == "output_text"
+            )
+            turn_item = AgentMessageItem(
+                id=item_id, content=[TextAgentMessageContent(text=text)], phase=_phase(item)
+            )
+            if item_id not in turn.started_items or step.open_message != item_id:
+                started = self._started_at(turn, item_id)
+                if step.open_message != item_id:
+                    self.emit(
+                        turn_id,
+                        ItemStartedEvent(
+                            thread_id=self.thread_id,
+                            turn_id=turn_id,
+                            item=turn_item,
+                            started_at_ms=started,
+                        ),
+                    )
+            step.open_message = None
+            self.emit(
+                turn_id,
+                ItemCompletedEvent(
+                    thread_id=self.thread_id,
+                    turn_id=turn_id,
+                    item=turn_item,
+                    started_at_ms=turn.started_items.get(item_id, now_ms()),
+                    completed_at_ms=now_ms(),
+                ),
+            )
+            turn.last_agent_message = text
+            recorded[_PT] = passthrough(turn_id, kinds=["unknown"])
+            self._record(turn_id, recorded)
+        elif kind == "reasoning":
+            item_id = _text(item.get("id")) or step.open_reasoning or new_response_item_id("rs")
+            summary = [_text(part.get("text")) for part in dicts(item.get("summary"))]
+            content = [_text(part.get("text")) for part in dicts(item.get("content"))]
+            turn_item = ReasoningItem(id=item_id, summary_text=summary, raw_content=content)
+            if step.open_reasoning != item_id:
+                self.emit(
+                    turn_id,
+                    ItemStartedEvent(
+                        thread_id=self.thread_id,
+                        turn_id=turn_id,
+                        item=turn_item,
+                        started_at_ms=self._started_at(turn, item_id),
+                    ),
+                )
+            step.open_reasoning = None
+            self.emit(
+                turn_id,
+                ItemCompletedEvent(
+                    thread_id=self.thread_id,
+                    turn_id=turn_id,
+                    item=turn_item,
+                    started_at_ms=turn.started_items.get(item_id, now_ms()),
+                    completed_at_ms=now_ms(),
+                ),
+            )
+            recorded.setdefault("content", None)
+            recorded[_PT] = passthrough(turn_id)
+            self._record(turn_id, recorded)
+        elif kind == "web_search_call":
+            item_id = _text(item.get("id")) or new_response_item_id("ws")
+            turn_item = _web_search_item(item_id, item)
+            self.emit(
+                turn_id,
+                ItemCompletedEvent(
+                    thread_id=self.thread_id,
+                    turn_id=turn_id,
+                    item=turn_item,
+                    started_at_ms=self._started_at(turn, item_id),
+                    completed_at_ms=now_ms(),
+                ),
+            )
+            recorded[_PT] = passthrough(turn_id)
+            self._record(turn_id, recorded)
+        elif kind in ("function_call", "custom_tool_call"):
+            call = ToolCall(
+                kind="function" if kind == "function_call" else "custom",
+                name=_text(item.get("name")),
+                call_id=_text(item.get("call_id")),
+                arguments=_text(item.get("arguments" if kind == "function_call" else "input")),
+                namespace=_text(item.get("namespace")) or None,
+                item=item,
+            )
+            recorded[_PT] = passthrough(turn_id)
+            self._record(turn_id, recorded)
+            step.calls.append(call)
+            turn.open_calls[call.call_id] = call
+            turn.call_started[call.call_id] = time.monotonic()
+            tools.start_soon(self._run_tool, turn, step, call)
+        else:
+            recorded[_PT] = passthrough(turn_id)
+            self._record(turn_id, recorded)
+
+    # --- tools ------------------------------------------------------------------------------
+
+    async def _run_tool(self, turn: _Turn, step: _Step, call: ToolCall) -> None:
+        name = f"{call.namespace}.{call.name}" if call.namespace else call.name
+        handler = TOOL_HANDLERS.get(name) or self._source.builtin_tool(name, self._config)
+        if handler is None:
+            logger.error("unsupported call: %s", call.name)
+            step.outputs[call.call_id] = ToolOutput(output=unsupported_output(call))
+            return
+        try:
+            output = await handler(call, _Context(self, turn))
+        except Exception as exc:
+            from codex_app_bridge.agent._tools import ToolError
+
+            if isinstance(exc, ToolError):
+                output = ToolOutput(output=exc.text, success=False)
+            else:
+                logger.exception("tool %s failed", name)
+                output = ToolOutput(output=f"tool {name} failed: {exc}", success=False)
+        step.outputs[call.call_id] = output
+
+    def _record_output(self, turn: _Turn, call: ToolCall, output: ToolOutput) -> None:
+        turn.open_calls.pop(call.call_id, None)
+        turn.call_started.pop(call.call_id, None)
+        if call.kind == "custom":
+            item: Item = {
+                "type": "custom_tool_call_output",
+                "id": new_response_item_id("ctco"),
+                "call_id": call.call_id,
+                "output": output.output,
+            }
+        else:
+            item = {
+                "type": "function_call_output",
+                "id": new_response_item_id("fco"),
+                "call_id": call.call_id,
+                "output": output.output,
+            }
+        item[_PT] = passthrough(turn.turn_id, created=True)
+        self._record(turn.turn_id, item)
+
+
+_PT: Final = "internal_chat_message_metadata_passthrough"
+
+
+class _StepFailed(Exception):
+    def __init__(self, error: ModelError) -> None:
+        super().__init__(error.message)
+        self.error = error
+
+
+class _ConfigFailure(Exception):
+    def __init__(self, message: str) -> None:
+        super().__init__(message)
+        self.message = message
+
+
+def _text(value: object) -> str:
+    return value if isinstance(value, str) else ""
+
+
+def _int(value: object) -> int:
+    return value if isinstance(value, int) and not isinstance(value, bool) else 0
+
+
+def _phase(item: Mapping[str, Any]) -> Any:
+    phase = item.get("phase")
+    return phase if isinstance(phase, str) else None
+
+
+def _web_search_item(item_id: str, item: Mapping[str, Any]) -> WebSearchItem:
+    action = item.get("action")
+    query = ""
+    if isinstance(action, dict):
+        q = action.get("query")  # pyright: ignore[reportUnknownMemberType, reportUnknownVariableType]
+        query = q if isinstance(q, str) else ""
+    return WebSearchItem.model_validate(
+        {
+            "id": item_id,
+            "query": query,
+            "action": action if isinstance(action, dict) else {"type": "other"},
+        }
+    )
+
+
+def _local_image(path: str) -> dict[str, Any]:
+    import base64
+    import mimetypes
+
+    try:
+        with open(path, "rb") as handle:
+            data = handle.read()
+    except OSError:
+        return {
+            "type": "input_text",
+            "text": "image content omitted because it could not be processed",
+        }
+    mime = mimetypes.guess_type(path)[0] or "image/png"
+    return {
+        "type": "input_image",
+        "image_url": f"data:{mime};base64,{base64.b64encode(data).decode()}",
+    }

@@ -1,0 +1,181 @@
+"""The model source: an ``EventSource`` whose sessions run turns against the configured provider.
+
+Role: :class:`ModelSource` opens one :class:`~._session.ModelSession` per thread and holds what
+sessions share: the HTTP clients (one connection pool per endpoint: URL, headers, retries), the
+``CODEX_HOME/installation_id`` Codex sends with every request, the base instructions, the
+built-in tool handlers (client dynamic tools, ``request_user_input``; ``_builtin``).
+
+The HTTP stack is warmed off the event loop when the source is made (a worker thread imports
+httpx), and a session builds its endpoint's client when it opens, so a thread's first
+``turn/start`` pays neither (issue 20, first-delta latency).
+
+Boundary: config and model packages below, sources' contract above; no JSON-RPC.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import threading
+import uuid
+from collections.abc import Mapping
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from codex_app_bridge.agent._prompt import DEFAULT_BASE_INSTRUCTIONS
+from codex_app_bridge.agent._session import ModelSession
+from codex_app_bridge.sources import SessionConfig, SourceDefaults
+
+if TYPE_CHECKING:
+    from codex_app_bridge.agent._tools import ToolHandler
+    from codex_app_bridge.config import ConfigLayers, EffectiveConfig
+    from codex_app_bridge.model import ResponsesClient
+
+__all__ = ["ModelSource"]
+
+logger = logging.getLogger(__name__)
+
+
+def _warm_http() -> None:
+    try:
+        import httpx  # noqa: F401  # pyright: ignore[reportUnusedImport]
+    except Exception:  # pragma: no cover - the dependency is declared
+        logger.exception("importing httpx")
+
+
+class ModelSource:
+    """Turns from the provider ``config.toml`` names (see the module docstring)."""
+
+    def __init__(
+        self,
+        layers: ConfigLayers,
+        *,
+        codex_home: str | os.PathLike[str] | None = None,
+        environ: Mapping[str, str] | None = None,
+    ) -> None:
+        self.layers = layers
+        self.codex_home = Path(codex_home) if codex_home is not None else None
+        self.environ = environ
+        self._clients: dict[tuple[Any, ...], ResponsesClient] = {}
+        self._installation_id: str | None = None
+        try:
+            config = layers.resolve()
+            self._defaults = SourceDefaults(
+                model=config.model, model_provider=config.model_provider_id
+            )
+        except Exception:
+            self._defaults = SourceDefaults(model="gpt-6.1-sol", model_provider="openai")
+        threading.Thread(target=_warm_http, name="warm-httpx", daemon=True).start()
+
+    @property
+    def defaults(self) -> SourceDefaults:
+        return self._defaults
+
+    # --- shared by sessions -----------------------------------------------------------------
+
+    @property
+    def installation_id(self) -> str:
+        """``CODEX_HOME/installation_id`` (made once, as Codex does; in memory without a home)."""
+        if self._installation_id is None:
+            self._installation_id = self._read_installation_id()
+        return self._installation_id
+
+    def _read_installation_id(self) -> str:
+        if self.codex_home is None:
+            return str(uuid.uuid4())
+        path = self.codex_home / "installation_id"
+        try:
+            text = path.read_text(encoding="utf-8").strip()
+            if text:
+                return str(uuid.UUID(text))
+        except (OSError, ValueError):
+            pass
+        value = str(uuid.uuid4())
+        try:
+            path.parent.mkdir(parents=True, exist_ok=True)
+            path.write_text(value, encoding="utf-8")
+        except OSError:
+            logger.warning("cannot write %s", path)
+        return value
+
+    def user_agent(self, originator: str | None) -> str:
+        from codex_app_bridge._version import CODEX_PROTOCOL_VERSION
+
+        name = originator or "codex_app_bridge"
+        return f"{name}/{CODEX_PROTOCOL_VERSION}"
+
+    def base_instructions(self, settings: EffectiveConfig) -> str:
+        return settings.base_instructions or DEFAULT_BASE_INSTRUCTIONS
+
+    def client_for(self, settings: EffectiveConfig) -> ResponsesClient | str:
+        """The client of the thread's provider, or the turn's error text (a missing
+        ``env_key`` variable: ``Missing environment variable: ...``)."""
+        from codex_app_bridge.config import ConfigError
+        from codex_app_bridge.model import Endpoint, ResponsesClient
+
+        provider = settings.provider
+        home = self.codex_home if self.codex_home is not None else Path.home() / ".codex"
+        try:
+            headers = provider.auth_headers(home, self.environ)
+        except ConfigError as exc:
+            return exc.message
+        url = provider.responses_url()
+        key = (
+            url,
+            tuple(sorted(headers.items())),
+            provider.request_max_retries,
+            provider.stream_idle_timeout_ms,
+        )
+        client = self._clients.get(key)
+        if client is None:
+            client = self._clients[key] = ResponsesClient(
+                Endpoint(
+                    url,
+                    headers,
+                    request_max_retries=provider.request_max_retries,
+                    stream_idle_timeout_s=provider.stream_idle_timeout_ms / 1000,
+                )
+            )
+        return client
+
+    def builtin_tool(self, name: str, config: SessionConfig) -> ToolHandler | None:
+        from codex_app_bridge.agent._builtin import builtin_tool
+
+        return builtin_tool(name, config)
+
+    # --- sessions ---------------------------------------------------------------------------
+
+    def settings_for(self, config: SessionConfig) -> EffectiveConfig:
+        """The session's settings: the server's resolved config, else the layers' defaults."""
+        import dataclasses
+
+        from codex_app_bridge.config import EffectiveConfig, ThreadConfigOverrides
+
+        if isinstance(config.settings, EffectiveConfig):
+            settings = config.settings
+        else:
+            settings = self.layers.resolve(ThreadConfigOverrides(cwd=config.cwd))
+        if settings.cwd is None:
+            settings = dataclasses.replace(settings, cwd=config.cwd)
+        return settings
+
+    def open_session(self, config: SessionConfig) -> ModelSession:
+        from codex_app_bridge.config import ConfigError, EffectiveConfig, built_in_providers
+
+        broken: str | None = None
+        try:
+            settings = self.settings_for(config)
+        except ConfigError as exc:  # every turn of the session fails with the real text
+            broken = exc.message
+            provider = built_in_providers()["openai"]
+            settings = EffectiveConfig(
+                model=config.model, model_provider_id=provider.id, provider=provider, cwd=config.cwd
+            )
+        session = ModelSession(self, config, settings)
+        session.broken = broken
+        if broken is not None:
+            return session
+        client = self.client_for(settings)
+        if not isinstance(client, str):
+            client.warm()
+        return session

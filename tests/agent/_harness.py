@@ -1,0 +1,160 @@
+"""Run ``serve`` (no source flags) against the in-repo mock Responses API, as a client of the
+real server would: a ``CODEX_HOME/config.toml`` naming the mock provider.
+
+``run_turns(scenario, turns, ...)`` spawns the bridge on stdio with a fresh CODEX_HOME, starts
+a thread, runs each turn until ``turn/completed`` (60 s hang guard) and returns what the server
+wrote, what the mock received and the server's stderr. Nothing waits on the clock.
+"""
+
+from __future__ import annotations
+
+import json
+import tempfile
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import anyio
+
+from codex_app_bridge.conformance.mock_responses import MockResponses
+from codex_app_bridge.conformance.real_codex import (
+    StdioPeer,
+    bridge_command,
+    codex_env,
+    default_server_request_handler,
+    write_codex_config,
+)
+from tests.conftest import bridge_env
+
+CAPTURES = Path(__file__).resolve().parents[1] / "data" / "captures"
+TIMEOUT = 60.0
+
+JsonObject = dict[str, Any]
+
+
+@dataclass
+class Run:
+    received: list[JsonObject]
+    requests: list[JsonObject]
+    stderr: str
+    thread_id: str
+    home: Path
+    work: Path
+
+
+def capture_requests(name: str) -> list[JsonObject]:
+    path = CAPTURES / name / "model_requests.jsonl"
+    return [json.loads(line) for line in path.read_text().splitlines() if line.strip()]
+
+
+def capture_messages(name: str) -> list[JsonObject]:
+    path = CAPTURES / name / "notifications.jsonl"
+    return [json.loads(line) for line in path.read_text().splitlines() if line.strip()]
+
+
+Driver = Callable[[StdioPeer, str, MockResponses], Awaitable[None]]
+
+
+async def run_turns(
+    scenario: str,
+    turns: list[str],
+    *,
+    params: dict[str, Any] | None = None,
+    thread_params: dict[str, Any] | None = None,
+    extra_config: str = "",
+    driver: Driver | None = None,
+    handler: Any = default_server_request_handler,
+) -> Run:
+    with MockResponses() as mock, tempfile.TemporaryDirectory() as scratch:
+        mock.set_scenario(scenario, **(params or {}))
+        home = Path(scratch) / "home"
+        work = Path(scratch) / "work"
+        work.mkdir()
+        write_codex_config(home, mock.base_url, extra_config)
+        env = codex_env(home, extra={k: v for k, v in bridge_env().items() if k == "PYTHONPATH"})
+        stderr = Path(scratch) / "stderr.log"
+        with anyio.fail_after(TIMEOUT * (1 + len(turns))):
+            async with StdioPeer.spawn(
+                bridge_command(), env=env, cwd=str(work), stderr_path=stderr, handler=handler
+            ) as peer:
+                await peer.initialize()
+                started = await peer.request(
+                    "thread/start",
+                    {
+                        "approvalPolicy": "never",
+                        "sandbox": "danger-full-access",
+                        "cwd": str(work),
+                        **(thread_params or {}),
+                    },
+                )
+                thread_id = started["thread"]["id"]
+                for text in turns:
+                    done = len([m for m in peer.received if m.get("method") == "turn/completed"])
+                    await peer.request(
+                        "turn/start",
+                        {"threadId": thread_id, "input": [{"type": "text", "text": text}]},
+                    )
+                    if driver is not None:
+                        await driver(peer, thread_id, mock)
+                    await peer.wait_for(
+                        lambda m, done=done: (
+                            m.get("method") == "turn/completed"
+                            and sum(1 for x in peer.received if x.get("method") == "turn/completed")
+                            > done
+                        ),
+                        timeout_s=TIMEOUT,
+                    )
+        return Run(
+            received=list(peer.received),
+            requests=mock.requests(),
+            stderr=stderr.read_text(errors="replace"),
+            thread_id=thread_id,
+            home=home,
+            work=work,
+        )
+
+
+def turn_notifications(messages: list[JsonObject]) -> list[JsonObject]:
+    """The notifications from the first ``turn/started`` to the last ``turn/completed``."""
+    methods = [m.get("method") for m in messages]
+    start = methods.index("turn/started")
+    end = len(methods) - 1 - methods[::-1].index("turn/completed")
+    return [m for m in messages[start : end + 1] if "method" in m and "id" not in m]
+
+
+_MASKED_KEYS = frozenset(
+    {
+        "threadId",
+        "turnId",
+        "itemId",
+        "id",
+        "rootTurnId",
+        "startedAt",
+        "completedAt",
+        "startedAtMs",
+        "completedAtMs",
+        "durationMs",
+        "revision",
+        "emittedAtMs",
+    }
+)
+
+
+def mask(value: Any) -> Any:
+    """Ids and times replaced, so two runs compare equal."""
+    if isinstance(value, dict):
+        return {
+            k: ("<masked>" if k in _MASKED_KEYS and v is not None else mask(v))
+            for k, v in value.items()  # pyright: ignore[reportUnknownVariableType]
+        }
+    if isinstance(value, list):
+        return [mask(v) for v in value]  # pyright: ignore[reportUnknownVariableType]
+    return value
+
+
+def masked_turn(messages: list[JsonObject]) -> list[JsonObject]:
+    return [
+        {"method": m["method"], "params": mask(m.get("params"))}
+        for m in turn_notifications(messages)
+    ]
