@@ -215,5 +215,14 @@ def test_the_model_source_sits_beside_the_sources_and_the_server_knows_it_not() 
     packages = _package_graph(_graph(with_types=True))
     # agent/ runs turns over model/ and config/ behind the sources' contract
     assert packages["agent"] <= {"model", "config", "sources", "protocol", "projection", "_version"}
-    for below in ("protocol", "rpc", "transport", "model", "config", "sources", "server", "listener"):
+    for below in (
+        "protocol",
+        "rpc",
+        "transport",
+        "model",
+        "config",
+        "sources",
+        "server",
+        "listener",
+    ):
         assert "agent" not in packages[below], below
