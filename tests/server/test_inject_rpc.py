@@ -127,6 +127,16 @@ async def test_a_harness_claims_a_thread_pushes_its_turns_and_reads_its_ops() ->
                 "bridge/inject/push: events[1] is not an event envelope"
             )
             assert bad["error"]["message"].endswith("(1 delivered)")
+            # an event type nobody knows is refused too: no client would ever see it
+            unknown = await client.call(
+                "bridge/inject/push",
+                {"threadId": thread_id, "events": [_envelope(third, {"type": "nope"})]},
+            )
+            assert unknown["error"] == {
+                "code": -32600,
+                "message": "bridge/inject/push: events[0]: unknown event type 'nope': "
+                "no client sees it (0 delivered)",
+            }
             assert await client.result("bridge/inject/end", {"threadId": thread_id}) == {}
             done = await client.until(is_turn_completed(third))
             assert done[-1]["params"]["turn"]["status"] == "failed"

@@ -10,7 +10,12 @@ import pytest
 from pydantic import ValidationError
 
 from codex_app_bridge.protocol.core import EventEnvelope, InterruptOp, UserTurnOp
-from codex_app_bridge.sources import EVENT_HIGH_WATER, InjectedSource, SessionConfig
+from codex_app_bridge.sources import (
+    EVENT_HIGH_WATER,
+    InjectedSource,
+    SessionConfig,
+    UnknownEventError,
+)
 from tests.e2e._harness import Session, is_turn_completed, methods, open_bridge
 
 pytestmark = pytest.mark.anyio
@@ -83,6 +88,8 @@ async def test_a_harness_plays_a_turn_by_pushing_its_events() -> None:
             assert messages[-1]["params"]["turn"]["status"] == "completed"
             with pytest.raises(ValidationError):
                 await source.push(thread_id, {"id": turn_id, "msg": {"type": "item_started"}})
+            with pytest.raises(UnknownEventError, match="unknown event type 'nope'"):
+                await source.push(thread_id, {"id": turn_id, "msg": {"type": "nope"}})
 
 
 async def test_an_interrupt_reaches_the_harness_as_an_op_and_end_fails_a_running_turn() -> None:

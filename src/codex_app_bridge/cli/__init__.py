@@ -95,12 +95,26 @@ def main(argv: Sequence[str] | None = None) -> int:
         result: int = handler(args)
     except BrokenPipeError:
         return _stdout_closed()
+    except KeyboardInterrupt:
+        return _interrupted()
     except BaseExceptionGroup as group:
         # a command running under anyio reports the closed pipe from inside its task group
         if group.split(BrokenPipeError)[1] is None:
             return _stdout_closed()
+        if group.split(KeyboardInterrupt)[1] is None:
+            return _interrupted()
         raise
     return result
+
+
+#: Exit status after Ctrl-C: 128 + SIGINT, as a shell reports a process that signal ended.
+EXIT_INTERRUPTED = 130
+
+
+def _interrupted() -> int:
+    """Ctrl-C: one line on stderr instead of the tracebacks of every task it went through."""
+    print("codex-app-bridge: interrupted", file=sys.stderr, flush=True)
+    return EXIT_INTERRUPTED
 
 
 #: Exit status when the reader of stdout went away (``demo | head``): 128 + SIGPIPE, as a shell

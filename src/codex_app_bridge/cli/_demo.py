@@ -9,6 +9,10 @@ turns. The exchange is printed readably: requests (``>>>``), responses (``<<<``)
 ``--json`` prints the raw exchange instead, one JSON object per line in the capture transcript
 format (``{"t": seconds, "dir": "c2s"|"s2c", "msg": <the JSON-RPC message>}``), the same shape as
 ``tests/data/captures/*/transcript.jsonl``.
+
+The client answers every request the server sends it (``approve: ls``, ``patch: PATH``, ...: see
+the README's approvals table): it accepts, or declines with ``--answer decline``
+(``testing.answer_server_request``).
 """
 
 from __future__ import annotations
@@ -23,6 +27,7 @@ import orjson
 
 from codex_app_bridge.server import BridgeServer
 from codex_app_bridge.sources import DefaultAgent
+from codex_app_bridge.testing import answer_server_request
 from codex_app_bridge.transport import TransportKind, TransportStreams, create_memory_transport_pair
 
 __all__ = ["DEFAULT_PROMPTS", "run_demo"]
@@ -69,9 +74,13 @@ class _Printer:
             self.out.write(orjson.dumps({**record, "msg": message}).decode() + "\n")
             self.out.flush()
             return
-        if direction == "c2s":
+        if direction == "c2s" and "method" not in message:  # the answer to a server request
+            self._line(f">>> answer  {_short(message.get('result', message.get('error')))}")
+        elif direction == "c2s":
             params = f"  {_short(message['params'])}" if "params" in message else ""
             self._line(f">>> {message.get('method')}{params}")
+        elif "method" in message and "id" in message:
+            self._line(f"<<< request  {message['method']}  {_short(message.get('params'), 120)}")
         elif "method" in message:
             self._notification(str(message["method"]), message.get("params"))
         elif "error" in message:
@@ -95,18 +104,34 @@ class _Printer:
 
 
 class _DemoClient:
-    def __init__(self, streams: TransportStreams, printer: _Printer) -> None:
+    def __init__(self, streams: TransportStreams, printer: _Printer, *, accept: bool) -> None:
         self.read, self.write = streams
         self.printer = printer
+        self.accept = accept
         self.next_id = 0
 
     async def _receive(self) -> dict[str, Any]:
-        message = await self.read.receive()
-        if not isinstance(message, dict):
-            raise RuntimeError(f"unexpected message from the server: {message!r}")
-        typed: dict[str, Any] = message  # pyright: ignore[reportUnknownVariableType]
-        self.printer.message("s2c", typed)
-        return typed
+        while True:
+            message = await self.read.receive()
+            if not isinstance(message, dict):
+                raise RuntimeError(f"unexpected message from the server: {message!r}")
+            typed: dict[str, Any] = message  # pyright: ignore[reportUnknownVariableType]
+            self.printer.message("s2c", typed)
+            if "method" in typed and "id" in typed:  # a request to the client: answer it
+                await self._answer(typed)
+                continue
+            return typed
+
+    async def _answer(self, request: dict[str, Any]) -> None:
+        method = str(request["method"])
+        result = answer_server_request(method, request.get("params"), accept=self.accept)
+        reply: dict[str, Any] = (
+            {"id": request["id"], "result": result}
+            if result is not None
+            else {"id": request["id"], "error": {"code": -32601, "message": f"demo: {method}"}}
+        )
+        self.printer.message("c2s", reply)
+        await self.write.send(reply)
 
     async def request(self, method: str, params: dict[str, Any]) -> Any:
         request_id = self.next_id
@@ -136,7 +161,12 @@ class _DemoClient:
 
 
 async def run_demo(
-    out: TextIO, *, raw: bool = False, prompts: tuple[str, ...] = DEFAULT_PROMPTS, pace: float
+    out: TextIO,
+    *,
+    raw: bool = False,
+    prompts: tuple[str, ...] = DEFAULT_PROMPTS,
+    pace: float,
+    accept: bool = True,
 ) -> None:
     """Run the demo exchange against an in-process server, printing it to ``out``."""
     printer = _Printer(out, raw=raw)
@@ -146,7 +176,7 @@ async def run_demo(
         anyio.create_task_group() as tg,
     ):
         tg.start_soon(server.serve_connection, server_streams, TransportKind.MEMORY)
-        client = _DemoClient(client_streams, printer)
+        client = _DemoClient(client_streams, printer, accept=accept)
         with anyio.fail_after(_TIMEOUT):
             await client.request(
                 "initialize",
@@ -162,14 +192,18 @@ async def run_demo(
                 )
                 await client.until_turn_completed(turn["turn"]["id"])
             await client.request("thread/read", {"threadId": thread_id, "includeTurns": True})
-        printer._line("")  # pyright: ignore[reportPrivateUsage]
+        if not raw:  # a blank line after the growing text; JSONL stays JSON to the last line
+            printer._line("")  # pyright: ignore[reportPrivateUsage]
         await client.write.aclose()
         tg.cancel_scope.cancel()
 
 
 def _run(args: argparse.Namespace) -> int:
     prompts = tuple(args.prompt) or DEFAULT_PROMPTS
-    anyio.run(lambda: run_demo(sys.stdout, raw=args.json, prompts=prompts, pace=args.pace))
+    accept = args.answer == "accept"
+    anyio.run(
+        lambda: run_demo(sys.stdout, raw=args.json, prompts=prompts, pace=args.pace, accept=accept)
+    )
     return 0
 
 
@@ -196,6 +230,12 @@ def register(subparsers: Any) -> None:
         default=0.02,
         metavar="SECONDS",
         help="seconds before each streamed delta (default 0.02; 0 for none)",
+    )
+    parser.add_argument(
+        "--answer",
+        choices=("accept", "decline"),
+        default="accept",
+        help="how the client answers approvals and other server requests (default accept)",
     )
     parser.add_argument("prompt", nargs="*", help="prompts to send, one turn each")
     parser.set_defaults(handler=_run)

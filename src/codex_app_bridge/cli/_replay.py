@@ -51,6 +51,7 @@ async def replay(
     """Serve ``source`` to one client and write what it receives; the number of failed turns
     whose recording was bad (``ScriptError`` if the file cannot be indexed)."""
     count = await anyio.to_thread.run_sync(source.turn_count)
+    live = source.pacing != ScriptPacing()
     bad = 0
     async with (
         BridgeServer(source) as server,
@@ -66,6 +67,8 @@ async def replay(
             if not timestamps:
                 message.pop("emittedAtMs", None)
             out.write(orjson.dumps(message) + b"\n")
+            if live:  # a paced replay is watched as it plays
+                out.flush()
 
         async def call(method: str, params: dict[str, Any]) -> dict[str, Any]:
             request_id = next(ids)

@@ -108,6 +108,10 @@ def _handlers(
                     f"bridge/inject/push: events[{index}] is not an event envelope: "
                     f"{where}: {first['msg']} ({index} delivered)"
                 ) from None
+            except ValueError as exc:  # UnknownEventError
+                raise invalid_request(
+                    f"bridge/inject/push: events[{index}]: {exc} ({index} delivered)"
+                ) from None
         return {"pushed": len(events)}
 
     async def submissions(ctx: RequestContext, params: Params) -> object:

@@ -38,7 +38,12 @@ from codex_app_bridge.sources._default import (
     answer_for,
     split_deltas,
 )
-from codex_app_bridge.sources._inject import InjectableSource, InjectedSession, InjectedSource
+from codex_app_bridge.sources._inject import (
+    InjectableSource,
+    InjectedSession,
+    InjectedSource,
+    UnknownEventError,
+)
 from codex_app_bridge.sources._load import load_script
 from codex_app_bridge.sources._producer import (
     ProducerError,
@@ -113,6 +118,7 @@ __all__ = [
     "TurnRequest",
     "TurnSource",
     "TurnSpan",
+    "UnknownEventError",
     "aborted_turn",
     "answer_for",
     "failed_task_complete",

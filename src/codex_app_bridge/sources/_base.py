@@ -40,6 +40,7 @@ from codex_app_bridge.sources._replies import Replies
 
 __all__ = [
     "DEFAULT_CONTEXT_WINDOW",
+    "LEGACY_ONLY_TYPES",
     "TURN_END_TYPES",
     "TURN_START_TYPES",
     "SourceDefaults",
@@ -48,6 +49,7 @@ __all__ = [
     "failed_task_complete",
     "failed_turn",
     "input_text",
+    "silent_event_note",
     "task_started_event",
     "user_message_events",
 ]
@@ -59,6 +61,38 @@ TURN_START_TYPES: Final = frozenset({"task_started", "turn_started"})
 """Event types that open a turn (``turn_started`` is the older spelling of ``task_started``)."""
 TURN_END_TYPES: Final = frozenset({"task_complete", "turn_complete", "turn_aborted"})
 """Event types that end a turn."""
+
+LEGACY_ONLY_TYPES: Final[dict[str, str]] = {
+    "agent_message": "AgentMessage",
+    "agent_reasoning": "Reasoning",
+    "agent_reasoning_raw_content": "Reasoning",
+    "user_message": "UserMessage",
+    "web_search_begin": "WebSearch",
+    "web_search_end": "WebSearch",
+    "image_generation_begin": "ImageGeneration",
+    "image_generation_end": "ImageGeneration",
+    "context_compacted": "ContextCompaction",
+    "entered_review_mode": "EnteredReviewMode",
+    "exited_review_mode": "ExitedReviewMode",
+}
+"""Legacy events that 0.163.0 clients never see (core sends each beside an ``item_started`` /
+``item_completed`` of the item kind named here, and only those become notifications)."""
+
+
+def silent_event_note(kind: str, *, known: bool, turn_has_items: bool) -> str | None:
+    """Why an event of type ``kind`` shows nothing to a client, or ``None`` when it may.
+
+    ``known``: the type is an ``EventMsg`` the bridge knows. A legacy-only event is worth a note
+    only in a turn without item events (recorded beside its items, it is what core sends)."""
+    if not known:
+        return f"unknown event type {kind!r}: clients see nothing of it"
+    item = LEGACY_ONLY_TYPES.get(kind)
+    if item is None or turn_has_items:
+        return None
+    return (
+        f"{kind!r} is a legacy event that 0.163.0 clients never see: write item_started / "
+        f"item_completed (item type {item}) instead"
+    )
 
 
 @dataclass(frozen=True, slots=True)

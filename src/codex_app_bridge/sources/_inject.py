@@ -13,7 +13,8 @@ For in-process use: build the server with it and drive the threads from the test
         source.submissions(thread_id)      # every Op the thread received, in order
 
 * ``push(thread_id, envelope)``: one event envelope (an ``EventEnvelope``, or its JSON as a dict,
-  ``str`` or ``bytes``, validated once: ``pydantic.ValidationError`` when malformed) into the
+  ``str`` or ``bytes``, validated once: ``pydantic.ValidationError`` when malformed,
+  ``UnknownEventError`` for an unknown event type unless ``allow_unknown=True``) into the
   thread's session, delivered in push order. It waits while ``EVENT_HIGH_WATER`` events are
   waiting for the runtime, so a harness is held to the pace clients read at. A thread has a
   session from its first ``turn/start`` on; ``push`` before that raises ``LookupError``
@@ -47,6 +48,7 @@ from codex_app_bridge.protocol.core import (
     ShutdownCompleteEvent,
     ShutdownOp,
     Submission,
+    UnknownEventMsg,
     parse_event_envelope,
 )
 from codex_app_bridge.sources._base import SourceDefaults
@@ -59,7 +61,11 @@ from codex_app_bridge.sources._session import (
     open_session,
 )
 
-__all__ = ["InjectableSource", "InjectedSession", "InjectedSource"]
+__all__ = ["InjectableSource", "InjectedSession", "InjectedSource", "UnknownEventError"]
+
+
+class UnknownEventError(ValueError):
+    """``push`` of an event whose ``type`` the bridge does not know (nothing would show it)."""
 
 
 @dataclass(slots=True)
@@ -94,7 +100,11 @@ class InjectedSource:
     # --- the harness's side -------------------------------------------------------------------
 
     async def push(
-        self, thread_id: str, envelope: EventEnvelope | dict[str, JsonValue] | str | bytes
+        self,
+        thread_id: str,
+        envelope: EventEnvelope | dict[str, JsonValue] | str | bytes,
+        *,
+        allow_unknown: bool = False,
     ) -> None:
         """Deliver one event envelope to the thread (see the module docstring)."""
         session = self._session(thread_id)
@@ -102,6 +112,8 @@ class InjectedSource:
             envelope = parse_event_envelope(envelope)
         elif not isinstance(envelope, EventEnvelope):
             envelope = EVENT_ENVELOPE_ADAPTER.validate_python(envelope)
+        if isinstance(envelope.msg, UnknownEventMsg) and not allow_unknown:
+            raise UnknownEventError(f"unknown event type {envelope.msg.type!r}: no client sees it")
         await session.wait_for_room()
         session.emit(envelope)
 

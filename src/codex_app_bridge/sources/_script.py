@@ -52,15 +52,19 @@ from codex_app_bridge._scriptfile import parse_envelope as _envelope
 from codex_app_bridge.protocol.core import (
     EVENT_MSG_ADAPTER,
     EventMsg,
+    UnknownEventMsg,
+    WarningEvent,
     validate_event_msg,
 )
 from codex_app_bridge.protocol.jsonrpc import now_ms
 from codex_app_bridge.sources._base import (
+    LEGACY_ONLY_TYPES,
     TURN_END_TYPES,
     TURN_START_TYPES,
     SourceDefaults,
     TurnRequest,
     failed_turn,
+    silent_event_note,
     task_started_event,
 )
 from codex_app_bridge.sources._replies import asks
@@ -100,6 +104,39 @@ class RecordedTurn:
     @property
     def ended(self) -> bool:
         return bool(self.events) and self.events[-1].msg.get("type") in TURN_END_TYPES
+
+    @property
+    def has_items(self) -> bool:
+        return any(is_item_event(event.msg.get("type")) for event in self.events)
+
+
+def is_item_event(kind: object) -> bool:
+    """``item_started`` / ``item_completed``: the events 0.163.0 clients see items from."""
+    return kind in ("item_started", "item_completed")
+
+
+class _SilentEvents:
+    """Notes, once per event type and turn, the events of a script turn that show nothing to a
+    client (unknown types; legacy-only events in a turn without item events): a ``warning``
+    event naming the line, and the same words on stderr."""
+
+    def __init__(self, name: str, turn_has_items: bool) -> None:
+        self.name = name
+        self.turn_has_items = turn_has_items
+        self.noted: set[str] = set()
+
+    def note(self, event: EventMsg, where: str) -> WarningEvent | None:
+        kind = event.type
+        unknown = isinstance(event, UnknownEventMsg)
+        if kind in self.noted or not (unknown or kind in LEGACY_ONLY_TYPES):
+            return None
+        note = silent_event_note(kind, known=not unknown, turn_has_items=self.turn_has_items)
+        if note is None:
+            return None
+        self.noted.add(kind)
+        message = f"{self.name}: {where}: {note}"
+        logger.warning("%s", message)
+        return WarningEvent(message=message)
 
 
 def recorded_time(line: dict[str, Any]) -> float | None:
@@ -160,11 +197,18 @@ def _validated(event: dict[str, Any], number: int, name: str) -> EventMsg:
 
 
 def _invalid(event: dict[str, Any], exc: ValidationError, number: int, name: str) -> ScriptError:
-    first = exc.errors(include_url=False)[0]
-    where = ".".join(str(part) for part in first["loc"])
     return ScriptError(
-        f"{name}: line {number}: invalid {event.get('type')!r} event: {where}: {first['msg']}"
+        f"{name}: line {number}: invalid {event.get('type')!r} event: {describe_errors(exc)}"
     )
+
+
+def describe_errors(exc: ValidationError, limit: int = 6) -> str:
+    """Every problem of an invalid event on one line (all of them: a script's author fixes a
+    line once, not once per missing field): ``loc: msg; loc: msg``."""
+    details = exc.errors(include_url=False)
+    parts = [f"{'.'.join(str(p) for p in d['loc']) or '<root>'}: {d['msg']}" for d in details]
+    more = f" (+{len(parts) - limit} more)" if len(parts) > limit else ""
+    return "; ".join(parts[:limit]) + more
 
 
 # events whose only thread id is a top-level field (the bulk of a stream): no deep walk
@@ -220,6 +264,8 @@ class TurnSpan:
     """Byte offset just past its last line."""
     first_line: int
     """1-based number of the line at ``start``."""
+    has_items: bool = True
+    """Whether the turn has an ``item_started`` / ``item_completed`` event."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -239,6 +285,7 @@ def index_script(path: str | Path) -> ScriptIndex:
     thread_ids: set[str] = set()
     grouper = _Grouper()
     current: tuple[str, int, int] | None = None  # turn id, start offset, first line
+    items = False  # the current turn has an item event
     offset = 0
     try:
         with script.open("rb") as stream:
@@ -249,16 +296,18 @@ def index_script(path: str | Path) -> ScriptIndex:
                     continue
                 turn_id, event, _ = _envelope(raw, number, name)
                 note_thread_ids(event, thread_ids)
-                if grouper.feed(turn_id, event.get("type")):
+                kind = event.get("type")
+                if grouper.feed(turn_id, kind):
                     if current is not None:
-                        spans.append(TurnSpan(current[0], current[1], here, current[2]))
-                    current = (turn_id, here, number)
+                        spans.append(TurnSpan(current[0], current[1], here, current[2], items))
+                    current, items = (turn_id, here, number), False
                 elif current is not None and grouper.turn_id != current[0]:
                     current = (cast(str, grouper.turn_id), current[1], current[2])
+                items = items or is_item_event(kind)
     except OSError as exc:
         raise unreadable_script(script, exc) from None
     if current is not None:
-        spans.append(TurnSpan(current[0], current[1], offset, current[2]))
+        spans.append(TurnSpan(current[0], current[1], offset, current[2], items))
     if not spans:
         raise ScriptError(f"{script}: the script holds no events")
     return ScriptIndex(script, spans, thread_ids)
@@ -363,6 +412,7 @@ class ScriptSource:
         recorded = self.pacing.recorded
         paced = recorded or bool(self.pacing.delay)
         name = self.name
+        silent = _SilentEvents(name, span.has_items)
         for number, raw in span_lines(index.path, span):
             for old, new in replacements:
                 raw = raw.replace(old, new)
@@ -379,6 +429,9 @@ class ScriptSource:
                 event = validate_event_msg(msg)
             except ValidationError as exc:
                 raise _invalid(msg, exc, number, name) from None
+            warning = silent.note(event, f"line {number}")
+            if warning is not None:
+                yield warning
             yield event
             if asks(event):
                 await request.replies.wait_for(event)  # a recorded request waits for its answer
@@ -389,6 +442,7 @@ class ScriptSource:
         mapping = {recorded.turn_id: request.turn_id}
         mapping.update(dict.fromkeys(self._thread_ids, request.thread_id))
         previous: float | None = None
+        silent = _SilentEvents(self.name, recorded.has_items)
         for index, event in enumerate(recorded.events):
             wait = self.pacing.wait_before(previous, event.at) if index else 0.0
             if wait > 0:
@@ -396,6 +450,9 @@ class ScriptSource:
             if event.at is not None:
                 previous = event.at
             msg = EVENT_MSG_ADAPTER.validate_python(_rewrite(event.msg, mapping))
+            warning = silent.note(msg, f"event {index + 1} of turn {recorded.turn_id}")
+            if warning is not None:
+                yield warning
             yield msg
             if asks(msg):
                 await request.replies.wait_for(msg)  # a recorded request waits for its answer

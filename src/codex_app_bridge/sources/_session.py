@@ -45,6 +45,7 @@ from typing import Any, Final, Protocol, runtime_checkable
 
 import anyio
 
+from codex_app_bridge._scriptfile import ScriptError
 from codex_app_bridge.projection import new_item_id
 from codex_app_bridge.protocol.core import (
     EventEnvelope,
@@ -327,6 +328,9 @@ class TurnPlayer:
                                 break
                             if queue.full:
                                 await queue.wait_for_room()
+                except ScriptError as exc:  # a bad recorded line: its message says it all
+                    logger.error("turn %s failed: %s", turn_id, exc)
+                    failure = f"codex-app-bridge: the event source failed: {exc}"
                 except Exception as exc:
                     logger.exception("event source failed during turn %s", turn_id)
                     failure = f"codex-app-bridge: the event source failed: {exc}"
