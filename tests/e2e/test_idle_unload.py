@@ -8,6 +8,7 @@ import os
 from collections.abc import Callable
 from pathlib import Path
 
+import anyio
 import orjson
 import pytest
 
@@ -142,7 +143,6 @@ async def test_an_unloaded_stored_thread_holds_no_descriptor_and_resumes_from_it
         assert [t["status"] for t in read["thread"]["turns"]] == ["completed", "completed"]
         # the rollout is one file, appended: ordinals continue across the unload
         (path,) = _rollouts_open(home)
-        ordinals = [
-            orjson.loads(line).get("ordinal") for line in Path(path).read_bytes().splitlines()
-        ]
+        data = await anyio.Path(path).read_bytes()
+        ordinals = [orjson.loads(line).get("ordinal") for line in data.splitlines()]
         assert ordinals[1:] == list(range(ordinals[1], ordinals[1] + len(ordinals) - 1))
