@@ -12,6 +12,18 @@ Exit status: 0 when the total match percentage is at least ``--threshold`` (defa
 it, 2 on bad arguments. ``--details`` lists every difference under the table; ``--json FILE``
 writes the whole result; ``--scratch DIR`` keeps each scenario's artefacts (both sessions, the
 derived script, the stderr logs) there.
+
+``--model-mode`` runs the model-mode scenarios instead (:mod:`._model_mode`): the real binary and
+the bridge each run real model turns against one mock Responses server, found through
+``CODEX_HOME/config.toml`` (no bridge flags). The table shows, per scenario, the notifications
+compared and equal (the percentage the threshold applies to), the number of requests each server
+sent the mock (real/bridge), and how many requests' masked ``input`` and other fields are equal.
+``--reference DIR`` compares the bridge with the real binary's recorded outcomes in DIR
+(``tests/data/model_mode``) instead of running the binary; ``--record DIR`` writes the real
+binary's outcomes there; ``--servers real`` runs the real binary alone (with ``--record``).
+With ``--clients``, model mode also runs the client libraries' flows
+(:mod:`._model_client_flows`: the official SDK and ``codex-app-server-client`` against a mocked
+model) and compares what each client saw, step by step, and the requests the mock got.
 """
 
 from __future__ import annotations
@@ -19,14 +31,27 @@ from __future__ import annotations
 import argparse
 import json
 import sys
+import tempfile
 from collections.abc import Sequence
 from dataclasses import replace
 from pathlib import Path
+
+import anyio
 
 from codex_app_bridge.conformance._compare import Comparison
 from codex_app_bridge.conformance._drive import PENDING_SCENARIOS
 from codex_app_bridge.conformance._matrix import PENDING as PENDING_CLIENTS
 from codex_app_bridge.conformance._matrix import ClientResult, run_matrix
+from codex_app_bridge.conformance._model_client_flows import CLIENTS as CLIENT_FLOWS
+from codex_app_bridge.conformance._model_mode import (
+    ClientComparison,
+    format_client_table,
+    format_model_details,
+    format_model_table,
+    run_client_flows,
+    run_model_suite_sync,
+    total_notifications,
+)
 from codex_app_bridge.conformance._suite import ScenarioResult, run_suite_sync
 
 __all__ = ["format_table", "main"]
@@ -120,9 +145,33 @@ def main(argv: Sequence[str] | None = None) -> int:
         help="also run the client matrix (openai-codex, codex-app-server-client, "
         "codex-app-server-sdk, codexed, codex-python-sdk)",
     )
+    parser.add_argument(
+        "--model-mode",
+        action="store_true",
+        help="run the model-mode scenarios: both servers against one mock model",
+    )
+    parser.add_argument(
+        "--reference",
+        type=Path,
+        metavar="DIR",
+        help="model mode: compare the bridge with the real outcomes recorded in DIR",
+    )
+    parser.add_argument(
+        "--record",
+        type=Path,
+        metavar="DIR",
+        help="model mode: write the real binary's outcomes to DIR",
+    )
+    parser.add_argument(
+        "--servers",
+        default="real,bridge",
+        help="model mode: which servers run (real,bridge | real | bridge)",
+    )
     parser.add_argument("--json", type=Path, metavar="FILE", help="write the results as JSON")
     parser.add_argument("--scratch", type=Path, metavar="DIR", help="keep artefacts here")
     args = parser.parse_args(argv)
+    if args.model_mode:
+        return _model_mode(parser, args)
     try:
         results = run_suite_sync(args.scenarios, args.scratch, keep=args.scratch is not None)
         clients = run_matrix(args.scratch) if args.clients else None
@@ -142,6 +191,53 @@ def main(argv: Sequence[str] | None = None) -> int:
     total = Comparison()
     for item in [*results, *(clients or ())]:
         total.add(item.total)
+    if total.percent < args.threshold:
+        print(
+            f"total match {total.percent:.1f}% is below the threshold {args.threshold}%",
+            file=sys.stderr,
+        )
+        return 1
+    return 0
+
+
+def _model_mode(parser: argparse.ArgumentParser, args: argparse.Namespace) -> int:
+    servers = tuple(s for s in str(args.servers).split(",") if s)
+    if not set(servers) <= {"real", "bridge"} or not servers:
+        parser.error(f"--servers: real and/or bridge, not {args.servers!r}")
+    if "real" not in servers and args.reference is None and "bridge" in servers:
+        parser.error("--servers bridge needs --reference DIR (the recorded real outcomes)")
+    try:
+        results = run_model_suite_sync(
+            args.scenarios,
+            args.scratch,
+            reference=args.reference,
+            record=args.record,
+            servers=servers,
+        )
+    except ValueError as exc:
+        parser.error(str(exc))
+    except ImportError as exc:
+        parser.exit(2, f"{parser.prog}: needs the real codex binary ({exc})\n")
+    clients: list[ClientComparison] = []
+    if args.clients:
+        scratch = args.scratch or Path(tempfile.mkdtemp(prefix="codex-model-clients-"))
+        clients = anyio.run(
+            lambda: run_client_flows(
+                CLIENT_FLOWS, scratch, reference=args.reference, record=args.record, servers=servers
+            )
+        )
+    if not results:
+        print(f"model mode: ran {', '.join(servers)}; nothing to compare")
+        return 0
+    print(format_model_table(results))
+    if clients:
+        print()
+        print(format_client_table(clients))
+    if args.details:
+        print(format_model_details(results))
+    if args.json is not None:
+        args.json.write_text(json.dumps([r.to_json() for r in results], indent=1) + "\n")
+    total = total_notifications(results)
     if total.percent < args.threshold:
         print(
             f"total match {total.percent:.1f}% is below the threshold {args.threshold}%",

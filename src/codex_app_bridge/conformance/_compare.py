@@ -40,6 +40,7 @@ __all__ = [
     "diff_paths",
     "merge_deltas",
     "normalise_stream",
+    "stream_units",
     "thread_read_units",
     "turn_units",
 ]
@@ -213,6 +214,17 @@ def normalise_stream(
     upto: int | None = None,
 ) -> list[JsonObject]:
     """The comparable units of ``received[:upto]`` (module docstring)."""
+    normaliser = Normaliser(paths)
+    units = stream_units(received, sent, upto=upto)
+    return [cast(JsonObject, normaliser.value(u)) for u in merge_deltas(units)]
+
+
+def stream_units(
+    received: Sequence[JsonObject], sent: Sequence[JsonObject], *, upto: int | None = None
+) -> list[JsonObject]:
+    """What a client received as units, not normalised: notifications ``{"method", "params"}``,
+    server requests ``{"request", "params"}``, answers ``{"response": <request method>,
+    "result" | "error"}`` (``sent`` names the method of each answered request)."""
     request_methods = {m["id"]: m["method"] for m in sent if "id" in m and "method" in m}
     units: list[JsonObject] = []
     for message in received[:upto]:
@@ -228,8 +240,7 @@ def normalise_stream(
             else:
                 unit["result"] = message.get("result")
             units.append(unit)
-    normaliser = Normaliser(paths)
-    return [cast(JsonObject, normaliser.value(u)) for u in merge_deltas(units)]
+    return units
 
 
 _DELTA_OF_ITEM: Final = {

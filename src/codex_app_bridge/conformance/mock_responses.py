@@ -35,7 +35,11 @@ scenario was selected): ``plain`` (params ``text``, ``chunk``), ``reasoning``, `
 ``stream_failed`` (``response.failed``), ``interrupt`` (``delay_s`` between events), ``multi_turn``,
 ``plan`` (``update_plan``), ``throughput`` (``n`` deltas, default 20000, written in large writes),
 ``dynamic_tool`` (``tool``), ``client_flow`` (numbered answers; a prompt that says "interrupt"
-gets the slow stream). Tool-call scenarios look at the ``tools`` Codex offered to choose the
+gets the slow stream), ``rate_limited`` (429 + ``retry-after``, ``failures``), ``unauthorized``
+(always 401), ``invalid_sse`` (unparseable lines among good events), ``cut_mid_event`` (streams
+torn inside an event, ``failures``), ``huge_event`` (one delta of ``mb`` MiB), ``unknown_tool``
+(``frobnicate``), ``user_input`` (``request_user_input``), ``sdk_flow`` (a client library's
+flow: fail / retry / tool / interrupt / context-counting answers, by prompt). Tool-call scenarios look at the ``tools`` Codex offered to choose the
 call shape (``exec_command`` / ``shell_command`` / ``shell``; custom or function ``apply_patch``).
 """
 
@@ -582,6 +586,147 @@ def sc_dynamic_tool(n: int, body: JsonObject, p: JsonObject) -> Reply:
     return SSE([ev_created(rid), *call, ev_completed(rid)])
 
 
+def sc_rate_limited(n: int, body: JsonObject, p: JsonObject) -> Reply:
+    """HTTP 429 with ``retry-after`` (``retry_after`` seconds, default 1) for the first
+    ``failures`` requests, then a plain answer."""
+    if n < int(p.get("failures", 1)):
+        err = {
+            "message": "Rate limit reached for requests per minute (mock).",
+            "type": "requests",
+            "code": "rate_limit_exceeded",
+        }
+        return HTTPError(429, {"error": err}, {"retry-after": str(p.get("retry_after", 1))})
+    return sc_plain(n, body, {"text": "Answered after a 429."})
+
+
+def sc_unauthorized(n: int, body: JsonObject, p: JsonObject) -> Reply:
+    """Every request answered HTTP 401."""
+    err = {"message": "Incorrect API key provided (mock).", "type": "invalid_request_error"}
+    return HTTPError(401, {"error": {**err, "code": "invalid_api_key"}})
+
+
+def sc_invalid_sse(n: int, body: JsonObject, p: JsonObject) -> Reply:
+    """Lines that are not SSE JSON (a broken ``data:``, a bare line, an event without a type)
+    among the events of a normal answer."""
+    rid = f"resp_badsse_{n}"
+    garbage = (
+        b"event: response.output_text.delta\ndata: {not json\n\n"
+        b"this line is not SSE at all\n\n"
+        b"data: [1, 2, 3]\n\n"
+        b'data: {"no_type": true}\n\n'
+    )
+    events = [ev_created(rid), *message_events(f"msg_badsse_{n}", chunks_of("Still here.", 4))]
+    return SSE(body=sse_bytes(events[:1]) + garbage + sse_bytes([*events[1:], ev_completed(rid)]))
+
+
+def sc_cut_mid_event(n: int, body: JsonObject, p: JsonObject) -> Reply:
+    """The first ``failures`` streams stop in the middle of an event's bytes (after a few
+    deltas); then the whole answer."""
+    rid = f"resp_cut_{n}"
+    text = "This answer survives a stream cut in the middle of an event."
+    events = [
+        ev_created(rid),
+        *message_events(f"msg_cut_{n}", chunks_of(text, 6)),
+        ev_completed(rid),
+    ]
+    if n < int(p.get("failures", 1)):
+        head = sse_bytes(events[:5])
+        torn = sse_bytes(events[5:6])
+        return SSE(body=head + torn[: len(torn) // 2])
+    return SSE(events)
+
+
+def sc_huge_event(n: int, body: JsonObject, p: JsonObject) -> Reply:
+    """One ``output_text.delta`` of ``mb`` MiB (default 20) inside an otherwise plain answer."""
+    rid = f"resp_huge_{n}"
+    size = int(float(p.get("mb", 20)) * (1 << 20))
+    big = ("0123456789abcdef" * (size // 16 + 1))[:size]
+    return SSE(
+        [
+            ev_created(rid),
+            *message_events(f"msg_huge_{n}", ["start:", big, ":end"]),
+            ev_completed(rid),
+        ]
+    )
+
+
+def sc_unknown_tool(n: int, body: JsonObject, p: JsonObject) -> Reply:
+    """A call to a tool Codex never offered (``frobnicate``), then a message."""
+    rid = f"resp_unknown_{n}"
+    if n > 0:
+        return _message_reply(rid, f"msg_unknown_{n}", "That tool does not exist here.")
+    call = function_call_events("fc_unknown", "call_unknown_1", "frobnicate", {"x": 1})
+    return SSE([ev_created(rid), *call, ev_completed(rid)])
+
+
+USER_INPUT_QUESTIONS: Final[list[JsonObject]] = [
+    {
+        "id": "colour",
+        "header": "Colour",
+        "question": "Which colour should the button be?",
+        "options": [
+            {"label": "Green (Recommended)", "description": "Matches the theme."},
+            {"label": "Red", "description": "Stands out."},
+        ],
+    }
+]
+
+
+def sc_user_input(n: int, body: JsonObject, p: JsonObject) -> Reply:
+    """``request_user_input`` with one question, then a message."""
+    rid = f"resp_ask_{n}"
+    if n > 0:
+        return _message_reply(rid, f"msg_ask_{n}", "Thanks for the answer.")
+    call = function_call_events(
+        "fc_ask", "call_ask_1", "request_user_input", {"questions": USER_INPUT_QUESTIONS}
+    )
+    return SSE([ev_created(rid), *call, ev_completed(rid)])
+
+
+def _conversation_user_messages(body: JsonObject) -> int:
+    """How many user messages of the conversation (not context fragments) the input holds."""
+    count = 0
+    for item in _objects(body.get("input")):
+        if item.get("type") != "message" or item.get("role") != "user":
+            continue
+        texts = [str(p.get("text", "")) for p in _objects(item.get("content"))]
+        first = texts[0] if texts else ""
+        if first.startswith(("<", "# AGENTS.md")):
+            continue
+        count += 1
+    return count
+
+
+def sc_sdk_flow(n: int, body: JsonObject, p: JsonObject) -> Reply:
+    """A client library's whole flow on one mock, by the prompt: ``fail:`` always HTTP 500;
+    ``retry:`` a cut stream on its first attempt, then the answer; ``tool:`` a call to the
+    client's ``lookup_weather`` tool, then an answer quoting the tool's output; a prompt
+    mentioning "interrupt" the slow stream; anything else an answer that says how many user
+    messages the model saw (so a resumed or forked thread shows it carried its context)."""
+    text = last_user_text(body)
+    rid = f"resp_sdk_{n}"
+    if text.startswith("fail:"):
+        return sc_error_fatal(n, body, p)
+    if text.startswith("retry:") and int(p.get("_repeat", 0)) == 0:
+        reply = _message_reply(rid, f"msg_sdk_{n}", "This is cut short.")
+        return SSE(reply.events, close_early_after=4)
+    if text.startswith("tool:"):
+        items = _objects(body.get("input"))
+        last = items[-1] if items else {}
+        if last.get("type") == "function_call_output":
+            said = str(last.get("output", ""))
+            return _message_reply(rid, f"msg_sdk_{n}", f"The tool said: {said}")
+        call = function_call_events(
+            f"fc_sdk_{n}", f"call_sdk_{n}", "lookup_weather", {"city": "Paris"}
+        )
+        return SSE([ev_created(rid), *call, ev_completed(rid)])
+    if "interrupt" in text.lower():
+        return sc_interrupt(n, body, p)
+    seen = _conversation_user_messages(body)
+    answer = f"Answer to: {text[:40]} (I see {seen} user messages)"
+    return _message_reply(rid, f"msg_sdk_{n}", answer)
+
+
 SCENARIOS: Final[Mapping[str, Scenario]] = {
     "plain": sc_plain,
     "reasoning": sc_reasoning,
@@ -598,6 +743,14 @@ SCENARIOS: Final[Mapping[str, Scenario]] = {
     "throughput": sc_throughput,
     "dynamic_tool": sc_dynamic_tool,
     "client_flow": sc_client_flow,
+    "rate_limited": sc_rate_limited,
+    "unauthorized": sc_unauthorized,
+    "invalid_sse": sc_invalid_sse,
+    "cut_mid_event": sc_cut_mid_event,
+    "huge_event": sc_huge_event,
+    "unknown_tool": sc_unknown_tool,
+    "user_input": sc_user_input,
+    "sdk_flow": sc_sdk_flow,
 }
 
 
@@ -632,11 +785,21 @@ class MockState:
             return list(self._requests)
 
     def next_reply(self, body: JsonObject) -> tuple[int, Reply]:
+        """The reply to request ``n``; the scenario's params get ``_repeat``: how many earlier
+        model requests ended with the same user text (a retry of the same sampling request
+        counts)."""
+        text = last_user_text(body)
         with self._lock:
             n = self._n
             self._n += 1
             fn = SCENARIOS[self._name]
             params = dict(self._params)
+            earlier = [
+                cast(JsonObject, r["body"])
+                for r in self._requests[:-1]
+                if isinstance(r.get("body"), dict) and str(r.get("path", "")).endswith("/responses")
+            ]
+        params["_repeat"] = sum(1 for b in earlier if last_user_text(b) == text)
         return n, fn(n, body, params)
 
 

@@ -1,0 +1,1124 @@
+"""Model mode: the real binary and the bridge each run real model turns against one mock.
+
+Role: the acceptance of issue 20. Every :data:`MODEL_SCENARIOS` entry is a client flow (what a
+client sends and waits for) plus the mock model's answers (a
+:data:`~codex_app_bridge.conformance.mock_responses.SCENARIOS` entry chosen by request number).
+The same flow runs against the real ``codex app-server`` and against ``codex-app-bridge serve``
+with no bridge flags: each server finds the mock through the ``CODEX_HOME/config.toml`` that
+names it as the model provider, exactly as a client's test setup would. Nothing the bridge gets
+is derived from the real run: both talk to the same scripted model.
+
+Compared, per scenario (:func:`compare_runs`):
+
+- ``stream``: what the client received (notifications, server requests, answers), normalised by
+  :mod:`._compare` (ids, times, scratch paths, the mock's URL) -> units, deltas of one item
+  merged, plus a check per streamed item that its deltas add up to its completed text;
+- ``reads``: the final ``thread/read`` (with turns) of every thread;
+- ``requests``: the ``POST /responses`` each server sent the mock: the same count, and each
+  request's ``input`` equal once instruction prose and generated ids are masked
+  (:func:`mask_input`);
+- ``fields``: the rest of each request (model, tools by name, reasoning, include, store, ...,
+  the ``x-codex-*`` headers reduced to their structure). Reported, not part of the acceptance.
+
+A server's outcome (:class:`RunRecord`, the normalised units only) can be saved as reference
+data (``tests/data/model_mode/<scenario>.json``), so the bridge can be compared with the real
+binary's recorded outcome without running the binary (:func:`load_reference`).
+
+Scenarios may restart the server (``ctx.restart()``: a new process on the same CODEX_HOME, the
+way a client reconnects after a crash or an upgrade); every process's messages are kept, in
+order. Boundary: processes, HTTP and files; the judging is :mod:`._compare`'s.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import re
+import shutil
+import socket
+import sys
+import tempfile
+from collections.abc import Awaitable, Callable, Iterable, Mapping, Sequence
+from contextlib import AsyncExitStack
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Final, cast
+
+import anyio
+
+import codex_app_bridge
+from codex_app_bridge.conformance._compare import (
+    Comparison,
+    Difference,
+    Normaliser,
+    compare,
+    delta_checks,
+    diff_paths,
+    merge_deltas,
+    stream_units,
+    thread_read_units,
+)
+from codex_app_bridge.conformance._drive import DYNAMIC_TOOL, Context
+from codex_app_bridge.conformance.mock_responses import MockResponses
+from codex_app_bridge.conformance.real_codex import (
+    JsonObject,
+    PeerError,
+    ServerRequestHandler,
+    StdioPeer,
+    bridge_command,
+    codex_env,
+    default_server_request_handler,
+    real_codex_command,
+    write_codex_config,
+)
+
+__all__ = [
+    "MODEL_SCENARIOS",
+    "ModelContext",
+    "ModelResult",
+    "ModelScenario",
+    "RunRecord",
+    "compare_runs",
+    "format_model_details",
+    "format_model_table",
+    "load_reference",
+    "mask_input",
+    "record_run",
+    "run_model_suite",
+    "run_model_suite_sync",
+    "run_server",
+    "total_notifications",
+    "unexplained",
+]
+
+TURN_TIMEOUT_S: Final = 90.0
+LONG_TEXT: Final = 2048
+"""Strings longer than this are kept as their length and hash (the 20 MB event)."""
+
+_SRC: Final = str(Path(codex_app_bridge.__file__).resolve().parent.parent)
+
+SERVERS: Final = ("real", "bridge")
+
+
+# --- scenarios ---------------------------------------------------------------------------------
+
+
+@dataclass
+class ModelContext(Context):
+    """:class:`~._drive.Context` plus ``restart()``: the server process is replaced by a new
+    one on the same CODEX_HOME (the old one gets EOF on stdin and exits)."""
+
+    _restart: Callable[[], Awaitable[StdioPeer]] | None = None
+
+    async def restart(self) -> StdioPeer:
+        assert self._restart is not None
+        self.peer = await self._restart()
+        return self.peer
+
+    async def start_turn(self, thread_id: str, text: str, **extra: Any) -> str:
+        params: JsonObject = {"threadId": thread_id, "input": [{"type": "text", "text": text}]}
+        params.update(extra)
+        result = await self.peer.request("turn/start", params)
+        return str(result["turn"]["id"])
+
+
+Play = Callable[[ModelContext], Awaitable[None]]
+
+
+@dataclass(frozen=True, slots=True)
+class ModelScenario:
+    name: str
+    mock: str | None
+    """The mock scenario; ``None``: the provider's ``base_url`` is a port nobody listens on."""
+    mock_params: Mapping[str, Any]
+    description: str
+    play: Play
+    handler: ServerRequestHandler = default_server_request_handler
+    timeout_s: float = 240.0
+    """The whole session's bound (every wait inside has its own)."""
+    idle_timeout_ms: int | None = None
+    """The provider's ``stream_idle_timeout_ms`` when not the default config's 60 s."""
+    volatile: frozenset[str] = frozenset()
+    """Labels of units whose content depends on timing (the text streamed before an
+    interrupt): a change in them is listed but not counted against a re-check of the
+    reference."""
+
+
+def _turn_completed(thread_id: str) -> Callable[[JsonObject], bool]:
+    def match(message: JsonObject) -> bool:
+        params: JsonObject = message.get("params") or {}
+        return message.get("method") == "turn/completed" and params.get("threadId") == thread_id
+
+    return match
+
+
+def _single(prompt: str, **thread_extra: Any) -> Play:
+    async def play(ctx: ModelContext) -> None:
+        thread_id = await ctx.start_thread(**thread_extra)
+        _, completed = await ctx.run_turn(thread_id, prompt)
+        ctx.notes["turn_status"] = completed["params"]["turn"]["status"]
+
+    return play
+
+
+HUGE_TIMEOUT_S: Final = 1200.0
+"""The real binary parses one SSE event in time quadratic in its size: 1 MiB 2.7 s, 4 MiB 21 s
+(probed); with the default config's 60 s idle timeout the 20 MiB event fails the turn on this
+machine (``idle timeout waiting for SSE``, twice), which would make the reference depend on the
+machine's speed. So the scenario's idle timeout and waits are this long, and the turn
+completes."""
+
+
+def _huge(prompt: str) -> Play:
+    async def play(ctx: ModelContext) -> None:
+        thread_id = await ctx.start_thread()
+        done = ctx.peer.expect(_turn_completed(thread_id))
+        await ctx.start_turn(thread_id, prompt)
+        completed = await ctx.peer.wait(done, HUGE_TIMEOUT_S)
+        ctx.notes["turn_status"] = completed["params"]["turn"]["status"]
+
+    return play
+
+
+def _interrupt_after(predicate: Callable[[JsonObject], bool], prompt: str) -> Play:
+    """Start a turn, interrupt it once ``predicate`` matched a message, wait for its end."""
+
+    async def play(ctx: ModelContext) -> None:
+        thread_id = await ctx.start_thread()
+        seen = ctx.peer.expect(predicate)
+        done = ctx.peer.expect(_turn_completed(thread_id))
+        turn_id = await ctx.start_turn(thread_id, prompt)
+        await ctx.peer.wait(seen, TURN_TIMEOUT_S)
+        interrupt = {"threadId": thread_id, "turnId": turn_id}
+        ctx.notes["interrupt"] = await ctx.peer.request_raw("turn/interrupt", interrupt)
+        completed = await ctx.peer.wait(done, TURN_TIMEOUT_S)
+        ctx.notes["turn_status"] = completed["params"]["turn"]["status"]
+
+    return play
+
+
+INTERRUPT_AFTER_DELTAS: Final = 20
+
+
+def _nth_delta(n: int) -> Callable[[JsonObject], bool]:
+    seen = 0
+
+    def match(message: JsonObject) -> bool:
+        nonlocal seen
+        if message.get("method") == "item/agentMessage/delta":
+            seen += 1
+        return seen >= n
+
+    return match
+
+
+def _waiting_for_network(message: JsonObject) -> bool:
+    params: JsonObject = message.get("params") or {}
+    error: JsonObject = params.get("error") or {}
+    return message.get("method") == "error" and "waiting for network" in str(error.get("message"))
+
+
+async def _multi_turn(ctx: ModelContext) -> None:
+    thread_id = await ctx.start_thread()
+    await ctx.run_turn(thread_id, "First question")
+    await ctx.run_turn(thread_id, "Second question")
+    await ctx.run_turn(thread_id, "Third question")
+
+
+async def _resume_after_restart(ctx: ModelContext) -> None:
+    """Two turns, a new server process, ``thread/resume``, a third turn: the third request
+    must carry the whole conversation (read back from the rollout)."""
+    thread_id = await ctx.start_thread()
+    await ctx.run_turn(thread_id, "First question")
+    await ctx.run_turn(thread_id, "Second question")
+    await ctx.restart()
+    ctx.notes["resume"] = await ctx.peer.request_raw(
+        "thread/resume", {"threadId": thread_id, "model": "mock-model", "modelProvider": "mock"}
+    )
+    await ctx.run_turn(thread_id, "Third question, after a restart")
+
+
+async def _fork(ctx: ModelContext) -> None:
+    """Two turns, ``thread/fork``, a turn on the fork, then one more on the original."""
+    thread_id = await ctx.start_thread()
+    await ctx.run_turn(thread_id, "First question")
+    await ctx.run_turn(thread_id, "Second question")
+    fork = await ctx.peer.request("thread/fork", {"threadId": thread_id})
+    fork_id = str(fork["thread"]["id"])
+    ctx.thread_ids.append(fork_id)
+    await ctx.run_turn(fork_id, "Third question, on the fork")
+    await ctx.run_turn(thread_id, "Third question, on the original")
+
+
+async def _answer_user_input(message: JsonObject) -> JsonObject:
+    if message.get("method") == "item/tool/requestUserInput":
+        return {"result": {"answers": {"colour": {"answers": ["Green (Recommended)"]}}}}
+    return await default_server_request_handler(message)
+
+
+async def _user_input_plan_mode(ctx: ModelContext) -> None:
+    """``request_user_input`` is a plan-mode tool: the turn asks for plan mode."""
+    thread_id = await ctx.start_thread()
+    done = ctx.peer.expect(_turn_completed(thread_id))
+    mode = {
+        "mode": "plan",
+        "settings": {
+            "model": "mock-model",
+            "reasoning_effort": None,
+            "developer_instructions": None,
+        },
+    }
+    await ctx.start_turn(thread_id, "Ask me which colour to use.", collaborationMode=mode)
+    completed = await ctx.peer.wait(done, TURN_TIMEOUT_S)
+    ctx.notes["turn_status"] = completed["params"]["turn"]["status"]
+
+
+MODEL_SCENARIOS: Final[tuple[ModelScenario, ...]] = (
+    ModelScenario("plain", "plain", {}, "a plain message, streamed", _single("Say hello.")),
+    ModelScenario(
+        "reasoning",
+        "reasoning",
+        {},
+        "two reasoning summary parts, then a message",
+        _single("Think, then greet me."),
+    ),
+    ModelScenario("multi_turn", "multi_turn", {}, "three turns on one thread", _multi_turn),
+    ModelScenario(
+        "failed_turn",
+        "error_fatal",
+        {},
+        "every request answered HTTP 500: transport and stream retries, then a failed turn",
+        _single("Say something."),
+    ),
+    ModelScenario(
+        "error_retry",
+        "error_retry",
+        {"failures": 1},
+        "one HTTP 500, then the answer (a silent transport retry)",
+        _single("Say something."),
+    ),
+    ModelScenario(
+        "stream_retry",
+        "stream_retry",
+        {"failures": 1},
+        "the first stream is cut before response.completed; the reconnect succeeds",
+        _single("Say something."),
+    ),
+    ModelScenario(
+        "rate_limited",
+        "rate_limited",
+        {"failures": 1, "retry_after": 1},
+        "HTTP 429 with retry-after: 1, then the answer",
+        _single("Say something."),
+    ),
+    ModelScenario(
+        "unauthorized",
+        "unauthorized",
+        {},
+        "every request answered HTTP 401: the turn fails",
+        _single("Say something."),
+    ),
+    ModelScenario(
+        "unreachable",
+        None,
+        {},
+        "nothing listens at the provider's base_url: waiting for network, then an interrupt",
+        _interrupt_after(_waiting_for_network, "Say something."),
+    ),
+    ModelScenario(
+        "invalid_sse",
+        "invalid_sse",
+        {},
+        "unparseable SSE lines among the events of an answer",
+        _single("Say something."),
+    ),
+    ModelScenario(
+        "cut_mid_event",
+        "cut_mid_event",
+        {"failures": 1},
+        "the first stream stops inside an event's bytes; the reconnect succeeds",
+        _single("Say something."),
+    ),
+    ModelScenario(
+        "huge_event",
+        "huge_event",
+        {"mb": 20},
+        "one output_text.delta of 20 MiB",
+        _huge("Say something long."),
+        timeout_s=HUGE_TIMEOUT_S + 60,
+        idle_timeout_ms=int(HUGE_TIMEOUT_S * 1000),
+    ),
+    ModelScenario(
+        "unknown_tool",
+        "unknown_tool",
+        {},
+        "the model calls a tool nobody offered (frobnicate), then answers",
+        _single("Use frobnicate."),
+    ),
+    ModelScenario(
+        "interrupt",
+        "interrupt",
+        {"delay_s": 0.02},
+        f"a slow stream interrupted after {INTERRUPT_AFTER_DELTAS} deltas",
+        _interrupt_after(_nth_delta(INTERRUPT_AFTER_DELTAS), "Write a long essay."),
+        volatile=frozenset({"item/agentMessage/delta"}),
+    ),
+    ModelScenario(
+        "dynamic_tool",
+        "dynamic_tool",
+        {"tool": "lookup_weather"},
+        "a dynamic tool the client answers (item/tool/call)",
+        _single("What is the weather in Paris?", dynamicTools=[DYNAMIC_TOOL]),
+    ),
+    ModelScenario(
+        "user_input",
+        "user_input",
+        {},
+        "request_user_input in plan mode; the client answers the question",
+        _user_input_plan_mode,
+        handler=_answer_user_input,
+    ),
+    ModelScenario(
+        "plan",
+        "plan",
+        {},
+        "update_plan (not offered to the fallback model), then a message",
+        _single("Make a plan."),
+    ),
+    ModelScenario(
+        "resume_after_restart",
+        "multi_turn",
+        {},
+        "two turns, a new server process, thread/resume, a third turn with the whole context",
+        _resume_after_restart,
+    ),
+    ModelScenario(
+        "fork",
+        "multi_turn",
+        {},
+        "two turns, thread/fork, a turn on the fork and one on the original",
+        _fork,
+    ),
+)
+
+
+def scenario_named(name: str) -> ModelScenario:
+    for spec in MODEL_SCENARIOS:
+        if spec.name == name:
+            return spec
+    known = ", ".join(s.name for s in MODEL_SCENARIOS)
+    raise ValueError(f"unknown model-mode scenario {name!r}; known: {known}")
+
+
+# --- one server, one scenario ------------------------------------------------------------------
+
+
+@dataclass
+class Segment:
+    """What one server process sent the first client and what it got."""
+
+    received: list[JsonObject]
+    sent: list[JsonObject]
+
+
+@dataclass
+class ServerRun:
+    """One server's run of one scenario."""
+
+    segments: list[Segment]
+    thread_ids: list[str]
+    reads: dict[str, JsonObject]
+    notes: dict[str, Any]
+    requests: list[JsonObject]
+    """Every ``POST .../responses`` the mock got, in order."""
+    error: str | None = None
+
+
+def _closed_port() -> int:
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+async def run_server(
+    spec: ModelScenario,
+    argv: list[str],
+    mock: MockResponses,
+    base: Path,
+    *,
+    extra_env: Mapping[str, str] | None = None,
+    timeout_s: float | None = None,
+) -> ServerRun:
+    """``spec`` against the server ``argv`` in a fresh ``base/{home,work}``; the mock is reset
+    to the scenario's answers first."""
+    home, work = base / "home", base / "work"
+    shutil.rmtree(base, ignore_errors=True)
+    work.mkdir(parents=True)
+    home.mkdir(parents=True)
+    base_url = mock.base_url if spec.mock is not None else f"http://127.0.0.1:{_closed_port()}/v1"
+    config = write_codex_config(home, base_url)
+    if spec.idle_timeout_ms is not None:
+        text = config.read_text(encoding="utf-8")
+        wanted = f"stream_idle_timeout_ms = {spec.idle_timeout_ms}"
+        config.write_text(re.sub(r"stream_idle_timeout_ms = \d+", wanted, text), encoding="utf-8")
+    mock.set_scenario(spec.mock or "plain", **dict(spec.mock_params))
+    env = codex_env(home, extra=extra_env)
+    peers: list[StdioPeer] = []
+    error: str | None = None
+    reads: dict[str, JsonObject] = {}
+    marks: list[int] = []
+    current: list[AsyncExitStack] = []
+
+    async def spawn() -> StdioPeer:
+        if current:
+            await current.pop().aclose()
+        stack = AsyncExitStack()
+        current.append(stack)
+        peer = await stack.enter_async_context(
+            StdioPeer.spawn(
+                argv,
+                env=env,
+                cwd=work,
+                stderr_path=base / f"stderr.{len(peers)}.log",
+                handler=spec.handler,
+            )
+        )
+        peers.append(peer)
+        await peer.initialize()
+        return peer
+
+    ctx: ModelContext | None = None
+    try:
+        # every stack is entered and left inside this one scope, in this one task
+        with anyio.fail_after(timeout_s or spec.timeout_s):
+            try:
+                ctx = ModelContext(await spawn(), str(work), _restart=spawn)
+                try:
+                    await spec.play(ctx)
+                except (PeerError, TimeoutError) as exc:
+                    error = f"{type(exc).__name__}: {exc}"
+                marks = [len(p.received) for p in peers]
+                for thread_id in ctx.thread_ids if not peers[-1].closed else []:
+                    try:
+                        params = {"threadId": thread_id, "includeTurns": True}
+                        reads[thread_id] = await peers[-1].request_raw("thread/read", params, 30)
+                    except (PeerError, TimeoutError) as exc:
+                        reads[thread_id] = {"error": {"driver": str(exc)}}
+            finally:
+                if current:
+                    await current.pop().aclose()
+    except (PeerError, TimeoutError) as exc:
+        error = error or f"{type(exc).__name__}: {exc}"
+    marks += [len(p.received) for p in peers[len(marks) :]]
+    notes: dict[str, Any] = dict(ctx.notes) if ctx is not None else {}
+    thread_ids = list(ctx.thread_ids) if ctx is not None else []
+    segments = [
+        Segment(list(p.received[:mark]), list(p.sent)) for p, mark in zip(peers, marks, strict=True)
+    ]
+    return ServerRun(segments, thread_ids, reads, notes, mock.model_requests(), error)
+
+
+# --- normalising ---------------------------------------------------------------------------------
+
+_UUID_IN: Final = re.compile(r"[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}")
+_LEADING_TAG: Final = re.compile(r"\s*<([A-Za-z_][A-Za-z0-9_ -]{0,60})>")
+_CONTEXT_TAGS: Final = frozenset(
+    {
+        "environment_context",
+        "turn_aborted",
+        "user_instructions",
+        "user_shell_command",
+        "subagent_notification",
+        "model_switch",
+        "collaboration_mode",
+        "skills_instructions",
+        "permissions instructions",
+        "personality_spec",
+        "realtime_conversation",
+    }
+)
+
+
+def _prose(text: str) -> str:
+    """Instruction prose replaced by its kind: ``<tag>…`` for a tagged fragment, else
+    ``<prose>``."""
+    m = _LEADING_TAG.match(text)
+    return f"<{m.group(1)}>…" if m else "<prose>"
+
+
+def _is_context_text(text: str) -> bool:
+    m = _LEADING_TAG.match(text)
+    if m is not None and m.group(1) in _CONTEXT_TAGS:
+        return True
+    return text.startswith("# AGENTS.md instructions for ")
+
+
+def _masked_id(value: object) -> object:
+    return _UUID_IN.sub("<uuid>", value) if isinstance(value, str) else value
+
+
+def mask_input(items: Sequence[object]) -> list[object]:
+    """A request's ``input`` with what may differ masked: every text part of a developer
+    message, and contextual user fragments (environment context, AGENTS.md, turn aborted, ...),
+    become their kind (``<environment_context>…``, ``<prose>``); a UUID inside an ``id`` becomes
+    ``<uuid>`` (``msg_<uuid>``, ``fco_<uuid>``: the prefix stays). Model output comes back as
+    the mock sent it, so it is kept whole."""
+    out: list[object] = []
+    for raw in items:
+        if not isinstance(raw, dict):
+            out.append(raw)
+            continue
+        item = dict(cast(JsonObject, raw))
+        if "id" in item:
+            item["id"] = _masked_id(item["id"])
+        if item.get("type") == "message" and isinstance(item.get("content"), list):
+            role = item.get("role")
+            parts: list[object] = []
+            for part in cast(list[object], item["content"]):
+                if isinstance(part, dict):
+                    p = dict(cast(JsonObject, part))
+                    text = p.get("text")
+                    if isinstance(text, str) and (role == "developer" or _is_context_text(text)):
+                        p["text"] = _prose(text)
+                    parts.append(p)
+                else:
+                    parts.append(part)
+            item["content"] = parts
+        out.append(item)
+    return out
+
+
+_HEADER_VALUES: Final = ("accept", "content-type", "originator", "x-codex-beta-features")
+_TRANSPORT_HEADERS: Final = frozenset(
+    {"host", "content-length", "accept-encoding", "connection", "user-agent", "authorization"}
+)
+_BODY_FIELDS: Final = (
+    "model",
+    "stream",
+    "tool_choice",
+    "parallel_tool_calls",
+    "reasoning",
+    "store",
+    "include",
+    "text",
+    "service_tier",
+)
+
+
+def _turn_metadata(raw: str | None, normaliser: Normaliser) -> object:
+    if raw is None:
+        return None
+    try:
+        meta = json.loads(raw)
+    except ValueError:
+        return "<not json>"
+    if not isinstance(meta, dict):
+        return "<not an object>"
+    kept = {"request_kind", "history_initialization", "window_number", "agent_name", "model"}
+    meta_obj = cast(JsonObject, meta)
+    shape = {k: (meta_obj[k] if k in kept else "<value>") for k in meta_obj}
+    return normaliser.value(shape)
+
+
+def request_units(
+    requests: Sequence[JsonObject], normaliser: Normaliser
+) -> tuple[list[JsonObject], list[JsonObject]]:
+    """(input units, field units): one of each per request, in order."""
+    inputs: list[JsonObject] = []
+    fields: list[JsonObject] = []
+    for n, record in enumerate(requests):
+        body = record.get("body")
+        body_obj: JsonObject = cast(JsonObject, body) if isinstance(body, dict) else {}
+        raw_input = body_obj.get("input")
+        items: list[object] = cast(list[object], raw_input) if isinstance(raw_input, list) else []
+        inputs.append(
+            {"request": n, "input": cast(list[object], normaliser.value(mask_input(items)))}
+        )
+        headers = cast(JsonObject, record.get("headers") or {})
+        tools: list[object] = []
+        raw_tools = body_obj.get("tools")
+        for tool in cast(list[object], raw_tools) if isinstance(raw_tools, list) else []:
+            t = cast(JsonObject, tool) if isinstance(tool, dict) else {}
+            tools.append(f"{t.get('type')}:{t.get('name', '')}")
+        window = headers.get("x-codex-window-id")
+        fields.append(
+            {
+                "request": n,
+                "path": record.get("path"),
+                "body": {k: body_obj[k] for k in _BODY_FIELDS if k in body_obj},
+                "body_keys": sorted(body_obj),
+                "tools": tools,
+                "prompt_cache_key": normaliser.value(body_obj.get("prompt_cache_key"), "threadId"),
+                "headers": sorted(k for k in headers if k not in _TRANSPORT_HEADERS),
+                "header_values": {k: headers.get(k) for k in _HEADER_VALUES},
+                "window": normaliser.text(str(window)) if window is not None else None,
+                "turn_metadata": _turn_metadata(headers.get("x-codex-turn-metadata"), normaliser),
+            }
+        )
+    return inputs, fields
+
+
+_MACHINE_KEYS: Final = frozenset({"serverName"})
+"""Values that name the machine (``remoteControl/status/changed``: the host name)."""
+
+
+_PROSE_KEYS: Final = frozenset({"developer_instructions", "developerInstructions"})
+"""Instruction prose a server shows (plan mode's developer instructions): each server's own."""
+
+
+def _masked_key(key: str, value: object) -> object:
+    if not isinstance(value, str):
+        return _shorten(value)
+    if key in _MACHINE_KEYS:
+        return "<host>"
+    if key in _PROSE_KEYS:
+        return "<prose>"
+    return _shorten(value)
+
+
+def _shorten(value: object) -> object:
+    """Long strings as their length and hash; the machine's name and instruction prose
+    masked."""
+    if isinstance(value, str) and len(value) > LONG_TEXT:
+        digest = hashlib.sha256(value.encode()).hexdigest()[:16]
+        return f"<{len(value)} chars sha256:{digest}>"
+    if isinstance(value, dict):
+        return {k: _masked_key(k, v) for k, v in cast(dict[str, object], value).items()}
+    if isinstance(value, list):
+        return [_shorten(v) for v in cast(list[object], value)]
+    return value
+
+
+@dataclass
+class RunRecord:
+    """One server's run of one scenario, normalised: what is compared and stored."""
+
+    scenario: str
+    stream: list[JsonObject]
+    reads: list[JsonObject]
+    inputs: list[JsonObject]
+    fields: list[JsonObject]
+    notes: dict[str, Any] = field(default_factory=dict[str, Any])
+    error: str | None = None
+
+    def to_json(self) -> JsonObject:
+        return {
+            "scenario": self.scenario,
+            "stream": self.stream,
+            "reads": self.reads,
+            "inputs": self.inputs,
+            "fields": self.fields,
+            "notes": self.notes,
+            "error": self.error,
+        }
+
+    @classmethod
+    def from_json(cls, data: JsonObject) -> RunRecord:
+        return cls(
+            str(data["scenario"]),
+            list(data["stream"]),
+            list(data["reads"]),
+            list(data["inputs"]),
+            list(data["fields"]),
+            dict(data.get("notes") or {}),
+            data.get("error"),
+        )
+
+
+def _paths(base: Path, mock_url: str) -> dict[str, str]:
+    out: dict[str, str] = {mock_url: "<mock>"}
+    for root in dict.fromkeys([base, base.resolve()]):
+        out[str(root / "work")] = "<cwd>"
+        out[str(root / "home")] = "<home>"
+        out[str(root)] = "<scratch>"
+    return out
+
+
+def _port_free_url(text: str) -> str:
+    return re.sub(r"http://127\.0\.0\.1:\d+", "<mock>", text)
+
+
+_RACING: Final = frozenset({"warning", "thread/settings/updated"})
+"""Notifications that race the answer to the request that caused them: the real binary sends
+the model-catalogue ``warning`` of a turn, and the ``thread/settings/updated`` of a turn that
+changes the collaboration mode, before or after the ``turn/start`` answer, run to run
+(probed)."""
+
+
+def _canonical_order(units: list[JsonObject]) -> list[JsonObject]:
+    """A racing notification right after an answer is put before it (both sides alike)."""
+    out = list(units)
+    for i in range(1, len(out)):
+        j = i
+        while j > 0 and out[j].get("method") in _RACING and "response" in out[j - 1]:
+            out[j - 1], out[j] = out[j], out[j - 1]
+            j -= 1
+    return out
+
+
+def record_run(spec: ModelScenario, run: ServerRun, base: Path, mock_url: str) -> RunRecord:
+    """``run`` as comparable units (one normaliser for the whole run, so a thread keeps its
+    number across a restart and in the requests)."""
+    normaliser = Normaliser(_paths(base, mock_url))
+    units: list[JsonObject] = []
+    for index, segment in enumerate(run.segments):
+        if index:
+            units.append({"restart": index})
+        units.extend(stream_units(segment.received, segment.sent))
+    stream = _canonical_order([cast(JsonObject, normaliser.value(u)) for u in merge_deltas(units)])
+    stream = [*stream, *delta_checks(stream)]
+    reads: list[JsonObject] = []
+    for thread_id in run.thread_ids:
+        reads.extend(thread_read_units(run.reads.get(thread_id, {}), _paths(base, mock_url)))
+    inputs, fields = request_units(run.requests, normaliser)
+
+    def clean(units: list[JsonObject]) -> list[JsonObject]:
+        text = json.dumps(_shorten(units))
+        return cast(list[JsonObject], json.loads(_port_free_url(text)))
+
+    notes = {k: v for k, v in run.notes.items() if k == "turn_status"}
+    return RunRecord(
+        spec.name, clean(stream), clean(reads), clean(inputs), clean(fields), notes, run.error
+    )
+
+
+# --- comparing ---------------------------------------------------------------------------------
+
+
+@dataclass
+class ModelResult:
+    name: str
+    description: str
+    stream: Comparison
+    reads: Comparison
+    inputs: Comparison
+    fields: Comparison
+    request_counts: tuple[int, int]
+    notes: list[str] = field(default_factory=list[str])
+
+    @property
+    def notifications(self) -> Comparison:
+        """What the acceptance's percentage counts: the stream and the final reads."""
+        both = Comparison()
+        both.add(self.stream)
+        both.add(self.reads)
+        return both
+
+    @property
+    def requests_equal(self) -> bool:
+        return (
+            self.request_counts[0] == self.request_counts[1]
+            and self.inputs.equal == self.inputs.compared
+        )
+
+    def to_json(self) -> JsonObject:
+        def one(c: Comparison) -> JsonObject:
+            return {
+                "compared": c.compared,
+                "equal": c.equal,
+                "differences": [
+                    {"kind": d.kind, "label": d.label, "details": list(d.details)}
+                    for d in c.differences
+                ],
+            }
+
+        return {
+            "name": self.name,
+            "description": self.description,
+            "stream": one(self.stream),
+            "reads": one(self.reads),
+            "inputs": one(self.inputs),
+            "fields": one(self.fields),
+            "request_counts": list(self.request_counts),
+            "notes": self.notes,
+        }
+
+
+def _input_label(unit: JsonObject) -> str:
+    return f"request {unit.get('request')}"
+
+
+def _compare_requests(real: list[JsonObject], bridge: list[JsonObject]) -> Comparison:
+    """Request by request (a request's position is its identity)."""
+    result = Comparison(compared=max(len(real), len(bridge)))
+    for n in range(result.compared):
+        a = real[n] if n < len(real) else None
+        b = bridge[n] if n < len(bridge) else None
+        if a is not None and a == b:
+            result.equal += 1
+        elif b is None:
+            result.differences.append(Difference("missing", f"request {n}"))
+        elif a is None:
+            result.differences.append(Difference("extra", f"request {n}"))
+        else:
+            result.differences.append(
+                Difference("changed", _input_label(a), tuple(diff_paths(a, b)))
+            )
+    return result
+
+
+def compare_runs(spec: ModelScenario, real: RunRecord, bridge: RunRecord) -> ModelResult:
+    notes: list[str] = []
+    for who, record in (("real", real), ("bridge", bridge)):
+        if record.error:
+            notes.append(f"{who} driver error: {record.error}")
+    return ModelResult(
+        spec.name,
+        spec.description,
+        compare(real.stream, bridge.stream),
+        compare(real.reads, bridge.reads),
+        _compare_requests(real.inputs, bridge.inputs),
+        _compare_requests(real.fields, bridge.fields),
+        (len(real.inputs), len(bridge.inputs)),
+        notes,
+    )
+
+
+# --- the suite ---------------------------------------------------------------------------------
+
+
+def reference_path(directory: Path, name: str) -> Path:
+    return directory / f"{name}.json"
+
+
+def load_reference(directory: Path, name: str) -> RunRecord:
+    data = json.loads(reference_path(directory, name).read_text(encoding="utf-8"))
+    return RunRecord.from_json(cast(JsonObject, data))
+
+
+def save_record(directory: Path, record: RunRecord) -> Path:
+    directory.mkdir(parents=True, exist_ok=True)
+    path = reference_path(directory, record.scenario)
+    path.write_text(json.dumps(record.to_json(), indent=1, sort_keys=True) + "\n", encoding="utf-8")
+    return path
+
+
+def server_argv(server: str) -> tuple[list[str], dict[str, str]]:
+    """The command line and extra environment of ``real`` or ``bridge`` (no bridge flags: the
+    bridge finds the provider in CODEX_HOME/config.toml, as the real binary does)."""
+    if server == "real":
+        return real_codex_command(), {}
+    if server == "bridge":
+        return bridge_command(), {"PYTHONPATH": _SRC}
+    raise ValueError(f"unknown server {server!r}; known: real, bridge")
+
+
+async def run_one(
+    spec: ModelScenario, server: str, mock: MockResponses, scratch: Path
+) -> RunRecord:
+    argv, extra = server_argv(server)
+    base = scratch / spec.name / server
+    run = await run_server(spec, argv, mock, base, extra_env=extra)
+    return record_run(spec, run, base, mock.url)
+
+
+async def run_model_suite(
+    names: Iterable[str] | None = None,
+    scratch: Path | None = None,
+    *,
+    reference: Path | None = None,
+    record: Path | None = None,
+    servers: Sequence[str] = SERVERS,
+) -> list[ModelResult]:
+    """Each scenario on ``servers``; with ``reference``, the real side is read from the
+    recorded outcomes instead of run; with ``record``, the real side's outcomes are written
+    there. With one server only, nothing is compared (the result list is empty)."""
+    wanted = list(names) if names else [s.name for s in MODEL_SCENARIOS]
+    specs = [scenario_named(n) for n in wanted]
+    root = scratch or Path(tempfile.mkdtemp(prefix="codex-model-mode-"))
+    results: list[ModelResult] = []
+    with MockResponses() as mock:
+        for spec in specs:
+            records: dict[str, RunRecord] = {}
+            if reference is not None and "real" not in servers:
+                records["real"] = load_reference(reference, spec.name)
+            for server in servers:
+                records[server] = await run_one(spec, server, mock, root)
+            if record is not None and "real" in records:
+                save_record(record, records["real"])
+            if "real" in records and "bridge" in records:
+                results.append(compare_runs(spec, records["real"], records["bridge"]))
+    return results
+
+
+def run_model_suite_sync(
+    names: Iterable[str] | None = None,
+    scratch: Path | None = None,
+    *,
+    reference: Path | None = None,
+    record: Path | None = None,
+    servers: Sequence[str] = SERVERS,
+) -> list[ModelResult]:
+    return anyio.run(
+        lambda: run_model_suite(names, scratch, reference=reference, record=record, servers=servers)
+    )
+
+
+def unexplained(spec: ModelScenario, result: ModelResult) -> list[Difference]:
+    """The differences of ``result`` that timing does not explain (``spec.volatile``)."""
+    return [
+        d
+        for part in (result.stream, result.reads, result.inputs, result.fields)
+        for d in part.differences
+        if not (d.kind == "changed" and d.label in spec.volatile)
+    ]
+
+
+def total_notifications(results: Iterable[ModelResult]) -> Comparison:
+    total = Comparison()
+    for r in results:
+        total.add(r.notifications)
+    return total
+
+
+def format_model_table(results: Sequence[ModelResult]) -> str:
+    header = (
+        f"{'scenario':<22} {'compared':>8} {'equal':>6} {'match':>7}   requests  inputs   fields"
+    )
+    lines = [header, "-" * len(header)]
+    for r in results:
+        t = r.notifications
+        real_n, bridge_n = r.request_counts
+        lines.append(
+            f"{r.name:<22} {t.compared:>8} {t.equal:>6} {t.percent:>6.1f}%"
+            f"   {real_n:>3}/{bridge_n:<4}  {r.inputs.equal:>2}/{r.inputs.compared:<4}"
+            f" {r.fields.equal:>2}/{r.fields.compared:<4}"
+        )
+    total = total_notifications(results)
+    inputs = sum(r.inputs.equal for r in results), sum(r.inputs.compared for r in results)
+    same_counts = sum(r.request_counts[0] == r.request_counts[1] for r in results)
+    lines.append("-" * len(header))
+    lines.append(
+        f"{'TOTAL':<22} {total.compared:>8} {total.equal:>6} {total.percent:>6.1f}%"
+        f"   {same_counts:>3}/{len(results):<4}  {inputs[0]:>2}/{inputs[1]:<4}"
+    )
+    return "\n".join(lines)
+
+
+def format_model_details(results: Sequence[ModelResult]) -> str:
+    out: list[str] = []
+    for r in results:
+        parts = (("", r.stream), ("thread/read: ", r.reads), ("", r.inputs), ("", r.fields))
+        diffs = [(prefix, d) for prefix, part in parts for d in part.differences]
+        if not diffs and not r.notes:
+            continue
+        out.append(f"\n## {r.name}: {r.description}")
+        out.extend(f"  note: {n}" for n in r.notes)
+        for prefix, d in diffs:
+            out.append(f"  {d.kind}: {prefix}{d.label}")
+            out.extend(f"      {line}" for line in d.details[:12])
+    return "\n".join(out)
+
+
+# --- client libraries ----------------------------------------------------------------------------
+
+CLIENT_FLOW_TIMEOUT_S: Final = 400.0
+
+
+async def run_client_flow(client: str, server: str, mock: MockResponses, base: Path) -> JsonObject:
+    """``_model_client_flows`` for ``client`` against ``server`` (found through CODEX_HOME, no
+    flags), on the mock's ``sdk_flow`` answers: ``{"client", "outcome", "inputs"}`` (the
+    requests' masked inputs, as :func:`request_units` gives them)."""
+    home, work = base / "home", base / "work"
+    shutil.rmtree(base, ignore_errors=True)
+    work.mkdir(parents=True)
+    home.mkdir(parents=True)
+    write_codex_config(home, mock.base_url)
+    mock.set_scenario("sdk_flow")
+    argv, extra = server_argv(server)
+    command = [
+        sys.executable,
+        "-m",
+        "codex_app_bridge.conformance._model_client_flows",
+        client,
+        json.dumps(argv),
+    ]
+    env = codex_env(home, extra={"PYTHONPATH": _SRC, **extra})
+    with anyio.fail_after(CLIENT_FLOW_TIMEOUT_S):
+        done = await anyio.run_process(command, check=False, env=env, cwd=work)
+    (base / "client.stderr.log").write_bytes(done.stderr)
+    lines = done.stdout.decode("utf-8", "replace").strip().splitlines()
+    outcome: object
+    if done.returncode == 0 and lines:
+        outcome = json.loads(lines[-1])
+    else:
+        outcome = {"client failed": done.returncode, "stderr": done.stderr.decode()[-2000:]}
+    normaliser = Normaliser(_paths(base, mock.url))
+    inputs, _ = request_units(mock.model_requests(), normaliser)
+    text = json.dumps(_shorten({"client": client, "outcome": outcome, "inputs": inputs}))
+    return cast(JsonObject, json.loads(_port_free_url(normaliser.text(text))))
+
+
+@dataclass
+class ClientComparison:
+    client: str
+    outcome: Comparison
+    """One unit per step of the flow (``streamed``, ``failed``, ...)."""
+    inputs: Comparison
+
+
+def compare_client_flows(real: JsonObject, bridge: JsonObject) -> ClientComparison:
+    real_outcome = cast(JsonObject, real.get("outcome") or {})
+    bridge_outcome = cast(JsonObject, bridge.get("outcome") or {})
+    outcome = Comparison()
+    for step in [*real_outcome, *(k for k in bridge_outcome if k not in real_outcome)]:
+        outcome.compared += 1
+        a, b = real_outcome.get(step), bridge_outcome.get(step)
+        if a == b:
+            outcome.equal += 1
+        elif step not in bridge_outcome:
+            outcome.differences.append(Difference("missing", f"step {step}"))
+        elif step not in real_outcome:
+            outcome.differences.append(Difference("extra", f"step {step}"))
+        else:
+            outcome.differences.append(
+                Difference("changed", f"step {step}", tuple(diff_paths(a, b)))
+            )
+    inputs = _compare_requests(
+        cast(list[JsonObject], real.get("inputs") or []),
+        cast(list[JsonObject], bridge.get("inputs") or []),
+    )
+    return ClientComparison(str(real.get("client")), outcome, inputs)
+
+
+async def run_client_flows(
+    clients: Iterable[str],
+    scratch: Path,
+    *,
+    reference: Path | None = None,
+    record: Path | None = None,
+    servers: Sequence[str] = SERVERS,
+) -> list[ClientComparison]:
+    """Each client's flow on ``servers``; ``reference``/``record`` as in
+    :func:`run_model_suite` (the ``clients/`` directory under them)."""
+    results: list[ClientComparison] = []
+    with MockResponses() as mock:
+        for client in clients:
+            outcomes: dict[str, JsonObject] = {}
+            if reference is not None and "real" not in servers:
+                path = reference / "clients" / f"{client}.json"
+                outcomes["real"] = cast(JsonObject, json.loads(path.read_text(encoding="utf-8")))
+            for server in servers:
+                base = scratch / "clients" / client / server
+                outcomes[server] = await run_client_flow(client, server, mock, base)
+            if record is not None and "real" in outcomes:
+                path = record / "clients" / f"{client}.json"
+                path.parent.mkdir(parents=True, exist_ok=True)
+                text = json.dumps(outcomes["real"], indent=1, sort_keys=True) + "\n"
+                path.write_text(text, encoding="utf-8")
+            if "real" in outcomes and "bridge" in outcomes:
+                results.append(compare_client_flows(outcomes["real"], outcomes["bridge"]))
+    return results
+
+
+def format_client_table(results: Sequence[ClientComparison]) -> str:
+    lines = [f"{'client':<22} {'steps equal':>12} {'inputs equal':>13}"]
+    for r in results:
+        lines.append(
+            f"{r.client:<22} {r.outcome.equal:>5}/{r.outcome.compared:<6}"
+            f" {r.inputs.equal:>6}/{r.inputs.compared:<6}"
+        )
+        for d in [*r.outcome.differences, *r.inputs.differences]:
+            lines.append(f"  {d.kind}: {d.label}")
+            lines.extend(f"      {line}" for line in d.details[:12])
+    return "\n".join(lines)

@@ -1,0 +1,170 @@
+"""The model-mode judge (``conformance/_model_mode.py``) on hand-made runs: what it masks in a
+request's ``input`` (instruction prose, generated ids) and what it keeps (the conversation),
+that one normaliser numbers a thread the same in the stream and in the requests, across a
+restart, and that a changed, missing or extra request is found. The reference data in
+``tests/data/model_mode`` is well formed and covers every scenario."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+from codex_app_bridge.conformance._model_mode import (
+    MODEL_SCENARIOS,
+    RunRecord,
+    Segment,
+    ServerRun,
+    compare_runs,
+    mask_input,
+    record_run,
+    scenario_named,
+    unexplained,
+)
+
+REFERENCE = Path(__file__).resolve().parent / "data" / "model_mode"
+THREAD = "019a0000-0000-7000-8000-000000000001"
+TURN = "019a0000-0000-7000-8000-0000000000aa"
+
+
+def developer(*texts: str) -> dict[str, Any]:
+    return {
+        "type": "message",
+        "role": "developer",
+        "id": "msg_019a0000-1111-7000-8000-000000000001",
+        "content": [{"type": "input_text", "text": t} for t in texts],
+    }
+
+
+def user(text: str, item_id: str = "msg_019a0000-2222-7000-8000-000000000002") -> dict[str, Any]:
+    return {
+        "type": "message",
+        "role": "user",
+        "id": item_id,
+        "content": [{"type": "input_text", "text": text}],
+    }
+
+
+def test_instruction_prose_and_context_fragments_become_their_kind() -> None:
+    items = [
+        developer("You are a coding agent. Be nice."),
+        developer("<permissions instructions>\nsandbox...</permissions instructions>"),
+        user("<environment_context>\n  <cwd>/x</cwd>\n</environment_context>"),
+        user("# AGENTS.md instructions for /x\n\n<INSTRUCTIONS>..."),
+        user("<turn_aborted>\nThe user interrupted.\n</turn_aborted>"),
+        user("<b>bold</b> is what I typed"),
+        user("Say hello."),
+    ]
+    masked = mask_input(items)
+    texts = [m["content"][0]["text"] for m in masked]  # type: ignore[index]
+    assert texts == [
+        "<prose>",
+        "<permissions instructions>…",
+        "<environment_context>…",
+        "<prose>",
+        "<turn_aborted>…",
+        "<b>bold</b> is what I typed",
+        "Say hello.",
+    ]
+    assert {m["id"] for m in masked} == {"msg_<uuid>"}  # type: ignore[index]
+
+
+def test_model_output_and_tool_outputs_are_kept_whole_but_their_generated_ids() -> None:
+    call = {
+        "type": "function_call",
+        "id": "fc_1",
+        "call_id": "call_1",
+        "name": "frobnicate",
+        "arguments": "{}",
+    }
+    output = {
+        "type": "function_call_output",
+        "id": "fco_019a0000-3333-7000-8000-000000000003",
+        "call_id": "call_1",
+        "output": "unsupported call: frobnicate",
+    }
+    reply = {
+        "type": "message",
+        "role": "assistant",
+        "id": "msg_plain_0",
+        "content": [{"type": "output_text", "text": "Hi", "annotations": []}],
+    }
+    assert mask_input([call, output, reply]) == [
+        call,
+        {**output, "id": "fco_<uuid>"},
+        reply,
+    ]
+
+
+def _run(requests: list[dict[str, Any]], second_process: bool = False) -> ServerRun:
+    started = {"method": "thread/started", "params": {"thread": {"id": THREAD}}}
+    turn = {"method": "turn/started", "params": {"threadId": THREAD, "turn": {"id": TURN}}}
+    segments = [Segment([started, turn], [])]
+    if second_process:
+        segments.append(Segment([turn], []))
+    return ServerRun(segments, [THREAD], {}, {}, requests)
+
+
+def _request(*items: dict[str, Any]) -> dict[str, Any]:
+    return {
+        "method": "POST",
+        "path": "/v1/responses",
+        "headers": {"x-codex-window-id": f"{THREAD}:0"},
+        "body": {"model": "m", "input": list(items), "prompt_cache_key": THREAD},
+    }
+
+
+def test_one_normaliser_numbers_the_thread_in_the_stream_the_requests_and_after_a_restart(
+    tmp_path: Path,
+) -> None:
+    spec = scenario_named("plain")
+    record = record_run(spec, _run([_request(user("hi"))], True), tmp_path, "http://x")
+    assert record.stream[0]["params"]["thread"]["id"] == "<thread:1>"
+    assert {"restart": 1} in record.stream
+    assert record.stream[-1]["params"]["threadId"] == "<thread:1>"
+    assert record.fields[0]["prompt_cache_key"] == "<thread:1>"
+    assert record.fields[0]["window"] == "<thread:1>:0"
+
+
+def test_a_changed_missing_or_extra_request_is_a_difference(tmp_path: Path) -> None:
+    spec = scenario_named("plain")
+    base = record_run(spec, _run([_request(user("hi"))]), tmp_path, "http://x")
+    same = record_run(spec, _run([_request(user("hi"))]), tmp_path, "http://x")
+    result = compare_runs(spec, base, same)
+    assert result.requests_equal
+    assert unexplained(spec, result) == []
+
+    other = record_run(spec, _run([_request(user("ho"))]), tmp_path, "http://x")
+    changed = compare_runs(spec, base, other)
+    assert not changed.requests_equal
+    assert [d.kind for d in changed.inputs.differences] == ["changed"]
+    assert any("input[0]" in line for line in changed.inputs.differences[0].details)
+
+    two = record_run(spec, _run([_request(user("hi")), _request(user("hi"))]), tmp_path, "http://x")
+    extra = compare_runs(spec, base, two)
+    assert extra.request_counts == (1, 2)
+    assert [d.kind for d in extra.inputs.differences] == ["extra"]
+    missing = compare_runs(spec, two, base)
+    assert [d.kind for d in missing.inputs.differences] == ["missing"]
+
+
+def test_a_volatile_label_is_explained_only_when_changed(tmp_path: Path) -> None:
+    spec = scenario_named("interrupt")
+    delta = {"method": "item/agentMessage/delta", "params": {"delta": "a"}}
+    real = RunRecord("interrupt", [delta], [], [], [])
+    bridge = RunRecord("interrupt", [{**delta, "params": {"delta": "ab"}}], [], [], [])
+    assert unexplained(spec, compare_runs(spec, real, bridge)) == []
+    assert unexplained(spec, compare_runs(spec, real, RunRecord("interrupt", [], [], [], [])))
+
+
+def test_every_scenario_has_a_reference_recorded_from_the_real_binary() -> None:
+    names = {p.stem for p in REFERENCE.glob("*.json")}
+    assert names == {s.name for s in MODEL_SCENARIOS}
+    for spec in MODEL_SCENARIOS:
+        data = json.loads((REFERENCE / f"{spec.name}.json").read_text(encoding="utf-8"))
+        record = RunRecord.from_json(data)
+        assert record.error is None, spec.name
+        assert record.stream, spec.name
+        assert len(record.inputs) == len(record.fields)
+        # no instruction prose of the real binary is stored
+        assert "You are a coding agent" not in json.dumps(data)
