@@ -97,14 +97,13 @@ async def run_turns(
                     )
                     if driver is not None:
                         await driver(peer, thread_id, mock)
-                    await peer.wait_for(
-                        lambda m, done=done: (
-                            m.get("method") == "turn/completed"
-                            and sum(1 for x in peer.received if x.get("method") == "turn/completed")
-                            > done
-                        ),
-                        timeout_s=TIMEOUT,
-                    )
+                    if _completed(peer) <= done:  # else it came while the driver ran
+                        await peer.wait_for(
+                            lambda m, done=done: (
+                                m.get("method") == "turn/completed" and _completed(peer) > done
+                            ),
+                            timeout_s=TIMEOUT,
+                        )
         return Run(
             received=list(peer.received),
             requests=mock.requests(),
@@ -113,6 +112,10 @@ async def run_turns(
             home=home,
             work=work,
         )
+
+
+def _completed(peer: StdioPeer) -> int:
+    return sum(1 for x in peer.received if x.get("method") == "turn/completed")
 
 
 def turn_notifications(messages: list[JsonObject]) -> list[JsonObject]:

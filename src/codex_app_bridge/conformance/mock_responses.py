@@ -766,6 +766,8 @@ class MockState:
         self._params: JsonObject = {}
         self._n = 0
         self._requests: list[JsonObject] = []
+        self.disconnected = threading.Event()
+        """Set when a client closed a stream before the mock wrote all of it (an interrupt)."""
 
     def set_scenario(self, name: str, params: Mapping[str, Any] | None = None) -> None:
         if name not in SCENARIOS:
@@ -775,6 +777,7 @@ class MockState:
             self._params = dict(params or {})
             self._n = 0
             self._requests = []
+            self.disconnected.clear()
 
     def log(self, record: JsonObject) -> None:
         with self._lock:
@@ -914,7 +917,7 @@ class _Handler(BaseHTTPRequestHandler):
                 self.wfile.write(view[start : start + _WRITE_CHUNK])
             self.wfile.flush()
         except (BrokenPipeError, ConnectionResetError):
-            pass  # the client went away (an interrupted turn)
+            self._state.disconnected.set()  # the client went away (an interrupted turn)
 
 
 class MockResponses:
