@@ -213,3 +213,30 @@ async def test_a_burst_written_before_reading_anything_gets_every_answer(kind: s
         assert len(results) + len(overloaded) == BURST
         # The connection is still in order afterwards.
         assert (await client.result("thread/loaded/list", {}))["data"] == []
+
+
+@pytest.mark.parametrize("kind", SOCKET_KINDS)
+async def test_the_built_in_agent_at_full_speed_follows_a_reading_socket_client(
+    kind: str,
+) -> None:
+    # issue 23.3: at --pace 0 the agent outran the socket, so a client reading all along was
+    # disconnected as slow with most of the turn undelivered
+    words = 20_000
+    text = " ".join(f"w{index}" for index in range(words))
+    async with open_bridge(kind, pace=0.0, outbound_budget=64 << 10) as bridge:
+        assert bridge.open_websocket is not None
+        async with bridge.open_websocket() as ws:
+            client = RawClient(ws)
+            await client.initialize("reader")
+            thread_id = (await client.call("thread/start", {}))["thread"]["id"]
+            with anyio.fail_after(120):
+                saw = await client.run_turn(thread_id, text)
+    deltas = [m["params"]["delta"] for m in saw if m.get("method") == "item/agentMessage/delta"]
+    (completed,) = [
+        m["params"]["item"]
+        for m in saw
+        if m.get("method") == "item/completed" and m["params"]["item"]["type"] == "agentMessage"
+    ]
+    assert "".join(deltas) == completed["text"]
+    assert f'"{text}".' in completed["text"]
+    assert saw[-1]["params"]["turn"]["status"] == "completed"

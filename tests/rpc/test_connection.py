@@ -684,3 +684,41 @@ async def test_socket_kinds_disconnect_slow_clients_and_stdio_waits(
     kind: TransportKind, policy: OutboundPolicy
 ) -> None:
     assert outbound_policy_for(kind) is policy
+
+
+async def test_a_socket_kind_paces_producers_while_its_client_reads_and_cuts_off_a_stalled_one() -> (
+    None
+):
+    # issue 23.3: a socket connection reports congestion past an eighth of its budget, so a
+    # source waits for a client that reads; one that reads nothing for the grace is closed
+    options: dict[str, Any] = {
+        "policy": OutboundPolicy.DISCONNECT_SLOW,
+        "capacity": 4,
+        "outbound_budget": 8000,
+        "stall_grace": 0.2,
+    }
+    note = OutboundNotification.encode("item/agentMessage/delta", {"pad": "x" * 200})
+    async with serving(**options) as reading, serving(**options) as stalled:
+        for served in (reading, stalled):
+            while not served.connection.congested:
+                assert served.connection.offer(note.data)
+            assert not served.connection.closed  # congested well before the budget
+
+        async def read_all() -> None:
+            async for _message in reading.client.read:
+                pass
+
+        async with anyio.create_task_group() as tg:
+            tg.start_soon(read_all)
+            with anyio.fail_after(TIMEOUT):
+                await reading.connection.wait_writable()
+            assert not reading.connection.closed
+            assert not reading.connection.congested
+            with anyio.fail_after(TIMEOUT):
+                # whatever buffers lie between fill up; then the producer is held until the
+                # grace ends the connection
+                while not stalled.connection.closed:
+                    await stalled.connection.wait_writable()
+                    while not (stalled.connection.congested or stalled.connection.closed):
+                        stalled.connection.offer(note.data)
+            tg.cancel_scope.cancel()

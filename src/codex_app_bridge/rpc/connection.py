@@ -42,10 +42,12 @@ everything and reports the connection ``congested`` while the backlog holds more
 producers (the thread runtimes, the request path) ``await wait_writable()`` only then, and the
 request path waiting is what stops reading, so a client that writes thousands of requests before
 reading any answer gets them all as long as they fit the budget. ``DISCONNECT_SLOW`` (unix socket,
-websocket; budget ``SOCKET_OUTBOUND_BUDGET``) is never congested: a burst that a reading client
-takes a moment to drain waits in the backlog, but once the backlog passes the budget the
-connection is closed ("slow consumer"), so a client that stopped reading never holds up the
-others. Notifications honour
+websocket; budget ``SOCKET_OUTBOUND_BUDGET``) is ``congested`` past an eighth of its budget (at
+most ``SOCKET_PACE_MARK``), so every source follows a reading client's delivery (a source at
+full speed never outruns the socket); a producer waiting on it waits while the client reads, but
+a client that takes nothing for ``stall_grace`` seconds is closed ("slow consumer"), and a
+backlog past the whole budget (answers, broadcasts, which never wait) closes it at once, so a
+client that stopped reading never holds up the others for long. Notifications honour
 the connection's opt-out list; responses, errors and server requests never do.
 
 With ``coalesce`` (line-framed transports: stdio and its in-memory twin), the messages offered
@@ -137,6 +139,14 @@ OUTBOUND_HIGH_WATER: Final = 4 << 20
 SOCKET_OUTBOUND_BUDGET: Final = 8 << 20
 """Backlog bytes past which a ``DISCONNECT_SLOW`` connection is disconnected as a slow consumer."""
 
+SOCKET_PACE_MARK: Final = 1 << 20
+"""Backlog bytes past which a ``DISCONNECT_SLOW`` connection is ``congested`` (at most; an eighth
+of its budget when that is smaller): producers wait for the client to read."""
+
+SOCKET_STALL_GRACE: Final = 10.0
+"""Seconds a producer waits on a ``DISCONNECT_SLOW`` connection that delivers nothing before the
+connection is closed as a slow consumer."""
+
 _connection_ids = itertools.count()
 
 
@@ -184,6 +194,7 @@ class Connection:
         state: Any = None,
         outbound_budget: int | None = None,
         count_key: CountKey | None = None,
+        stall_grace: float = SOCKET_STALL_GRACE,
     ) -> None:
         self._inbound: MemoryObjectReceiveStream[Any] = streams[0]
         self._outbound: MemoryObjectSendStream[Any] = streams[1]
@@ -208,6 +219,14 @@ class Connection:
                 else SOCKET_OUTBOUND_BUDGET
             )
         self._high_water = outbound_budget
+        self._pace_mark = (
+            outbound_budget
+            if policy is OutboundPolicy.BACKPRESSURE
+            else min(SOCKET_PACE_MARK, outbound_budget // 8)
+        )
+        self._stall_grace = stall_grace
+        self._delivered = 0
+        """Messages moved from the backlog to the transport (progress of a congested client)."""
         self._coalesce = coalesce
         self._coalesced: list[bytes] = []
         self._flush_scheduled = False
@@ -260,9 +279,15 @@ class Connection:
 
     @property
     def congested(self) -> bool:
-        """More than the budget is waiting behind the outbound queue (``BACKPRESSURE`` only: a
-        slow socket client is disconnected instead, it never slows the producers down)."""
-        return self.policy is OutboundPolicy.BACKPRESSURE and self._backlog_bytes > self._high_water
+        """More than the pace mark is waiting behind the outbound queue: producers wait (see the
+        module docstring)."""
+        return self._backlog_bytes > self._pace_mark and not self._closed
+
+    @property
+    def _request_path_waits(self) -> bool:
+        """The request path waits for room (so stops reading) on ``BACKPRESSURE`` only: a
+        socket client that writes much before reading is bounded by the budget instead."""
+        return self.policy is OutboundPolicy.BACKPRESSURE and self.congested
 
     @property
     def backlog_bytes(self) -> int:
@@ -326,11 +351,27 @@ class Connection:
         return True
 
     async def wait_writable(self) -> None:
-        """Return once the connection is not ``congested`` (or is closed)."""
-        while self.congested and not self._closed:
+        """Return once the connection is not ``congested`` (or is closed). A ``DISCONNECT_SLOW``
+        connection that delivers nothing for ``stall_grace`` seconds meanwhile is closed."""
+        while self.congested:
             if self._writable is None:
                 self._writable = anyio.Event()
-            await self._writable.wait()
+            writable = self._writable
+            if self.policy is OutboundPolicy.BACKPRESSURE:
+                await writable.wait()
+                continue
+            delivered = self._delivered
+            with anyio.move_on_after(self._stall_grace):
+                await writable.wait()
+            if self.congested and self._delivered == delivered:
+                logger.warning(
+                    "disconnecting slow connection: nothing read for %.0f s: connection %s "
+                    "(%d bytes waiting)",
+                    self._stall_grace,
+                    self._connection_id,
+                    self._backlog_bytes,
+                )
+                self.close()
 
     def _wake_writers(self) -> None:
         if self._writable is not None and (not self.congested or self._closed):
@@ -345,9 +386,11 @@ class Connection:
                     while backlog:
                         self._outbound.send_nowait(backlog[0])
                         self._backlog_bytes -= len(backlog.popleft())
+                        self._delivered += 1
                 except anyio.WouldBlock:
                     await self._outbound.send(backlog[0])
                     self._backlog_bytes -= len(backlog.popleft())
+                    self._delivered += 1
                 self._wake_writers()
         except (anyio.BrokenResourceError, anyio.ClosedResourceError):
             logger.info("connection %s: peer gone", self._connection_id)
@@ -587,7 +630,7 @@ class Connection:
             self._untrack(request)
             answered = self._respond(ctx, outcome)
             if not (answered and ctx._after_response):  # pyright: ignore[reportPrivateUsage]
-                if self.congested:
+                if self._request_path_waits:
                     await self.wait_writable()
                 return
         try:
@@ -631,7 +674,7 @@ class Connection:
             self._untrack(ctx.request)
         if self._respond(ctx, outcome):
             await self._after_response(ctx)
-        elif self.congested:
+        elif self._request_path_waits:
             await self.wait_writable()
 
     def _respond(self, ctx: RequestContext, outcome: Outcome) -> bool:
@@ -649,7 +692,7 @@ class Connection:
         return self.offer(data) and encoded
 
     async def _after_response(self, ctx: RequestContext) -> None:
-        if self.congested:
+        if self._request_path_waits:
             await self.wait_writable()
         for callback in ctx._after_response:  # pyright: ignore[reportPrivateUsage]
             try:

@@ -172,6 +172,8 @@ class ThreadRuntime:
         self._turn: _Turn | None = None
         self._abandoned: deque[str] = deque(maxlen=_ABANDONED_KEPT)
         self._held: list[EventEnvelope] = []
+        self._unsent: list[EventEnvelope] = []
+        """The rest of a batch that congested a subscriber: processed once it has room."""
         """Events from an interrupted turn's terminal event on, held until it settles."""
         self._wake: anyio.Event | None = None
         self._task_group: anyio.abc.TaskGroup | None = None
@@ -247,7 +249,9 @@ class ThreadRuntime:
         listener = self.listener
         while True:
             session = self._session
-            if self._held:
+            if self._unsent:
+                events, self._unsent = self._unsent, []
+            elif self._held:
                 events = self._release_held()
             else:
                 events = session.take_events() if session is not None else []
@@ -348,8 +352,14 @@ class ThreadRuntime:
         return events
 
     def _process(self, events: list[EventEnvelope]) -> None:
-        process_delta = self.listener.process_delta
+        listener = self.listener
+        process_delta = listener.process_delta
         for index, envelope in enumerate(events):
+            if listener.congested and index:
+                # a subscriber has more waiting than its mark: the rest waits for it (a source
+                # never outruns delivery, however large its batch)
+                self._unsent = events[index:]
+                return
             turn = self._turn
             if turn is not None and turn.opened and envelope.id == turn.turn_id:
                 # a streaming delta of the running turn (most of a stream): it changes no turn
