@@ -6,6 +6,8 @@
   event), then an answer and ``task_complete``;
 * ``flood N``: ``task_started``, N agent message deltas as fast as it can, ``task_complete``;
 * ``deaf``: ``task_started``, then reads and ignores everything (interrupt, shutdown) forever;
+* ``mute``: ``task_started``, then at the next submission (an interrupt) closes its stdout and
+  lives on, reading and ignoring its stdin;
 * anything else: a one-delta answer and ``task_complete``.
 
 ``FAULT_PRODUCER_STARTS``: a file to which each start appends a line (tests count processes).
@@ -76,6 +78,12 @@ def main() -> None:
             sys.exit(3)
         if text == "kill":
             os.kill(os.getpid(), signal.SIGKILL)
+        if text == "mute":
+            sys.stdin.readline()
+            os.close(1)
+            for _ in sys.stdin:
+                pass
+            signal.pause()
         if text == "deaf":
             for _ in sys.stdin:
                 pass

@@ -268,6 +268,30 @@ async def test_a_producer_that_ignores_an_interrupt_is_aborted_in_bounded_time_a
 
 
 @pytest.mark.anyio
+async def test_an_interrupted_turn_whose_producer_closes_stdout_and_lingers_ends_interrupted(
+    tmp_path: Path,
+) -> None:
+    # issue 23.5: the session ended (stdout closed, the process killed after the stop grace)
+    # before the runtime's interrupt grace, and the turn ended failed ("killed by SIGKILL")
+    source = _faults(tmp_path, stop_grace=0.1)
+    with anyio.fail_after(TIMEOUT):
+        async with open_bridge("memory", source=source) as bridge:
+            assert bridge.server is not None
+            bridge.server.interrupt_grace = TIMEOUT  # the session's end decides, not the runtime
+            client = await bridge.connect()
+            thread_id = await _thread(client)
+            turn_id = await client.start_turn(thread_id, "mute")
+            await client.until(lambda m: m.get("method") == "turn/started")
+            reply = await client.call("turn/interrupt", {"threadId": thread_id, "turnId": turn_id})
+            assert reply["result"] == {}
+            done = await client.until(is_turn_completed(turn_id))
+            assert _turn(done)["status"] == "interrupted"
+            assert _errors(done) == []
+            _, messages = await client.run_turn(thread_id, "hello")
+            assert _turn(messages)["status"] == "completed"
+
+
+@pytest.mark.anyio
 async def test_shutdown_ends_the_session_and_a_producer_that_ignores_it_is_killed(
     tmp_path: Path,
 ) -> None:

@@ -30,7 +30,9 @@ needs no multiplexing. Faults, and what the thread's runtime sees:
   fills and the producer blocks; memory stays bounded by that, one pipe buffer and ``LINE_LIMIT``;
 * a line longer than ``LINE_LIMIT`` is skipped up to its end and reported like a bad line;
 * it ignores an ``interrupt``: the runtime aborts the turn itself after its grace period and
-  drops the session, which kills the process;
+  drops the session, which kills the process; a session that ends (exit, kill, stdout closed)
+  after the running turn was interrupted ends it ``interrupted`` (``turn_aborted``), as core
+  does with an interrupted task, not failed;
 * ``shutdown``: written, then stdin is closed; the process has ``stop_grace`` seconds to exit
   before it is killed. A session cancelled (the server stops) kills its process at once.
 
@@ -61,6 +63,7 @@ from codex_app_bridge._producer_command import ProducerError, check_program, par
 from codex_app_bridge.protocol._base import dump_json
 from codex_app_bridge.protocol.core import (
     EventEnvelope,
+    InterruptOp,
     ShutdownOp,
     Submission,
     UserInputOp,
@@ -69,7 +72,7 @@ from codex_app_bridge.protocol.core import (
     parse_event_envelope,
 )
 from codex_app_bridge.protocol.jsonrpc import now_ms
-from codex_app_bridge.sources._base import TURN_END_TYPES, SourceDefaults, failed_turn
+from codex_app_bridge.sources._base import TURN_END_TYPES, SourceDefaults, aborted_turn, failed_turn
 from codex_app_bridge.sources._session import EventQueue, SessionConfig
 
 __all__ = [
@@ -158,6 +161,8 @@ class ProducerSession:
         self._wake: anyio.Event | None = None
         self._turn: tuple[str, int] | None = None
         """The turn in flight (id, submitted at ms): started, without a terminal event yet."""
+        self._interrupted = False
+        """The turn in flight was interrupted: if the producer ends, it ends interrupted."""
         self._lines = 0
         self.process: anyio.abc.Process | None = None
 
@@ -170,6 +175,9 @@ class ProducerSession:
             return
         if isinstance(op, UserTurnOp | UserInputOp) and self._turn is None:
             self._turn = (submission.id, now_ms())
+            self._interrupted = False
+        if isinstance(op, InterruptOp) and self._turn is not None:
+            self._interrupted = True
         if isinstance(op, ShutdownOp):
             self._closing = True
         self._to_write.append(dump_json(submission) + b"\n")
@@ -358,6 +366,11 @@ class ProducerSession:
             return
         self._turn = None
         turn_id, started_at_ms = turn
+        if self._interrupted:
+            logger.info("thread %s: %s (the turn was interrupted)", self._config.thread_id, message)
+            aborted = aborted_turn(turn_id, started_at_ms, now_ms())
+            self._emit(EventEnvelope(id=turn_id, msg=aborted))
+            return
         ending = failed_turn(
             turn_id, message, started_at_ms=started_at_ms, completed_at_ms=now_ms()
         )
