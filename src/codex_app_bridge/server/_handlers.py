@@ -9,6 +9,7 @@ Each namespace is a plain class over ``ServerServices`` (``_services``), one mod
 * ``ThreadAdminHandlers`` (``_handlers_admin``): names, metadata, archive, unarchive, delete,
   revert;
 * ``TurnHandlers`` (``_handlers_turns``): ``turn/start``, ``turn/steer``, ``turn/interrupt``;
+* ``MachineHandlers`` (``_handlers_machine``): ``command/exec*``, ``fs/*``, ``fuzzyFileSearch``;
 
 and ``initialize`` is the server's own. A handler is ``async (ctx, params) -> response model``
 (or a plain function, routed ``Immediate``, when it answers from memory without awaiting) and
@@ -36,6 +37,7 @@ from typing import TYPE_CHECKING, Any
 from codex_app_bridge.rpc import RequestContext
 from codex_app_bridge.server._handlers_admin import ThreadAdminHandlers
 from codex_app_bridge.server._handlers_lists import ThreadListHandlers
+from codex_app_bridge.server._handlers_machine import MachineHandlers
 from codex_app_bridge.server._handlers_pages import HistoryPageHandlers
 from codex_app_bridge.server._handlers_threads import (
     READ_DEPRECATION,
@@ -80,12 +82,13 @@ class Handlers:
         self.pages = HistoryPageHandlers(server)
         self.admin = ThreadAdminHandlers(server)
         self.turns = TurnHandlers(server)
+        self.machine = MachineHandlers(server)
 
 
 def handler_routes(handlers: Handlers) -> dict[str, Route]:
     """Method -> handler of every supported method, grouped by namespace (the one table)."""
     threads, lists, pages = handlers.threads, handlers.lists, handlers.pages
-    admin, turns = handlers.admin, handlers.turns
+    admin, turns, machine = handlers.admin, handlers.turns, handlers.machine
     return {
         "initialize": handlers.server.initialize,
         # thread/* (ThreadHandlers)
@@ -111,4 +114,19 @@ def handler_routes(handlers: Handlers) -> dict[str, Route]:
         "turn/start": turns.turn_start,
         "turn/steer": turns.turn_steer,
         "turn/interrupt": turns.turn_interrupt,
+        # the machine (MachineHandlers)
+        "command/exec": machine.command_exec,
+        "command/exec/write": machine.command_exec_write,
+        "command/exec/terminate": machine.command_exec_terminate,
+        "command/exec/resize": machine.command_exec_resize,
+        "fs/readFile": machine.fs_read_file,
+        "fs/writeFile": machine.fs_write_file,
+        "fs/createDirectory": machine.fs_create_directory,
+        "fs/getMetadata": machine.fs_get_metadata,
+        "fs/readDirectory": machine.fs_read_directory,
+        "fs/remove": machine.fs_remove,
+        "fs/copy": machine.fs_copy,
+        "fs/watch": machine.fs_watch,
+        "fs/unwatch": machine.fs_unwatch,
+        "fuzzyFileSearch": machine.fuzzy_file_search,
     }

@@ -29,10 +29,11 @@ import logging
 import os
 import socket
 import uuid
+from collections.abc import Callable, Coroutine
 from functools import partial
 from pathlib import Path
 from types import TracebackType
-from typing import TYPE_CHECKING, Self
+from typing import TYPE_CHECKING, Any, Self
 
 import anyio
 import anyio.abc
@@ -256,6 +257,10 @@ class BridgeServer:
         finally:
             if self._storage is not None:  # never created: nothing to close
                 self._storage.close()
+            if self._handlers is not None:  # every process the server started dies with it
+                from codex_app_bridge.machine import kill_all
+
+                kill_all()
 
     @property
     def connection_count(self) -> int:
@@ -292,6 +297,8 @@ class BridgeServer:
             del self._connections[connection.connection_id]
             if self._welcomed.pop(connection.connection_id, None) is None and self._hub is not None:
                 self.hub.remove_connection(connection.connection_id)
+            if self._handlers is not None:  # its command/exec processes and fs watches
+                self._handlers.machine.connection_closed(connection.connection_id)
             logger.info("connection %s closed", connection.connection_id)
 
     def unhandled_requests(self, method: str, thread_id: str) -> int:
@@ -354,6 +361,12 @@ class BridgeServer:
             self._welcomed[connection.connection_id] = connection
 
     # ------------------------------------------------------------------ threads
+
+    def start_task(self, run: Callable[[], Coroutine[Any, Any, object]]) -> None:
+        """Run ``run`` in the server's task group (an ``fs/watch`` reader, ...)."""
+        if self._task_group is None:
+            raise RuntimeError("BridgeServer is not running (use it as an async context manager)")
+        self._task_group.start_soon(run)
 
     def start_runtime(self, runtime: ThreadRuntime) -> None:
         """Run a thread's runtime in the server's task group (until the server stops)."""

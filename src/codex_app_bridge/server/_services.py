@@ -11,7 +11,8 @@ the method table from them: no module of ``server/`` needs one that needs it.
 
 from __future__ import annotations
 
-from typing import Protocol
+from collections.abc import Callable, Coroutine
+from typing import Any, Protocol
 
 from codex_app_bridge.config import ConfigLayers
 from codex_app_bridge.listener import ListenerHub
@@ -49,6 +50,10 @@ class ServerServices(Protocol):
     @property
     def threads(self) -> ThreadRegistry:
         """Every thread of the server, and the one owner of their lives."""
+        ...
+
+    def start_task(self, run: Callable[[], Coroutine[Any, Any, object]]) -> None:
+        """Run ``run`` in the server's task group (cancelled when the server stops)."""
         ...
 
     async def initialize(self, ctx: RequestContext, params: ClientHello) -> bytes:

@@ -92,6 +92,21 @@ _SUPPORTED_PARAMS: Final[dict[str, str]] = {
     "turn/start": "TurnStartParams",
     "turn/steer": "TurnSteerParams",
     "turn/interrupt": "TurnInterruptParams",
+    # the machine (_handlers_machine)
+    "command/exec": "CommandExecParams",
+    "command/exec/write": "CommandExecWriteParams",
+    "command/exec/terminate": "CommandExecTerminateParams",
+    "command/exec/resize": "CommandExecResizeParams",
+    "fs/readFile": "FsReadFileParams",
+    "fs/writeFile": "FsWriteFileParams",
+    "fs/createDirectory": "FsCreateDirectoryParams",
+    "fs/getMetadata": "FsGetMetadataParams",
+    "fs/readDirectory": "FsReadDirectoryParams",
+    "fs/remove": "FsRemoveParams",
+    "fs/copy": "FsCopyParams",
+    "fs/watch": "FsWatchParams",
+    "fs/unwatch": "FsUnwatchParams",
+    "fuzzyFileSearch": "FuzzyFileSearchParams",
 }
 """Method name -> ``protocol.v2`` name of its params model, for every method implemented here."""
 
