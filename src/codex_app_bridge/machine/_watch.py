@@ -18,23 +18,13 @@ from dataclasses import dataclass, field
 from typing import Any, Final, Protocol, cast
 
 import anyio
-from inotify_simple import INotify  # pyright: ignore[reportMissingTypeStubs]
-from inotify_simple import flags as iflags  # pyright: ignore[reportMissingTypeStubs]
 
 __all__ = ["DEBOUNCE_S", "Watcher"]
 
 DEBOUNCE_S: Final = 0.5
-_MASK: Final = int(
-    iflags.CREATE
-    | iflags.MODIFY
-    | iflags.DELETE
-    | iflags.MOVED_FROM
-    | iflags.MOVED_TO
-    | iflags.CLOSE_WRITE
-    | iflags.ATTRIB
-    | iflags.DELETE_SELF
-    | iflags.MOVE_SELF
-)
+# IN_MODIFY | IN_ATTRIB | IN_CLOSE_WRITE | IN_MOVED_FROM | IN_MOVED_TO | IN_CREATE | IN_DELETE
+# | IN_DELETE_SELF | IN_MOVE_SELF (linux/inotify.h)
+_MASK: Final = 0x2 | 0x4 | 0x8 | 0x40 | 0x80 | 0x100 | 0x200 | 0x400 | 0x800
 
 
 class _INotify(Protocol):
@@ -46,6 +36,9 @@ class _INotify(Protocol):
 
 
 def _new_inotify() -> _INotify:
+    # imported on the first watch: nothing else of the server needs it
+    from inotify_simple import INotify  # pyright: ignore[reportMissingTypeStubs]
+
     return cast("_INotify", INotify(nonblocking=True))
 
 
