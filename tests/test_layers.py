@@ -214,7 +214,15 @@ def test_reducer_concerns_depend_one_way_state_then_concerns_then_reducer() -> N
 def test_the_model_source_sits_beside_the_sources_and_the_server_knows_it_not() -> None:
     packages = _package_graph(_graph(with_types=True))
     # agent/ runs turns over model/ and config/ behind the sources' contract
-    assert packages["agent"] <= {"model", "config", "sources", "protocol", "projection", "_version"}
+    assert packages["agent"] <= {
+        "model",
+        "config",
+        "sources",
+        "machine",
+        "protocol",
+        "projection",
+        "_version",
+    }
     for below in (
         "protocol",
         "rpc",

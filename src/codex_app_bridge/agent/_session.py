@@ -36,6 +36,7 @@ Boundary: core events and ops only; HTTP is ``model``'s, the settings ``config``
 from __future__ import annotations
 
 import logging
+import math
 import time
 from collections import deque
 from collections.abc import Callable, Mapping, Sequence
@@ -63,6 +64,7 @@ from codex_app_bridge.agent._request import (
 from codex_app_bridge.agent._tools import (
     TOOL_HANDLERS,
     ToolCall,
+    ToolContext,
     ToolOutput,
     tool_specs,
     unsupported_output,
@@ -111,6 +113,7 @@ from codex_app_bridge.sources._session import EventQueue
 if TYPE_CHECKING:
     from codex_app_bridge.agent._tools import ToolHandler
     from codex_app_bridge.config import EffectiveConfig
+    from codex_app_bridge.machine import MachineTools
     from codex_app_bridge.model import ModelError, ResponsesClient
 
 __all__ = ["ModelSession", "SessionServices"]
@@ -141,6 +144,10 @@ class SessionServices(Protocol):
     def client_for(self, settings: EffectiveConfig) -> ResponsesClient | str: ...
 
     def builtin_tool(self, name: str, config: SessionConfig) -> ToolHandler | None: ...
+
+    def machine_tools(self) -> MachineTools:
+        """The local tools of one thread (``machine``: commands, patches, images)."""
+        ...
 
 
 @dataclass(slots=True)
@@ -241,6 +248,8 @@ class ModelSession:
         self._history_initialization = config.history_initialization
         self.broken: str | None = None
         """Why this session cannot run turns (its config): each turn fails with it."""
+        self._machine: MachineTools | None = None
+        """Why this session cannot run turns (its config): each turn fails with it."""
 
     # --- the contract -----------------------------------------------------------------------
 
@@ -270,21 +279,27 @@ class ModelSession:
     async def run(self, ready: Callable[[], None]) -> None:
         self._queue.attach(ready)
         try:
-            while not self._ended:
-                if not self._pending:
-                    self._wake = anyio.Event()
-                    await self._wake.wait()
-                    self._wake = None
-                    continue
-                submission = self._pending.popleft()
-                op = submission.op
-                if isinstance(op, UserTurnOp | UserInputOp):
-                    await self._play(submission.id, op)
-                elif isinstance(op, ShutdownOp):
-                    self.emit(submission.id, ShutdownCompleteEvent())
-                    self._ended = True
+            async with self._source.machine_tools() as machine:
+                self._machine = machine
+                await self._loop()
         finally:
+            self._machine = None
             self._queue.release()
+
+    async def _loop(self) -> None:
+        while not self._ended:
+            if not self._pending:
+                self._wake = anyio.Event()
+                await self._wake.wait()
+                self._wake = None
+                continue
+            submission = self._pending.popleft()
+            op = submission.op
+            if isinstance(op, UserTurnOp | UserInputOp):
+                await self._play(submission.id, op)
+            elif isinstance(op, ShutdownOp):
+                self.emit(submission.id, ShutdownCompleteEvent())
+                self._ended = True
 
     # --- emitting ---------------------------------------------------------------------------
 
@@ -574,7 +589,8 @@ class ModelSession:
         turn_id = turn.turn_id
         for call_id, call in list(turn.open_calls.items()):
             started = turn.call_started.get(call_id, time.monotonic())
-            text = f"Wall time: {time.monotonic() - started:.1f} seconds\naborted by user"
+            wall = time.monotonic() - started
+            text = f"Wall time: {math.floor(wall * 10) / 10} seconds\naborted by user"
             self._record_output(turn, call, ToolOutput(output=text))
         self._record(
             turn_id,
@@ -977,7 +993,12 @@ class ModelSession:
 
     async def _run_tool(self, turn: _Turn, step: _Step, call: ToolCall) -> None:
         name = f"{call.namespace}.{call.name}" if call.namespace else call.name
-        handler = TOOL_HANDLERS.get(name) or self._source.builtin_tool(name, self._config)
+        handler = TOOL_HANDLERS.get(name)
+        machine = self._machine
+        if handler is None and machine is not None and name in machine.handlers:
+            handler = self._machine_handler(machine)
+        if handler is None:
+            handler = self._source.builtin_tool(name, self._config)
         if handler is None:
             logger.error("unsupported call: %s", call.name)
             step.outputs[call.call_id] = ToolOutput(output=unsupported_output(call))
@@ -993,6 +1014,26 @@ class ModelSession:
                 logger.exception("tool %s failed", name)
                 output = ToolOutput(output=f"tool {name} failed: {exc}", success=False)
         step.outputs[call.call_id] = output
+
+    def _machine_handler(self, machine: MachineTools) -> ToolHandler:
+        async def handler(call: ToolCall, ctx: ToolContext) -> ToolOutput:
+            from codex_app_bridge.machine import TurnCancelled
+
+            turn = self._turn
+            assert turn is not None
+            try:
+                output = await machine.call(
+                    _MachineHost(self, turn), call.name, call.call_id, call.arguments
+                )
+            except TurnCancelled:
+                # the user cancelled an approval: the turn ends interrupted, no output recorded
+                turn.open_calls.pop(call.call_id, None)
+                turn.interrupted = True
+                turn.scope.cancel()
+                raise
+            return ToolOutput(output=output)
+
+        return handler
 
     def _record_output(self, turn: _Turn, call: ToolCall, output: ToolOutput) -> None:
         turn.open_calls.pop(call.call_id, None)
@@ -1016,6 +1057,50 @@ class ModelSession:
 
 
 _PT: Final = "internal_chat_message_metadata_passthrough"
+
+
+class _MachineHost:
+    """The turn as ``machine`` tools see it (``machine.ToolHost``)."""
+
+    __slots__ = ("_session", "_turn")
+
+    def __init__(self, session: ModelSession, turn: _Turn) -> None:
+        self._session = session
+        self._turn = turn
+
+    @property
+    def thread_id(self) -> str:
+        return self._session.thread_id
+
+    @property
+    def turn_id(self) -> str:
+        return self._turn.turn_id
+
+    @property
+    def cwd(self) -> str:
+        return self._turn.config.cwd or self._session.cwd
+
+    @property
+    def approval_policy(self) -> Any:
+        from codex_app_bridge.machine import ApprovalPolicy
+
+        return ApprovalPolicy.from_wire(self._turn.config.approval_policy)
+
+    @property
+    def sandbox_policy(self) -> Any:
+        from codex_app_bridge.machine import SandboxPolicy
+
+        config = self._turn.config
+        return SandboxPolicy.from_wire(config.sandbox_policy())
+
+    def emit(self, msg: EventMsg) -> None:
+        # also after the turn ended: a session's item_completed comes when its process exits
+        self._session.emit(self._turn.turn_id, msg)
+
+    async def request_approval(self, request: EventMsg) -> object:
+        self.emit(request)
+        answer = await self._turn.replies.wait_for(request)
+        return getattr(answer, "decision", "denied")
 
 
 class _StepFailed(Exception):

@@ -29,6 +29,7 @@ from codex_app_bridge.sources import SessionConfig, SourceDefaults
 if TYPE_CHECKING:
     from codex_app_bridge.agent._tools import ToolHandler
     from codex_app_bridge.config import ConfigLayers, EffectiveConfig
+    from codex_app_bridge.machine import Bubblewrap, MachineTools
     from codex_app_bridge.model import ResponsesClient
 
 __all__ = ["ModelSource"]
@@ -58,6 +59,7 @@ class ModelSource:
         self.environ = environ
         self._clients: dict[tuple[Any, ...], ResponsesClient] = {}
         self._installation_id: str | None = None
+        self._bubblewrap: Bubblewrap | None = None
         try:
             config = layers.resolve()
             self._defaults = SourceDefaults(
@@ -142,6 +144,15 @@ class ModelSource:
         from codex_app_bridge.agent._builtin import builtin_tool
 
         return builtin_tool(name, config)
+
+    def machine_tools(self) -> MachineTools:
+        """A thread's local tools (``machine``), sandboxed with the server's bubblewrap."""
+        from codex_app_bridge.machine import Bubblewrap, MachineTools
+
+        if self._bubblewrap is None:
+            self._bubblewrap = Bubblewrap.find()
+        home = self.codex_home if self.codex_home is not None else Path.home() / ".codex"
+        return MachineTools(bubblewrap=self._bubblewrap, codex_home=str(home))
 
     # --- sessions ---------------------------------------------------------------------------
 
