@@ -43,6 +43,7 @@ import anyio
 import anyio.to_thread
 
 from codex_app_bridge.listener import read_state_of_history, read_state_of_turns
+from codex_app_bridge.projection import model_history_json, model_history_of_events
 from codex_app_bridge.protocol import core
 from codex_app_bridge.protocol.v2 import AskForApproval, GitInfo, Thread, Turn
 from codex_app_bridge.server._ids import new_uuid7
@@ -316,7 +317,9 @@ class ThreadRegistry:
     def _open_session(self, record: ThreadRecord) -> CoreSession:
         """The thread's session, opened by its first turn (and again after a session ended):
         what the source is told of the thread. The turns before it (a fork's, a stored
-        thread's) count for the source's turn index."""
+        thread's) count for the source's turn index; the model history they left (its
+        history log's recorded items, compactions and rollbacks applied: what core rebuilds
+        from the rollout, ``projection.model_history``) is where a model's context starts."""
         config = SessionConfig(
             record.id,
             record.settings.model,
@@ -326,6 +329,7 @@ class ThreadRegistry:
             originator=record.originator,
             user_agent=self._user_agent(),
             dynamic_tools=record.dynamic_tools,
+            prior_items=model_history_json(model_history_of_events(record.history)),
         )
         return open_session(self.source, config)
 

@@ -37,10 +37,10 @@ that asks as a request instead of processing it; the client's answer comes back 
 session as its Codex ``Op``. Pending requests are resolved right before a turn's start and
 terminal events are reduced (so before ``turn/completed``).
 
-History: only the events ``thread/read`` / ``resume`` / ``fork`` rebuild turns from are kept
-(``HISTORY_EVENT_TYPES``: lifecycle events and completed items, what a 0.163.0 rollout holds for
-the paginated history); deltas and other streaming events are never retained, so memory follows
-what a thread shows, not what streamed.
+History: only the events ``thread/read`` / ``resume`` / ``fork`` rebuild turns from, and the
+model's history, are kept (``HISTORY_EVENT_TYPES``: lifecycle events, completed items, recorded
+response items and compactions: what a 0.163.0 rollout holds); deltas and other streaming
+events are never retained, so memory follows what a thread holds, not what streamed.
 
 Boundary: no JSON-RPC beyond answering deferred replies; handlers decide what a request means.
 """
@@ -107,9 +107,13 @@ HISTORY_EVENT_TYPES: Final = frozenset(
         "token_count",
         "thread_settings_applied",
         "error",
+        "raw_response_item",
+        "compacted",
     }
 )
-"""Event types kept in a thread's history log (what the paginated history builder reads)."""
+"""Event types kept in a thread's history log: what the paginated history builder reads, and
+the model's history (every recorded ``ResponseItem`` and compaction: the ``response_item`` and
+``compacted`` lines of the rollout, from which a new session's ``prior_items`` are rebuilt)."""
 
 INTERRUPT_SETTLE: Final = 1.0
 """Longest an interrupted turn's end waits for interrupt requests still in flight (see above)."""
@@ -223,8 +227,12 @@ class ThreadRuntime:
             self._poke()
 
     def truncate_history(self, length: int) -> None:
-        """Keep the first ``length`` events of the history log (``thread/revert``)."""
+        """Keep the first ``length`` events of the history log (``thread/revert``, never while
+        a turn runs). The session goes too, as the real server unloads and reloads a thread to
+        cut it: the next turn opens a new one, whose model history is the log as it is now."""
         del self.history[length:]
+        if self._session is not None and self._turn is None:
+            self._drop_session()
 
     def stop(self) -> None:
         """Ask the session to shut down (the thread is being unloaded)."""

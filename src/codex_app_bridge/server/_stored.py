@@ -6,7 +6,10 @@
   ``ephemeral`` threads are never written.
 * Every history event of the thread goes through :meth:`ThreadStorage.persist` (the thread
   runtime's ``sink``, called synchronously as the event is reduced): the events
-  ``PERSISTED_EVENT_TYPES`` names become ``event_msg`` lines, in order.
+  ``PERSISTED_EVENT_TYPES`` names become ``event_msg`` lines, in order; each recorded
+  ``ResponseItem`` (``raw_response_item``) a ``response_item`` line and each compaction
+  (``compacted``) a ``compacted`` line, where core writes them, so that the real binary
+  resuming the thread sends its model the same history (and the other way round).
 * A resumed thread (after a restart) gets its events from the rollout and appends to the same
   file; a fork gets a new rollout holding the fork's (truncated) events, ``forked_from_id`` set.
 * ``thread/revert`` starts a new segment ``rollout-<time>-<thread id>_<segment id>.jsonl`` whose
@@ -48,7 +51,7 @@ from codex_app_bridge.storage import (
     session_meta,
 )
 
-__all__ = ["ThreadStorage", "byte_offset_of", "envelopes_of"]
+__all__ = ["ThreadStorage", "byte_offset_of", "compacted_line", "envelopes_of"]
 
 _log = logging.getLogger(__name__)
 
@@ -107,15 +110,34 @@ def byte_offset_of(path: Path, ordinal: int) -> int:
 
 
 def envelopes_of(lines: list[core.RolloutLine]) -> list[core.EventEnvelope]:
-    """A stored thread's event log: its ``event_msg`` lines, each under its own turn id."""
+    """A stored thread's event log: its ``event_msg`` lines, each under its own turn id, and its
+    model history (``response_item`` lines as ``raw_response_item`` events, ``compacted`` lines
+    as ``compacted`` events) under the turn that recorded it."""
     envelopes: list[core.EventEnvelope] = []
+    current = ""
     for line in lines:
         if isinstance(line, core.EventMsgLine):
             turn_id = getattr(line.payload, "turn_id", None)
+            if isinstance(line.payload, core.TaskStartedEvent):
+                current = line.payload.turn_id
             envelopes.append(
                 core.EventEnvelope(id=turn_id if isinstance(turn_id, str) else "", msg=line.payload)
             )
+        elif isinstance(line, core.ResponseItemLine):
+            event = core.RawResponseItemEvent(item=line.payload)
+            envelopes.append(core.EventEnvelope.trusted(current, event))
+        elif isinstance(line, core.CompactedLine):
+            compacted = core.CompactedEvent(
+                message=line.payload.message,
+                replacement_history=line.payload.replacement_history,
+            )
+            envelopes.append(core.EventEnvelope.trusted(current, compacted))
     return envelopes
+
+
+def compacted_line(event: core.CompactedEvent) -> core.CompactedItem:
+    """The ``compacted`` line's payload for the bridge's record of a compaction."""
+    return core.CompactedItem(message=event.message, replacement_history=event.replacement_history)
 
 
 class ThreadStorage:
@@ -186,14 +208,23 @@ class ThreadStorage:
         return writer
 
     def persist(self, record: ThreadRecord, envelope: core.EventEnvelope) -> None:
-        """Write one envelope of the thread, if Codex persists its type (the runtime's sink)."""
-        if record.ephemeral or envelope.msg.type not in PERSISTED_EVENT_TYPES:
+        """Write one envelope of the thread, if Codex persists it (the runtime's sink): an
+        event of ``PERSISTED_EVENT_TYPES`` as an ``event_msg`` line (a turn's start followed by
+        its ``turn_context``), a recorded response item as a ``response_item`` line, a
+        compaction as a ``compacted`` line."""
+        msg = envelope.msg
+        if record.ephemeral:
             return
         try:
-            writer = self._writer(record)
-            writer.append_event(envelope.msg)
-            if envelope.msg.type in _TURN_STARTS:
-                writer.append_turn_context(turn_context(record, envelope.msg))
+            if isinstance(msg, core.RawResponseItemEvent):
+                self._writer(record).append_response_item(msg.item)
+            elif isinstance(msg, core.CompactedEvent):
+                self._writer(record).append_compacted(compacted_line(msg))
+            elif msg.type in PERSISTED_EVENT_TYPES:
+                writer = self._writer(record)
+                writer.append_event(msg)
+                if msg.type in _TURN_STARTS:
+                    writer.append_turn_context(turn_context(record, msg))
         except StorageError as exc:
             self._report(record.id, exc)
 

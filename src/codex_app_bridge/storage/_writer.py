@@ -34,6 +34,8 @@ from typing import Any, TypeAlias
 from codex_app_bridge._version import CODEX_PROTOCOL_VERSION
 from codex_app_bridge.projection import new_item_id
 from codex_app_bridge.protocol.core import (
+    CompactedItem,
+    CompactedLine,
     EventMsg,
     EventMsgLine,
     ResponseItem,
@@ -190,6 +192,9 @@ class RolloutWriter:
 
     def append_response_item(self, item: ResponseItem, *, now: datetime | None = None) -> None:
         self.append_line(ResponseItemLine(timestamp=rollout_timestamp(now), payload=item))
+
+    def append_compacted(self, compacted: CompactedItem, *, now: datetime | None = None) -> None:
+        self.append_line(CompactedLine(timestamp=rollout_timestamp(now), payload=compacted))
 
     def append_turn_context(self, context: TurnContextItem, *, now: datetime | None = None) -> None:
         self.append_line(TurnContextLine(timestamp=rollout_timestamp(now), payload=context))
