@@ -99,6 +99,7 @@ async def test_recorded_items_are_rollout_lines_and_a_restarted_server_continues
     assert "rawResponseItem/completed" not in methods(messages)
     assert [len(turn["items"]) for turn in read["thread"]["turns"]] == [0, 0]
     assert [config.prior_items for config in first.opened] == [[]]
+    assert first.opened[0].history_initialization == "new"
     lines = _rollout_lines(read["thread"]["path"])
     kinds = [(line["type"], line["payload"].get("type")) for line in lines]
     assert kinds == [
@@ -137,6 +138,8 @@ async def test_recorded_items_are_rollout_lines_and_a_restarted_server_continues
         await client.run_turn(fork_id, "four")
         continued = [*history, user("three"), assistant("three")]
         assert list(second.opened[-1].prior_items) == continued
+        assert second.opened[-1].history_initialization == "warm_fork"
+        assert second.opened[0].history_initialization == "cold_resume"
         fork_lines = _rollout_lines(fork["thread"]["path"])
         assert [line["payload"] for line in fork_lines if line["type"] == "response_item"] == [
             *continued,
@@ -150,6 +153,7 @@ async def test_recorded_items_are_rollout_lines_and_a_restarted_server_continues
         )
         await client.run_turn(thread_id, "five")
         assert list(second.opened[-1].prior_items) == [user("one"), assistant("one")]
+        assert second.opened[-1].history_initialization == "cold_resume"
 
 
 async def test_a_compaction_is_a_compacted_line_and_replaces_the_history_after_it(

@@ -219,6 +219,9 @@ class _Context:
         return await self._turn.replies.wait_for(event)
 
 
+_INHERITED: Final[tuple[Any, ...]] = ("inherited",)
+
+
 class ModelSession:
     """One thread's session with the model (see the module docstring)."""
 
@@ -233,9 +236,11 @@ class ModelSession:
         """The thread's config; ``turn/start`` overrides are sticky (kept for later turns)."""
         self.history: list[Item] = [dict(item) for item in config.prior_items]
         """The model-visible history (ResponseItem JSON objects, as recorded)."""
-        self._context_key: tuple[Any, ...] | None = (
-            self._key(settings, self.cwd) if self.history else None
-        )
+        self._context_key: tuple[Any, ...] | None = _INHERITED if self.history else None
+        """The settings the context in history was recorded for (``None``: none recorded yet;
+        ``_INHERITED``: a resumed, forked or reloaded history, which holds the context its
+        turns ran with: the first turn takes its own settings as that baseline, so nothing is
+        re-injected, as core does when the settings match the rollout's last turn)."""
         self._queue = EventQueue()
         self._pending: deque[Submission] = deque()
         self._wake: anyio.Event | None = None
@@ -419,6 +424,9 @@ class ModelSession:
         settings = turn.config
         cwd = settings.cwd or self.cwd
         key = self._key(settings, cwd)
+        if self._context_key is _INHERITED:
+            self._context_key = key
+            return
         if key == self._context_key:
             return
         first = self._context_key is None

@@ -173,6 +173,8 @@ class ThreadRegistry:
             turns_started=turns_started,
             raw_events=raw_events,
         )
+        if forked_from_id is not None:
+            record.history_initialization = "warm_fork"
         self._start(record, history)
         if self.storage is not None:
             self.storage.attach(record)
@@ -205,6 +207,7 @@ class ThreadRegistry:
             created_at=stored.created_at_s,
             updated_at=stored.updated_at_s,
             turns_started=sum(1 for e in history if e.msg.type in TURN_START_TYPES),
+            history_initialization="cold_resume",
         )
         record.listener.seed_read_state(read_state_of_history(thread_id, history))
         self._start(record, history)
@@ -218,6 +221,7 @@ class ThreadRegistry:
         history = record.history
         record.listener = self.hub.create_thread(record.id)
         record.loaded = True
+        record.history_initialization = "cold_resume"
         self._start(record, history)
 
     async def unload(self, record: ThreadRecord) -> None:
@@ -290,6 +294,7 @@ class ThreadRegistry:
                 else:
                     self.storage.revert(record, ordinal, offset)
         runtime.truncate_history(cut)
+        record.history_initialization = "cold_resume"  # the real server reloads it
         # turns_started still counts every turn/start (a source's turn index): the n-th
         # turn/start after a revert plays recorded turn n, and a fork continues from there
         record.touch()
@@ -330,6 +335,7 @@ class ThreadRegistry:
             user_agent=self._user_agent(),
             dynamic_tools=record.dynamic_tools,
             prior_items=model_history_json(model_history_of_events(record.history)),
+            history_initialization=record.history_initialization,
         )
         return open_session(self.source, config)
 
