@@ -46,6 +46,12 @@ from typing import TYPE_CHECKING, Any, Final, Protocol, cast
 import anyio
 import orjson
 
+from codex_app_bridge.agent._compact import (
+    COMPACTION_WARNING,
+    compaction_input,
+    replacement_history,
+    summary_text,
+)
 from codex_app_bridge.agent._events import core_error_info, dicts, passthrough, trusted
 from codex_app_bridge.agent._prompt import (
     TURN_ABORTED_TEXT,
@@ -75,6 +81,9 @@ from codex_app_bridge.protocol.core import (
     AgentMessageContentDeltaEvent,
     AgentMessageItem,
     AgentReasoningSectionBreakEvent,
+    CompactedEvent,
+    CompactOp,
+    ContextCompactionItem,
     ErrorEvent,
     EventEnvelope,
     EventMsg,
@@ -103,6 +112,7 @@ from codex_app_bridge.protocol.core import (
     UserInputOp,
     UserMessageItem,
     UserTurnOp,
+    WarningEvent,
     WebSearchItem,
 )
 from codex_app_bridge.protocol.jsonrpc import now_ms
@@ -302,6 +312,8 @@ class ModelSession:
             op = submission.op
             if isinstance(op, UserTurnOp | UserInputOp):
                 await self._play(submission.id, op)
+            elif isinstance(op, CompactOp):
+                await self._compact(submission.id)
             elif isinstance(op, ShutdownOp):
                 self.emit(submission.id, ShutdownCompleteEvent())
                 self._ended = True
@@ -431,7 +443,16 @@ class ModelSession:
             return
         first = self._context_key is None
         self._context_key = key
+        for item in self._context_items(turn, first=first):
+            self._record(turn.turn_id, item)
+
+    def _context_items(self, turn: _Turn, *, first: bool) -> list[Item]:
+        """The contextual messages of ``turn``'s settings (developer instructions only in the
+        ``first`` context of a history), not recorded."""
+        settings = turn.config
+        cwd = settings.cwd or self.cwd
         turn_id = turn.turn_id
+        items: list[Item] = []
         developer: list[dict[str, Any]] = []
         kinds: list[str] = []
         if first and settings.developer_instructions:
@@ -447,8 +468,7 @@ class ModelSession:
             kinds.append("permissions.instructions")
         message_id = new_response_item_id("msg")
         if developer:
-            self._record(
-                turn_id,
+            items.append(
                 {
                     "type": "message",
                     "id": message_id,
@@ -457,7 +477,7 @@ class ModelSession:
                     "internal_chat_message_metadata_passthrough": passthrough(
                         turn_id, kinds=kinds, created=True
                     ),
-                },
+                }
             )
         if settings.include_environment_context:
             workspace = settings.sandbox_workspace_write or {}
@@ -467,8 +487,7 @@ class ModelSession:
                 settings.sandbox_mode,
                 [str(r) for r in cast("list[object]", roots)] if isinstance(roots, list) else None,
             )
-            self._record(
-                turn_id,
+            items.append(
                 {
                     "type": "message",
                     "id": new_response_item_id("msg"),
@@ -477,8 +496,168 @@ class ModelSession:
                     "internal_chat_message_metadata_passthrough": passthrough(
                         turn_id, kinds=["environments.environment_context"], created=True
                     ),
-                },
+                }
             )
+        return items
+
+    # --- compaction (``_compact``: the request and the history it leaves) ----------------------
+
+    async def _compact(self, turn_id: str) -> None:
+        turn = _Turn(turn_id, now_ms(), self.settings, replies=Replies(turn_id))
+        self._turn = turn
+        try:
+            await self._run_compaction(turn)
+        finally:
+            self._turn = None
+
+    async def _run_compaction(self, turn: _Turn) -> None:
+        from codex_app_bridge.model import ModelError
+
+        turn_id = turn.turn_id
+        self.emit(turn_id, self._task_started(turn_id, turn.started_at_ms, turn.config))
+        item = ContextCompactionItem(id=new_item_id())
+        started = now_ms()
+        self.emit(
+            turn_id,
+            ItemStartedEvent(
+                thread_id=self.thread_id, turn_id=turn_id, item=item, started_at_ms=started
+            ),
+        )
+        summary: str | None = None
+        failure: ModelError | None = None
+        config_failure: str | None = None
+        with turn.scope:
+            try:
+                summary = await self._compaction_request(turn)
+            except ModelError as exc:
+                failure = exc
+            except _ConfigFailure as exc:
+                config_failure = exc.message
+        if turn.interrupted:
+            self._abort(turn)
+            return
+        if failure is not None or config_failure is not None or summary is None:
+            message = config_failure or (failure.message if failure is not None else "")
+            info = "other" if failure is None else core_error_info(failure.codex_error_info)
+            self.emit(turn_id, ErrorEvent(message=message, codex_error_info=info))
+            self.emit(
+                turn_id,
+                self._task_complete(
+                    turn_id,
+                    turn.started_at_ms,
+                    None,
+                    TaskError(message=message, codex_error_info=info),
+                ),
+            )
+            return
+        settings = turn.config
+        context = self._context_items(turn, first=True)
+        history = replacement_history(context, self.history, summary)
+        self.emit(
+            turn_id,
+            CompactedEvent(
+                message=summary_text(summary),
+                replacement_history=[RESPONSE_ITEM_ADAPTER.validate_python(i) for i in history],
+            ),
+        )
+        self.history = history
+        self._context_key = self._key(settings, settings.cwd or self.cwd)
+        self._window_number += 1
+        self._context_window_id = _uuid7()
+        self.emit(
+            turn_id,
+            ItemCompletedEvent(
+                thread_id=self.thread_id,
+                turn_id=turn_id,
+                item=item,
+                started_at_ms=started,
+                completed_at_ms=now_ms(),
+            ),
+        )
+        self.emit(turn_id, WarningEvent(message=COMPACTION_WARNING))
+        self.emit(turn_id, self._task_complete(turn_id, turn.started_at_ms, None))
+
+    async def _compaction_request(self, turn: _Turn) -> str:
+        """The summary the model writes (its last message), with the turn-level retries."""
+        from codex_app_bridge.model import ModelError, backoff_s, rate_limits_from_headers
+
+        client = self._source.client_for(turn.config)
+        if isinstance(client, str):
+            raise _ConfigFailure(client)
+        settings = turn.config
+        max_retries = settings.provider.stream_max_retries
+        attempt = 0
+        while True:
+            meta = self._meta(turn, "compaction")
+            metadata = turn_metadata(meta)
+            base = base_instructions_message(
+                self.thread_id, self._source.base_instructions(settings)
+            )
+            body = request_body(
+                meta,
+                metadata,
+                input=request_input(
+                    base,
+                    compaction_input(self.history),
+                    openai=settings.provider.name == "OpenAI",
+                ),
+                tools=[],
+                parallel_tool_calls=False,
+                reasoning=reasoning_param(
+                    settings.model_reasoning_effort, settings.model_reasoning_summary
+                ),
+                service_tier=settings.service_tier,
+            )
+            headers = request_headers(meta, metadata, turn.turn_state)
+            step = _Step()
+            messages: list[Item] = []
+            try:
+                async with client.stream(body, headers) as stream:
+                    turn.pending_rate_limits = rate_limits_from_headers(stream.headers)
+                    async for batch in stream.batches():
+                        for event in batch:
+                            kind = event.get("type")
+                            if kind == "response.output_item.done":
+                                done = event.get("item")
+                                if isinstance(done, dict):
+                                    done_item = cast("Item", done)
+                                    if done_item.get("type") == "message":
+                                        messages.append(done_item)
+                            elif kind == "response.completed":
+                                response = event.get("response")
+                                usage = (
+                                    cast("dict[str, Any]", response).get("usage")
+                                    if isinstance(response, dict)
+                                    else None
+                                )
+                                step.usage = (
+                                    cast("Mapping[str, Any]", usage)
+                                    if isinstance(usage, dict)
+                                    else None
+                                )
+            except ModelError as error:
+                self._flush_rate_limits(turn)
+                if not error.retryable or attempt >= max_retries:
+                    raise
+                attempt += 1
+                self.emit(
+                    turn.turn_id,
+                    StreamErrorEvent(
+                        message=f"Reconnecting... {attempt}/{max_retries}",
+                        codex_error_info=core_error_info(error.notice_codex_error_info),
+                        additional_details=error.notice_details,
+                    ),
+                )
+                delay = error.retry_after_s
+                await anyio.sleep(backoff_s(attempt) if delay is None else delay)
+                continue
+            summary = ""
+            for message in messages:
+                self._record(turn.turn_id, message)
+                if message.get("role") == "assistant":
+                    summary = _message_text(message)
+            self._token_count(turn, step)
+            return summary
 
     def _record_user(self, turn: _Turn, inputs: Sequence[UserInput]) -> None:
         if not inputs:
@@ -1121,6 +1300,18 @@ class _ConfigFailure(Exception):
     def __init__(self, message: str) -> None:
         super().__init__(message)
         self.message = message
+
+
+def _message_text(message: Mapping[str, Any]) -> str:
+    """The text of a message's ``output_text`` / ``input_text`` parts, joined."""
+    content = message.get("content")
+    parts = cast("list[object]", content) if isinstance(content, list) else []
+    return "".join(
+        str(cast("dict[str, Any]", part).get("text", ""))
+        for part in parts
+        if isinstance(part, dict)
+        and cast("dict[str, Any]", part).get("type") in ("output_text", "input_text")
+    )
 
 
 def _text(value: object) -> str:

@@ -129,4 +129,5 @@ def handler_routes(handlers: Handlers) -> dict[str, Route]:
         "fs/watch": machine.fs_watch,
         "fs/unwatch": machine.fs_unwatch,
         "fuzzyFileSearch": machine.fuzzy_file_search,
+        "thread/compact/start": turns.thread_compact_start,
     }

@@ -1,4 +1,5 @@
-"""The ``turn/*`` handlers: ``turn/start``, ``turn/steer``, ``turn/interrupt``.
+"""The ``turn/*`` handlers: ``turn/start``, ``turn/steer``, ``turn/interrupt``; and
+``thread/compact/start``, which runs a turn.
 
 Rules (probed from the 0.163.0 binary, see the errors in ``_errors``):
 
@@ -22,6 +23,8 @@ from typing import TYPE_CHECKING
 
 from codex_app_bridge.protocol.core import UserInput
 from codex_app_bridge.protocol.v2 import (
+    ThreadCompactStartParams,
+    ThreadCompactStartResponse,
     Turn,
     TurnInterruptParams,
     TurnInterruptResponse,
@@ -154,6 +157,22 @@ class TurnHandlers:
         if running is None:
             raise no_active_turn(action)
         return runtime, running
+
+    async def thread_compact_start(
+        self, ctx: RequestContext, params: ThreadCompactStartParams
+    ) -> ThreadCompactStartResponse:
+        """Answers ``{}`` at once; the compaction then runs as a turn of its own (a running
+        turn first ends: the compaction starts after it, as its own turn)."""
+        record, runtime = self._loaded(params.thread_id)
+
+        async def start() -> None:
+            turn_id = new_uuid7()
+            if runtime.active_turn_id is None:
+                record.touch()
+                runtime.compact(turn_id)
+
+        ctx.after_response(start)
+        return ThreadCompactStartResponse()
 
     async def turn_interrupt(
         self, ctx: RequestContext, params: TurnInterruptParams

@@ -61,6 +61,7 @@ from pydantic import JsonValue
 from codex_app_bridge.listener import ThreadListener
 from codex_app_bridge.protocol._base import dump_jsonable
 from codex_app_bridge.protocol.core import (
+    CompactOp,
     EventEnvelope,
     InterruptOp,
     ShutdownOp,
@@ -208,6 +209,14 @@ class ThreadRuntime:
             service_tier=order.service_tier,
         )
         self._submit(Submission(id=order.turn_id, op=op))
+
+    def compact(self, turn_id: str) -> None:
+        """Compact the thread's history as a turn of its own (``thread/compact/start``; the
+        ``compact`` op; ``RuntimeError`` if a turn is running: handlers check first)."""
+        if self._turn is not None:
+            raise RuntimeError(f"turn {self._turn.turn_id} is still running")
+        self._turn = _Turn(turn_id, now_ms())
+        self._submit(Submission(id=turn_id, op=CompactOp()))
 
     def steer(self, items: Sequence[UserInput]) -> None:
         """Add user input to the running turn (the source takes it as Codex does)."""

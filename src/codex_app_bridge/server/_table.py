@@ -107,6 +107,7 @@ _SUPPORTED_PARAMS: Final[dict[str, str]] = {
     "fs/watch": "FsWatchParams",
     "fs/unwatch": "FsUnwatchParams",
     "fuzzyFileSearch": "FuzzyFileSearchParams",
+    "thread/compact/start": "ThreadCompactStartParams",
 }
 """Method name -> ``protocol.v2`` name of its params model, for every method implemented here."""
 

@@ -48,12 +48,17 @@ import anyio
 from codex_app_bridge._scriptfile import ScriptError
 from codex_app_bridge.projection import new_item_id
 from codex_app_bridge.protocol.core import (
+    CompactOp,
+    ContextCompactionItem,
     EventEnvelope,
     EventMsg,
     InterruptOp,
+    ItemCompletedEvent,
+    ItemStartedEvent,
     ShutdownCompleteEvent,
     ShutdownOp,
     Submission,
+    TaskCompleteEvent,
     UserInput,
     UserInputOp,
     UserMessageItem,
@@ -67,6 +72,7 @@ from codex_app_bridge.sources._base import (
     TurnRequest,
     aborted_turn,
     failed_turn,
+    task_started_event,
     user_message_events,
 )
 from codex_app_bridge.sources._replies import ANSWER_OP_TYPES, Replies
@@ -274,10 +280,41 @@ class TurnPlayer:
             elif isinstance(op, ShutdownOp):
                 self._emit(EventEnvelope(id=submission.id, msg=ShutdownCompleteEvent()))
                 self._ended = True
+            elif isinstance(op, CompactOp):
+                self._compaction_turn(submission.id)
             elif not isinstance(op, InterruptOp):  # an interrupt while idle has nothing to stop
                 logger.debug("%s: ignoring %s (not a turn source's op)", self._config, op.type)
 
     # --- producing ----------------------------------------------------------------------------
+
+    def _compaction_turn(self, turn_id: str) -> None:
+        """A ``compact`` op: a turn source has no model to summarize with, so the turn shows a
+        compaction item and leaves the history as it is (a model source replaces it)."""
+        started = now_ms()
+        item = ContextCompactionItem(id=new_item_id())
+        thread_id = self._config.thread_id
+        for event in (
+            task_started_event(turn_id, started),
+            ItemStartedEvent(
+                thread_id=thread_id, turn_id=turn_id, item=item, started_at_ms=started
+            ),
+            ItemCompletedEvent(
+                thread_id=thread_id,
+                turn_id=turn_id,
+                item=item,
+                started_at_ms=started,
+                completed_at_ms=now_ms(),
+            ),
+            TaskCompleteEvent(
+                turn_id=turn_id,
+                root_turn_id=turn_id,
+                last_agent_message=None,
+                started_at=started // 1000,
+                completed_at=now_ms() // 1000,
+                duration_ms=max(0, now_ms() - started),
+            ),
+        ):
+            self._emit(EventEnvelope.trusted(turn_id, event))
 
     def _emit(self, envelope: EventEnvelope) -> None:
         self._queue.emit(envelope)

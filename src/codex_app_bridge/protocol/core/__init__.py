@@ -136,6 +136,7 @@ from codex_app_bridge.protocol.core._event_msg import (
 from codex_app_bridge.protocol.core._op import (
     OP_ADAPTER,
     SUBMISSION_ADAPTER,
+    CompactOp,
     DynamicToolResponseOp,
     ExecApprovalOp,
     InterruptOp,
@@ -350,6 +351,7 @@ __all__ = [
     "CollabWaitingBeginEvent",
     "CollabWaitingEndEvent",
     "CommandExecutionItem",
+    "CompactOp",
     "CompactedEvent",
     "CompactedItem",
     "CompactedLine",

@@ -25,6 +25,7 @@ from codex_app_bridge.protocol.core._user_input import UserInput
 __all__ = [
     "OP_ADAPTER",
     "SUBMISSION_ADAPTER",
+    "CompactOp",
     "DynamicToolResponseOp",
     "ExecApprovalOp",
     "InterruptOp",
@@ -131,6 +132,12 @@ class ShutdownOp(CoreModel):
     type: Literal["shutdown"] = "shutdown"
 
 
+class CompactOp(CoreModel):
+    """Compact the thread's history now, as a turn of its own (``thread/compact/start``)."""
+
+    type: Literal["compact"] = "compact"
+
+
 class UnknownOp(CoreModel):
     """An operation this version does not model; every field is kept."""
 
@@ -148,6 +155,7 @@ _OpVariants: TypeAlias = (
     | Annotated[DynamicToolResponseOp, Tag("dynamic_tool_response")]
     | Annotated[RequestPermissionsResponseOp, Tag("request_permissions_response")]
     | Annotated[ShutdownOp, Tag("shutdown")]
+    | Annotated[CompactOp, Tag("compact")]
     | Annotated[UnknownOp, Tag(UNKNOWN_TAG)]
 )
 Op = Annotated[_OpVariants, tagged_discriminator(_OpVariants, "Op")]
