@@ -934,6 +934,8 @@ async def run_model_suite(
                 records["real"] = load_reference(reference, spec.name)
             for server in servers:
                 records[server] = await run_one(spec, server, mock, root)
+                # beside the server's scratch directory, for reading a difference
+                save_record(root / spec.name / server, records[server])
             if record is not None and "real" in records:
                 save_record(record, records["real"])
             if "real" in records and "bridge" in records:
