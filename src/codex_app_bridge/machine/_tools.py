@@ -94,6 +94,10 @@ __all__ = [
 MAX_SESSIONS: Final = 64
 PROTECTED_RECENT: Final = 8
 MAX_MODEL_TOKENS: Final = DEFAULT_MAX_OUTPUT_TOKENS
+DELTA_HOLD_S: Final = 0.15
+"""Output read this soon after the spawn is not streamed (it is in the item and the model's
+text): 0.163.0 starts streaming once its item has started, ~150 ms after the spawn, so a quick
+command's output reaches the client only in ``aggregatedOutput``."""
 _EXIT_DRAIN_S: Final = 0.1
 """After the process exits, how long its output pipe may stay open (a background child holding
 it) before the call answers with what was read."""
@@ -244,7 +248,8 @@ class _Session:
                     break
                 self.pending.append(data)
                 self.aggregate.append(data)
-                self.emit(ExecCommandOutputDeltaEvent.from_bytes(self.call_id, "stdout", data))
+                if time.monotonic() - self.started_at >= DELTA_HOLD_S:
+                    self.emit(ExecCommandOutputDeltaEvent.from_bytes(self.call_id, "stdout", data))
         except OSError:
             pass
         finally:
@@ -318,7 +323,8 @@ class MachineTools:
         exc: BaseException | None,
         tb: TracebackType | None,
     ) -> bool | None:
-        await self.aclose()
+        with anyio.CancelScope(shield=True):  # unload cancels us: the kill must still finish
+            await self.aclose()
         group, self._group = self._group, None
         if group is None:
             return None
