@@ -36,6 +36,7 @@ from codex_app_bridge.protocol.jsonrpc import ABSENT, Absent, JsonValue
 from codex_app_bridge.rpc.errors import (
     METHOD_NOT_FOUND,
     RpcError,
+    invalid_request,
     missing_params_error,
     params_error,
     params_length_error,
@@ -105,6 +106,18 @@ class ModelParams(Generic[M]):
         wire_names = [info.alias or name for name, info in model.model_fields.items()]
         first = tuple(field_order or ())
         self.field_order: tuple[str, ...] = first + tuple(n for n in wire_names if n not in first)
+        self.min_items = self.field_count
+        """Elements a positional form needs: serde fills the fields with ``#[serde(default)]``
+        (absent from the wire rather than null: ``exclude_if``) at the end of a short
+        sequence, so ``skills/list []`` or ``thread/read ["id"]`` are read (probed)."""
+        if self.field_count == len(wire_names):
+            fields = {info.alias or name: info for name, info in model.model_fields.items()}
+            needed = [
+                index
+                for index, wire in enumerate(self.field_order)
+                if fields[wire].is_required() or fields[wire].exclude_if is None
+            ]
+            self.min_items = needed[-1] + 1 if needed else 0
 
     def decode(self, raw: RawParamsValue) -> M:
         if raw is ABSENT or raw is None:
@@ -130,6 +143,11 @@ class ModelParams(Generic[M]):
     def _decode_positional(self, items: list[JsonValue]) -> M:
         # Serde reads a struct from a sequence field by field; errors in present elements come
         # first, then a short sequence is "invalid length".
+        if len(items) > self.field_count:
+            raise invalid_request(
+                f"Invalid request: invalid length {len(items)}, expected {self.field_count} "
+                "elements in sequence"
+            )
         given = dict(zip(self.field_order, items, strict=False))
         from pydantic import ValidationError  # loaded with the model already
 
@@ -140,13 +158,23 @@ class ModelParams(Generic[M]):
             if error is not None:
                 raise error from None
             value = None
-        if len(items) < self.field_count or value is None:
+        if len(items) < self.min_items or value is None:
             raise params_length_error(len(items), self.struct_name, self.field_count)
         return value
 
 
+class AnyParams:
+    """Params of a method this server does not implement: whatever they are, the answer is the
+    method's "not supported" error (its real params type is not modelled here, so refusing
+    ``null`` or ``[]`` would be a difference of its own: the real server reads either for some
+    methods, ``configRequirements/read null``, ``skills/list []``)."""
+
+    def decode(self, raw: RawParamsValue) -> RawParamsValue:
+        return raw
+
+
 class RawParams:
-    """Params kept as the raw JSON object (for unsupported methods and generic handlers)."""
+    """Params kept as the raw JSON object (for generic handlers)."""
 
     def __init__(self, struct_name: str | None = None) -> None:
         self.expected = f"struct {struct_name}" if struct_name else "a map"

@@ -27,9 +27,9 @@ from codex_app_bridge.rpc import (
     MethodSpec,
     MethodTable,
     ModelParams,
-    RawParams,
     RpcError,
 )
+from codex_app_bridge.rpc.methods import AnyParams
 from codex_app_bridge.server._errors import unsupported_method
 from codex_app_bridge.server._handshake import ClientHello, InitializeParamsSpec
 from codex_app_bridge.server._ids import parse_thread_id
@@ -211,7 +211,7 @@ def build_method_table(handlers: Handlers) -> MethodTable:
             continue
         model = supported.get(method)
         if model is None:
-            specs.append(MethodSpec(method, RawParams(), experimental=method in experimental))
+            specs.append(MethodSpec(method, AnyParams(), experimental=method in experimental))
             continue
         route = routes[method]
         if method == "initialize":
