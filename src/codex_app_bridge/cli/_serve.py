@@ -265,6 +265,15 @@ def _add_arguments(parser: argparse.ArgumentParser) -> None:
         "sockets, where the client is disconnected beyond it)",
     )
     parser.add_argument(
+        "--max-message-size",
+        type=parse_byte_size,
+        default=None,
+        metavar="BYTES",
+        help="largest inbound JSON-RPC message on every transport (suffix K, M or G; default 64M "
+        "on stdio, 16M on sockets as the real server); a larger request is refused unparsed "
+        "(stdio: answered with the reason when its id comes first; sockets: closed with 1009)",
+    )
+    parser.add_argument(
         "--idle-unload",
         type=float,
         default=DEFAULT_IDLE_UNLOAD_SECONDS,
@@ -509,6 +518,9 @@ class ServeSettings:
     """Where threads are stored (``--codex-home`` / ``CODEX_HOME``); ``None``: in memory."""
     allow_inject: bool = False
     """Add the ``bridge/inject/*`` methods (the source is wrapped in ``InjectableSource``)."""
+    max_message_bytes: int | None = None
+    """``--max-message-size``: the largest inbound message on every transport (``None``: each
+    transport's default, 64 MiB on stdio, 16 MiB on sockets as the real server)."""
 
 
 def _auth_settings(args: argparse.Namespace) -> CapabilityToken | None:
@@ -588,6 +600,7 @@ def serve_settings(args: argparse.Namespace) -> ServeSettings:
         args.idle_unload,
         codex_home=resolve_codex_home(args.codex_home),
         allow_inject=args.allow_inject,
+        max_message_bytes=args.max_message_size,
     )
 
 
@@ -646,11 +659,16 @@ async def run_server(
                     return
 
         tg.start_soon(watch_signals)
+        message_limit: dict[str, int] = {}
+        if settings.max_message_bytes is not None:
+            message_limit["max_message_bytes"] = settings.max_message_bytes
         if listen.scheme == "unix":
             from codex_app_bridge.transport.listen import serve_unix
 
             path = listen.path or default_unix_socket_path(settings.codex_home)
-            await tg.start(serve_unix, path, server.serve_connection)
+            await tg.start(
+                partial(serve_unix, path, server.serve_connection, **message_limit),
+            )
             print(
                 f"codex-app-bridge serve (unix socket)\n  listening on: unix://{path}",
                 file=sys.stderr,
@@ -660,12 +678,14 @@ async def run_server(
             from codex_app_bridge.transport.listen import serve_tcp
 
             endpoint: TcpEndpoint = await tg.start(
-                partial(serve_tcp, listen.host, listen.port, server.serve_connection),
+                partial(
+                    serve_tcp, listen.host, listen.port, server.serve_connection, **message_limit
+                ),
                 settings.token,
             )
             print(_banner(endpoint, listen.is_loopback), file=sys.stderr)
             return
-        async with stdio_transport() as streams:
+        async with stdio_transport(**message_limit) as streams:
             await server.serve_connection(streams, TransportKind.STDIO)
         tg.cancel_scope.cancel()
 

@@ -104,6 +104,7 @@ from codex_app_bridge.rpc._dispatch import Dispatcher, Failed, Outcome
 from codex_app_bridge.rpc.answers import ConnectionClosedError, ServerRequests
 from codex_app_bridge.rpc.errors import (
     error_object,
+    invalid_request,
     overloaded_error,
 )
 from codex_app_bridge.rpc.methods import MethodSpec, MethodTable
@@ -550,6 +551,9 @@ class Connection:
         """Classify and route one inbound item; returns a request the full ingress queue refused."""
         if isinstance(item, DecodeError):
             logger.warning("Failed to deserialize JSONRPCMessage: %s", item.reason)
+            if item.request_id is not None:  # an oversized request: its sender gets the reason
+                error = invalid_request(f"Invalid request: {item.reason}")
+                self.offer(encode_error(item.request_id, error_object(error)))
             return None
         message = classify(item)
         if isinstance(message, Request):

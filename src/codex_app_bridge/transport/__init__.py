@@ -19,6 +19,7 @@ layer which outbound policy applies (stdio waits for a slow reader, socket kinds
 """
 
 from codex_app_bridge.transport._framing import (
+    DEFAULT_MAX_MESSAGE_BYTES,
     DecodeError,
     InboundItem,
     JsonValue,
@@ -36,6 +37,7 @@ from codex_app_bridge.transport.memory import create_memory_transport_pair
 from codex_app_bridge.transport.stdio import stdio_transport
 
 __all__ = [
+    "DEFAULT_MAX_MESSAGE_BYTES",
     "OUTBOUND_QUEUE_CAPACITY",
     "DecodeError",
     "InboundItem",

@@ -110,12 +110,15 @@ async def _serve_one(
     handler: ConnectionServer,
     kind: TransportKind,
     capacity: int,
+    max_message_bytes: int,
 ) -> None:
     async def run(streams: TransportStreams) -> None:
         await handler(streams, kind)
 
     try:
-        await serve_websocket(stream, policy, run, capacity=capacity)
+        await serve_websocket(
+            stream, policy, run, capacity=capacity, max_message_bytes=max_message_bytes
+        )
     except Exception:
         logger.exception("%s connection failed", kind.value)
 
@@ -125,6 +128,7 @@ async def serve_unix(
     handler: ConnectionServer,
     *,
     capacity: int = OUTBOUND_QUEUE_CAPACITY,
+    max_message_bytes: int = MAX_MESSAGE_BYTES,
     task_status: anyio.abc.TaskStatus[str] = anyio.TASK_STATUS_IGNORED,
 ) -> None:
     """Serve WebSocket over a unix socket at ``path`` until cancelled (see the module docstring)."""
@@ -136,7 +140,7 @@ async def serve_unix(
         health_endpoints=False,
         reply_to_non_upgrade=False,
         extra_headers=(
-            ("x-codex-websocket-max-unfragmented-message-bytes", str(MAX_MESSAGE_BYTES)),
+            ("x-codex-websocket-max-unfragmented-message-bytes", str(max_message_bytes)),
         ),
     )
     try:
@@ -149,6 +153,7 @@ async def serve_unix(
                     handler=handler,
                     kind=TransportKind.UNIX,
                     capacity=capacity,
+                    max_message_bytes=max_message_bytes,
                 )
             )
     finally:
@@ -166,6 +171,7 @@ async def serve_tcp(
     token: CapabilityToken | None = None,
     *,
     capacity: int = OUTBOUND_QUEUE_CAPACITY,
+    max_message_bytes: int = MAX_MESSAGE_BYTES,
     task_status: anyio.abc.TaskStatus[TcpEndpoint] = anyio.TASK_STATUS_IGNORED,
 ) -> None:
     """Serve WebSocket on ``host:port`` until cancelled (see the module docstring)."""
@@ -185,5 +191,6 @@ async def serve_tcp(
                 handler=handler,
                 kind=TransportKind.WEBSOCKET,
                 capacity=capacity,
+                max_message_bytes=max_message_bytes,
             )
         )

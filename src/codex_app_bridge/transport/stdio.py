@@ -31,6 +31,7 @@ from anyio.from_thread import BlockingPortal
 from anyio.streams.memory import MemoryObjectReceiveStream, MemoryObjectSendStream
 
 from codex_app_bridge.transport._framing import (
+    DEFAULT_MAX_MESSAGE_BYTES,
     InboundItem,
     LineSplitter,
     OutboundItem,
@@ -119,9 +120,11 @@ def _writer_thread(
 
 
 async def _decode_chunks(
-    chunks: MemoryObjectReceiveStream[bytes], inbound: MemoryObjectSendStream[InboundItem]
+    chunks: MemoryObjectReceiveStream[bytes],
+    inbound: MemoryObjectSendStream[InboundItem],
+    limit: int | None,
 ) -> None:
-    splitter = LineSplitter()
+    splitter = LineSplitter(limit)
     async with chunks, inbound:
         try:
             async for chunk in chunks:
@@ -178,8 +181,10 @@ async def stdio_transport(
     stdout_fd: int | None = None,
     capacity: int = OUTBOUND_QUEUE_CAPACITY,
     flush_timeout: float = 5.0,
+    max_message_bytes: int | None = DEFAULT_MAX_MESSAGE_BYTES,
 ) -> AsyncGenerator[TransportStreams]:
-    """Serve JSON Lines on stdin/stdout (or the given descriptors); yields ``(read, write)``."""
+    """Serve JSON Lines on stdin/stdout (or the given descriptors); yields ``(read, write)``.
+    A line past ``max_message_bytes`` is refused without being kept (``None``: no limit)."""
     diversion = _StdDiversion(stdin_fd is None, stdout_fd is None)
     in_fd = stdin_fd if stdin_fd is not None else diversion.wire_in
     out_fd = stdout_fd if stdout_fd is not None else diversion.wire_out
@@ -211,7 +216,7 @@ async def stdio_transport(
     reader = writer = None
     try:
         async with BlockingPortal() as portal, anyio.create_task_group() as tg:
-            tg.start_soon(_decode_chunks, chunks_recv, inbound_send)
+            tg.start_soon(_decode_chunks, chunks_recv, inbound_send, max_message_bytes)
             reader = threading.Thread(
                 target=_reader_thread,
                 args=(in_fd, portal, chunks_send),

@@ -261,12 +261,14 @@ async def serve_websocket(
     capacity: int = OUTBOUND_QUEUE_CAPACITY,
     handshake_timeout: float = 10.0,
     close_timeout: float = 5.0,
+    max_message_bytes: int = MAX_MESSAGE_BYTES,
 ) -> None:
     """Serve one accepted stream: HTTP prelude, upgrade, then ``handler`` over the stream pair.
 
     Returns when the exchange is over; the stream is always closed.
     """
-    protocol = ServerProtocol(max_size=MAX_MESSAGE_BYTES, logger=logger)
+    # a larger message closes the connection with 1009 "message too big"
+    protocol = ServerProtocol(max_size=max_message_bytes, logger=logger)
     async with stream:
         request, events = await _handshake(stream, protocol, handshake_timeout)
         if request is None:
