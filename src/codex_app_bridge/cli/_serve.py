@@ -393,23 +393,25 @@ def _choose_source(
     """Explicit flags first, then a configured model provider, then the built-in agent; the
     choice is said on stderr."""
     if args.producer is not None:
-        print("codex-app-bridge serve: events from --producer", file=sys.stderr)
+        _announce("events from --producer")
         return built
     if args.script is not None:
-        print(f"codex-app-bridge serve: events from --script {args.script}", file=sys.stderr)
+        _announce(f"events from --script {args.script}")
         return built
     if config.configured_provider():
-        print(
-            "codex-app-bridge serve: turns from the model provider configured in "
-            f"{Path(codex_home_dir or codex_home()) / 'config.toml'}",
-            file=sys.stderr,
+        _announce(
+            "turns from the model provider configured in "
+            f"{Path(codex_home_dir or codex_home()) / 'config.toml'}"
         )
         return partial(_model_source, config, codex_home_dir)
-    print(
-        "codex-app-bridge serve: turns from the built-in agent (no model provider configured)",
-        file=sys.stderr,
-    )
+    _announce("turns from the built-in agent (no model provider configured)")
     return built
+
+
+def _announce(what: str) -> None:
+    """Which source serves, on stderr through the log (so ``LOG_FORMAT=json`` keeps every
+    stderr line JSON), at WARNING so that it shows by default."""
+    logger.warning("serving %s", what)
 
 
 def _build_source(args: argparse.Namespace) -> SourceFactory:
