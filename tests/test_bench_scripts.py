@@ -72,6 +72,7 @@ RUNS: dict[str, list[str]] = {
         *("stored_threads.py", "--threads", "300", "--turns", "1", "--rounds", "1"),
         *("--servers", "bridge"),
     ],
+    "model_turn": ["model_turn.py", "--deltas", "300", "--rounds", "1", "--servers", "bridge"],
 }
 REAL_RUNS: dict[str, list[str]] = {
     "stored_threads": [
@@ -79,6 +80,7 @@ REAL_RUNS: dict[str, list[str]] = {
         *("--servers", "real"),
     ],
     "throughput": ["throughput.py", "--deltas", "300", "--rounds", "1", "--servers", "real"],
+    "model_turn": ["model_turn.py", "--deltas", "300", "--rounds", "1", "--servers", "real"],
     "startup": ["startup.py", "--runs", "1", "--servers", "real"],
     "requests": [
         *("pipelined_requests.py", "--requests", "300", "--rounds", "1"),
@@ -164,6 +166,16 @@ def test_throughput_reads_every_delta_from_the_bridge_the_passthrough_and_the_ce
     assert "bridge/limit deltas/s" in out
 
 
+def test_model_turn_streams_from_the_mock_and_closes_the_stream_on_interrupt(
+    output: Read,
+) -> None:
+    """The bridge found the mock through config.toml, every delta arrived (the script checks
+    them) and the mock saw the interrupted stream closed (the script waits for it)."""
+    out = output("model_turn")
+    assert re.search(r"^0\s+bridge\s+[\d,]+\s+[\d.]+\s+\d+\s+[\d.]+\s+[\d.]+$", out, re.M)
+    assert re.search(r"^  bridge +[\d,]+ deltas/s .* ms interrupt to closed$", out, re.M)
+
+
 def test_model_stream_client_reads_every_delta_with_each_http_stack(output: Read) -> None:
     out = output("model_stream_client")
     for candidate in ("bridge", "bridge-batches", "httpx-sse", "openai", "floor"):
@@ -206,6 +218,7 @@ def test_fanout_delivers_to_every_subscriber(output: Read) -> None:
     ("name", "expected"),
     [
         ("throughput", r"^0\s+real\s"),
+        ("model_turn", r"^0\s+real\s+[\d,]+\s+[\d.]+\s+\d+\s+[\d.]+\s+[\d.]+$"),
         ("startup", r"^  real 0\.163\.0\s+\d+ \("),
         ("requests", r"^0\s+real(\s+[\d,]+){5}\s+0$"),  # every request answered or dropped
         ("memory", r"^\s+1\s+\d+ MB$"),

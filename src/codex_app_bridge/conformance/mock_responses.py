@@ -39,13 +39,15 @@ gets the slow stream), ``rate_limited`` (429 + ``retry-after``, ``failures``), `
 (always 401), ``invalid_sse`` (unparseable lines among good events), ``cut_mid_event`` (streams
 torn inside an event, ``failures``), ``huge_event`` (one delta of ``mb`` MiB), ``unknown_tool``
 (``frobnicate``), ``user_input`` (``request_user_input``), ``sdk_flow`` (a client library's
-flow: fail / retry / tool / interrupt / context-counting answers, by prompt). Tool-call scenarios look at the ``tools`` Codex offered to choose the
+flow: fail / retry / tool / interrupt / context-counting answers, by prompt), ``hold`` (a few
+deltas, then the stream stays open until the client closes it). Tool-call scenarios look at the ``tools`` Codex offered to choose the
 call shape (``exec_command`` / ``shell_command`` / ``shell``; custom or function ``apply_patch``).
 """
 
 from __future__ import annotations
 
 import argparse
+import functools
 import json
 import threading
 import time
@@ -312,6 +314,9 @@ class SSE:
     delay_s: float = 0.0
     close_early_after: int | None = None
     body: bytes | None = None
+    hold_after: int | None = None
+    """Write that many events, then keep the stream open until the client closes it (the time
+    it did is noted: :meth:`MockResponses.wait_closed`)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -544,9 +549,15 @@ def throughput_chunk(i: int) -> str:
 
 
 def sc_throughput(n: int, body: JsonObject, p: JsonObject) -> Reply:
+    return SSE(body=throughput_body(n, int(p.get("n", 20000))))
+
+
+@functools.lru_cache(maxsize=4)
+def throughput_body(n: int, count: int) -> bytes:
+    """The SSE bytes of the ``throughput`` answer to request ``n`` (kept: a benchmark times
+    the server, not the mock building 100,000 events)."""
     rid = f"resp_tp_{n}"
     item_id = f"msg_tp_{n}"
-    count = int(p.get("n", 20000))
     # same bytes message_events + sse_bytes would give, built from templates: one dict and one
     # json.dumps per delta would dominate the mock's time at 100k deltas
     chunks = [throughput_chunk(i) for i in range(10)]
@@ -567,14 +578,22 @@ def sc_throughput(n: int, body: JsonObject, p: JsonObject) -> Reply:
     text = "".join(chunks[i % 10] for i in range(count))
     opening = message_events(item_id, [])[:2]  # output_item.added, content_part.added
     closing = message_events(item_id, [text])[3:]  # output_text.done .. output_item.done
-    body_bytes = b"".join(
+    return b"".join(
         [
             sse_bytes([ev_created(rid), *opening]),
             b"".join(framed[i % 10] for i in range(count)),
             sse_bytes([*closing, ev_completed(rid)]),
         ]
     )
-    return SSE(body=body_bytes)
+
+
+def sc_hold(n: int, body: JsonObject, p: JsonObject) -> Reply:
+    """A message of ``deltas`` deltas (default 5) that never ends: the stream stays open until
+    the client closes it (an interrupt), and the mock notes when it saw that."""
+    rid = f"resp_hold_{n}"
+    count = int(p.get("deltas", 5))
+    events = [ev_created(rid), *message_events(f"msg_hold_{n}", ["held "] * count)]
+    return SSE(events, hold_after=2 + count)
 
 
 def sc_dynamic_tool(n: int, body: JsonObject, p: JsonObject) -> Reply:
@@ -751,6 +770,7 @@ SCENARIOS: Final[Mapping[str, Scenario]] = {
     "unknown_tool": sc_unknown_tool,
     "user_input": sc_user_input,
     "sdk_flow": sc_sdk_flow,
+    "hold": sc_hold,
 }
 
 
@@ -768,6 +788,21 @@ class MockState:
         self._requests: list[JsonObject] = []
         self.disconnected = threading.Event()
         """Set when a client closed a stream before the mock wrote all of it (an interrupt)."""
+        self._closed = threading.Condition(self._lock)
+        self._closed_at: list[float] = []
+
+    def note_closed(self, at: float) -> None:
+        with self._closed:
+            self._closed_at.append(at)
+            self._closed.notify_all()
+        self.disconnected.set()
+
+    def wait_closed(self, count: int, timeout: float) -> list[float]:
+        """The ``time.perf_counter()`` at which held streams were seen closed by the client,
+        once there are ``count`` of them (or at ``timeout``)."""
+        with self._closed:
+            self._closed.wait_for(lambda: len(self._closed_at) >= count, timeout)
+            return list(self._closed_at)
 
     def set_scenario(self, name: str, params: Mapping[str, Any] | None = None) -> None:
         if name not in SCENARIOS:
@@ -900,6 +935,12 @@ class _Handler(BaseHTTPRequestHandler):
         self.end_headers()
         self.close_connection = True
         try:
+            if reply.hold_after is not None:
+                self.wfile.write(sse_bytes(reply.events[: reply.hold_after]))
+                self.wfile.flush()
+                _wait_for_close(self)
+                self._state.note_closed(time.perf_counter())
+                return
             if reply.delay_s > 0 and reply.body is None:
                 for ev in reply.events:
                     self.wfile.write(sse_bytes([ev]))
@@ -918,6 +959,20 @@ class _Handler(BaseHTTPRequestHandler):
             self.wfile.flush()
         except (BrokenPipeError, ConnectionResetError):
             self._state.disconnected.set()  # the client went away (an interrupted turn)
+
+
+_HOLD_LIMIT_S: Final = 600.0
+
+
+def _wait_for_close(handler: BaseHTTPRequestHandler) -> None:
+    """Block until the client closes the connection (EOF or reset), at most ``_HOLD_LIMIT_S``."""
+    sock = handler.connection
+    sock.settimeout(_HOLD_LIMIT_S)
+    try:
+        while sock.recv(1 << 16):
+            pass
+    except OSError:
+        pass
 
 
 class MockResponses:
@@ -953,6 +1008,11 @@ class MockResponses:
     def requests(self) -> list[JsonObject]:
         """Every request received since the last :meth:`set_scenario` (oldest first)."""
         return self.state.requests()
+
+    def wait_closed(self, count: int = 1, timeout: float = 60.0) -> list[float]:
+        """When (``time.perf_counter()``) the client closed each held stream (scenario
+        ``hold``) since the mock started, once ``count`` were closed or at ``timeout``."""
+        return self.state.wait_closed(count, timeout)
 
     def model_requests(self) -> list[JsonObject]:
         """Only the ``POST .../responses`` requests."""
