@@ -32,16 +32,47 @@ if TYPE_CHECKING:
     from codex_app_bridge.machine import Bubblewrap, MachineTools
     from codex_app_bridge.model import ResponsesClient
 
-__all__ = ["ModelSource"]
+__all__ = ["ModelSource", "warm"]
 
 logger = logging.getLogger(__name__)
 
 
 def _warm_http() -> None:
     try:
-        import httpx  # noqa: F401  # pyright: ignore[reportUnusedImport]
+        from codex_app_bridge.model import warm_http_stack
+
+        warm_http_stack()
     except Exception:  # pragma: no cover - the dependency is declared
-        logger.exception("importing httpx")
+        logger.exception("warming the HTTP stack")
+
+
+def warm() -> None:
+    """Import and build what a first model turn needs (HTTP stack, the machine's tools, the
+    core models of recorded items and events), so ``turn/start`` -> first delta pays none of
+    it. Run in a worker thread when ``serve`` picks the model source."""
+    try:
+        _warm_http()
+        import codex_app_bridge.machine  # noqa: F401  # pyright: ignore[reportUnusedImport]
+        from codex_app_bridge.protocol.core import (
+            RESPONSE_ITEM_ADAPTER,
+            AgentMessageItem,
+            ItemStartedEvent,
+            TaskStartedEvent,
+            TokenCountEvent,
+            UserMessageItem,
+        )
+
+        RESPONSE_ITEM_ADAPTER.validate_python(
+            {"type": "message", "role": "user", "content": [{"type": "input_text", "text": ""}]}
+        )
+        ItemStartedEvent(
+            thread_id="", turn_id="", item=AgentMessageItem(id="", content=[]), started_at_ms=0
+        )
+        UserMessageItem(id="", content=[])
+        TaskStartedEvent(turn_id="")
+        TokenCountEvent()
+    except Exception:  # a warm-up never fails the server
+        logger.exception("warming the model source")
 
 
 class ModelSource:

@@ -384,6 +384,74 @@ def _model_source(config: ConfigLayers, codex_home_dir: str | None) -> EventSour
     return ModelSource(config, codex_home=codex_home_dir or codex_home())
 
 
+def _warm_model_source() -> None:
+    """Run in a worker thread when the model source serves: what a first turn would build on
+    the event loop (the agent's modules, the HTTP stack, the turn's wire models) is built now."""
+    from codex_app_bridge.agent._source import warm
+
+    warm()
+    try:
+        _warm_turn_models()
+    except Exception:  # a warm-up never fails the server
+        logger.exception("warming the turn's models")
+
+
+def _warm_turn_models() -> None:
+    """Map and encode a synthetic turn, so the wire models a turn's notifications use are built
+    before the first real one (pydantic builds a model on first use, on the event loop)."""
+    from codex_app_bridge.listener import ListenerHub
+    from codex_app_bridge.mapping import item_event_to_server_notification
+    from codex_app_bridge.protocol import core
+    from codex_app_bridge.protocol.v2 import dump_json
+
+    thread, turn = "00000000-0000-7000-8000-000000000000", "00000000-0000-7000-8000-000000000001"
+    user = core.UserMessageItem(id="u", content=[core.TextUserInput(text="")])
+    agent = core.AgentMessageItem(id="m", content=[core.TextAgentMessageContent(text="")])
+    reasoning = core.ReasoningItem(id="r", summary_text=[""], raw_content=[])
+    usage = core.TokenUsage()
+    events: list[core.EventMsg] = [
+        core.TaskStartedEvent(turn_id=turn, started_at=0, model_context_window=1),
+        core.ItemStartedEvent(thread_id=thread, turn_id=turn, item=user, started_at_ms=0),
+        core.ItemCompletedEvent(
+            thread_id=thread, turn_id=turn, item=user, started_at_ms=0, completed_at_ms=0
+        ),
+        core.ItemStartedEvent(thread_id=thread, turn_id=turn, item=reasoning, started_at_ms=0),
+        core.AgentReasoningSectionBreakEvent(item_id="r", summary_index=0),
+        core.ReasoningContentDeltaEvent(thread_id=thread, turn_id=turn, item_id="r", delta=""),
+        core.ItemCompletedEvent(
+            thread_id=thread, turn_id=turn, item=reasoning, started_at_ms=0, completed_at_ms=0
+        ),
+        core.ItemStartedEvent(thread_id=thread, turn_id=turn, item=agent, started_at_ms=0),
+        core.AgentMessageContentDeltaEvent(thread_id=thread, turn_id=turn, item_id="m", delta=""),
+        core.ItemCompletedEvent(
+            thread_id=thread, turn_id=turn, item=agent, started_at_ms=0, completed_at_ms=0
+        ),
+        core.StreamErrorEvent(
+            message="",
+            codex_error_info={"response_stream_disconnected": {"http_status_code": None}},
+        ),
+        core.TokenCountEvent(
+            info=core.TokenUsageInfo(total_token_usage=usage, last_token_usage=usage),
+            rate_limits=core.RateLimitSnapshot(limit_id="codex"),
+        ),
+        core.TaskCompleteEvent(turn_id=turn, last_agent_message=""),
+    ]
+    # the rollout lines storage writes for them (the first turn creates the thread's file)
+    stamp = "2026-01-01T00:00:00.000Z"
+    item = core.RESPONSE_ITEM_ADAPTER.validate_python(
+        {"type": "message", "role": "user", "content": [{"type": "input_text", "text": ""}]}
+    )
+    core.dump_rollout_line(core.ResponseItemLine(timestamp=stamp, payload=item))
+    for event in events:
+        core.dump_rollout_line(core.EventMsgLine(timestamp=stamp, payload=event))
+    listener = ListenerHub().create_thread(thread)
+    for event in events:
+        mapped = item_event_to_server_notification(event, thread, turn)
+        if mapped is not None:
+            dump_json(mapped)
+        listener.process(core.EventEnvelope(id=turn, msg=event))
+
+
 def _choose_source(
     args: argparse.Namespace,
     built: SourceFactory,
@@ -399,6 +467,10 @@ def _choose_source(
         _announce(f"events from --script {args.script}")
         return built
     if config.configured_provider():
+        import threading
+
+        # the first turn's imports (agent, httpx, machine, the core models) load off the loop
+        threading.Thread(target=_warm_model_source, name="warm-model", daemon=True).start()
         _announce(
             "turns from the model provider configured in "
             f"{Path(codex_home_dir or codex_home()) / 'config.toml'}"

@@ -17,7 +17,7 @@ limits). The HTTP stack is imported on the first request.
 
 from __future__ import annotations
 
-from ._client import Endpoint, ResponsesClient, ResponseStream, backoff_s
+from ._client import Endpoint, ResponsesClient, ResponseStream, backoff_s, warm_http_stack
 from ._errors import FAILURES, ModelError
 from ._usage import rate_limits_from_headers, token_usage_from
 
@@ -30,4 +30,5 @@ __all__ = [
     "backoff_s",
     "rate_limits_from_headers",
     "token_usage_from",
+    "warm_http_stack",
 ]

@@ -42,7 +42,7 @@ from ._sse import SSEDecoder
 if TYPE_CHECKING:
     import httpx
 
-__all__ = ["Endpoint", "ResponseStream", "ResponsesClient", "backoff_s"]
+__all__ = ["Endpoint", "ResponseStream", "ResponsesClient", "backoff_s", "warm_http_stack"]
 
 Event = dict[str, Any]
 
@@ -59,6 +59,30 @@ many bytes, so the connection goes back to the pool (no new TCP/TLS handshake fo
 request); a server that keeps writing loses the connection instead."""
 
 _WATCHED: Final = frozenset({"response.completed", "response.failed", "response.incomplete"})
+
+
+_SSL: list[Any] = []
+
+
+def _ssl_context() -> Any:
+    """The TLS context every client shares (built once: loading the CA bundle is slow)."""
+    if not _SSL:
+        import httpx
+
+        _SSL.append(httpx.create_ssl_context())
+    return _SSL[0]
+
+
+def warm_http_stack() -> None:
+    """Import the HTTP stack and build the shared TLS context (run off the event loop, so the
+    first request pays neither)."""
+    import h11  # noqa: F401  # pyright: ignore[reportUnusedImport]
+    import httpcore  # noqa: F401  # pyright: ignore[reportUnusedImport]
+    import httpx
+
+    _ssl_context()
+    # the modules a first request loads on its way
+    httpx.AsyncClient(verify=_ssl_context())
 
 
 def backoff_s(attempt: int) -> float:
@@ -251,7 +275,9 @@ class ResponsesClient:
         if self._http is None:
             import httpx
 
-            client = httpx.AsyncClient(timeout=httpx.Timeout(None), follow_redirects=True)
+            client = httpx.AsyncClient(
+                timeout=httpx.Timeout(None), follow_redirects=True, verify=_ssl_context()
+            )
             # only the headers the caller gives (and Host, Content-Length), as Codex sends
             client.headers.clear()
             self._http = client
