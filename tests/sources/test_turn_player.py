@@ -102,9 +102,16 @@ async def test_a_turn_sources_clean_up_ends_before_the_next_turn_plays() -> None
 
 async def test_input_sent_after_the_terminal_event_while_the_source_cleans_up_is_not_lost() -> None:
     # the runtime steers into the turn it still believes running (same id): once the terminal
-    # event is out, core takes user input as the next turn, and so does the player
+    # event is out, core takes user input as the next turn, and so does the player, under a
+    # new id (issue 23.2: a second turn of the same id made live and stored reads disagree)
     source = ClosingSource()
     steer = Submission(id="t1", op=UserInputOp(items=_text("late")))
     _, seen = await _play(source, [steer])
-    assert source.log[:3] == ["play t1: first", "cleaned t1", "play t1: late"]
+    assert source.log[:2] == ["play t1: first", "cleaned t1"]
+    assert source.log[2].startswith("play ")
+    assert source.log[2].endswith(": late")
     assert [e.msg.type for e in seen] == ["task_started", "task_complete"] * 2
+    first, second = {e.id for e in seen[:2]}, {e.id for e in seen[2:]}
+    assert first == {"t1"}
+    assert len(second) == 1
+    assert second != first

@@ -414,6 +414,11 @@ class ThreadRuntime:
         elif self._abandoned and envelope.id in self._abandoned:
             logger.debug("thread %s: dropping %s of an aborted turn", self.thread_id, kind)
             return
+        elif turn is None and kind in TURN_START_TYPES:
+            # a turn the session started by itself (input that arrived as the previous turn
+            # ended): the runtime follows it as the running turn, so it can be interrupted,
+            # steered and ended like any other
+            self._turn = _Turn(envelope.id, now_ms(), opened=True)
         self._feed(envelope)
 
     def _feed(self, envelope: EventEnvelope) -> None:

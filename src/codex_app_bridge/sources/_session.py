@@ -46,7 +46,7 @@ from typing import Any, Final, Protocol, runtime_checkable
 import anyio
 
 from codex_app_bridge._scriptfile import ScriptError
-from codex_app_bridge.projection import new_item_id
+from codex_app_bridge.projection import new_item_id, uuid7
 from codex_app_bridge.protocol.core import (
     CompactOp,
     ContextCompactionItem,
@@ -238,6 +238,9 @@ class TurnPlayer:
         self._playing: _Playing | None = None
         self._turns = config.first_turn_index
         self._ended = False
+        self._played: deque[str] = deque(maxlen=64)
+        """Ids of the turns played lately: input steered into one of them after its end plays
+        as a turn of its own, under a new id (never a second turn of the same id)."""
 
     # --- the contract -------------------------------------------------------------------------
 
@@ -276,7 +279,13 @@ class TurnPlayer:
             submission = self._pending.popleft()
             op = submission.op
             if isinstance(op, UserTurnOp | UserInputOp):
-                await self._play(submission.id, op)
+                turn_id = submission.id
+                if turn_id in self._played:
+                    # steered into a turn that ended meanwhile (the runtime had not seen its
+                    # end yet): core takes it as the next turn, and the runtime follows a turn
+                    # the session starts; reusing the id would make two turns of one id
+                    turn_id = str(uuid7())
+                await self._play(turn_id, op)
             elif isinstance(op, ShutdownOp):
                 self._emit(EventEnvelope(id=submission.id, msg=ShutdownCompleteEvent()))
                 self._ended = True
@@ -342,6 +351,7 @@ class TurnPlayer:
             replies=Replies(turn_id),
         )
         self._turns += 1
+        self._played.append(turn_id)
         playing = _Playing(turn_id, request.started_at_ms, anyio.CancelScope(), [], request.replies)
         self._playing = playing
         failure: str | None = None
