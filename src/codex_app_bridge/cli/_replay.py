@@ -8,8 +8,10 @@ recorded turn, each once the previous one has completed; it prints, as JSONL, ev
 notification that client receives from ``thread/start`` on (``thread/started``,
 ``turn/started``, items, ``turn/completed``, ...), exactly as the server wrote them. Thread and
 turn ids are the live ones the server minted. ``--raw-events`` opts the client in to
-``rawResponseItem/completed`` (``experimentalRawEvents``); ``--no-timestamps`` leaves
-``emittedAtMs`` out; ``--pace`` is ``serve``'s.
+``rawResponseItem/completed`` (``experimentalRawEvents``); ``--seed N`` makes the run
+reproducible (``serve --seed``: seeded ids, a clock that stands still); ``--no-timestamps`` leaves
+``emittedAtMs`` out and implies ``--seed 0`` unless a seed is given, so two runs print the same
+bytes; ``--pace`` is ``serve``'s.
 
 Exit status: 0; 1 when a turn failed because the recording was bad (its ``error`` notification
 says which line); 2 when FILE cannot be used at all (reported before anything is printed).
@@ -24,6 +26,7 @@ from typing import Any, BinaryIO, cast
 import anyio
 import orjson
 
+from codex_app_bridge._clock import SeededClock, install_clock
 from codex_app_bridge.cli._common import EXIT_BAD_INPUT, EXIT_USAGE
 from codex_app_bridge.server import BridgeServer
 from codex_app_bridge.sources import (
@@ -134,6 +137,9 @@ def _run(args: argparse.Namespace) -> int:
         print(f"{_COMMAND}: {exc}", file=sys.stderr)
         return EXIT_USAGE
     out = sys.stdout.buffer
+    seed = 0 if args.seed is None and args.no_timestamps else args.seed
+    if seed is not None:
+        install_clock(SeededClock(seed))
     try:
         bad = anyio.run(
             lambda: replay(
@@ -161,7 +167,15 @@ def register(subparsers: Any) -> None:
     parser.add_argument(
         "--no-timestamps",
         action="store_true",
-        help="leave emittedAtMs out of each notification (stable output for diffing)",
+        help="leave emittedAtMs out of each notification; with seeded ids (--seed, default 0) "
+        "two runs print the same bytes (stable output for diffing)",
+    )
+    parser.add_argument(
+        "--seed",
+        type=int,
+        default=None,
+        metavar="N",
+        help="reproducible ids and times (see serve --seed)",
     )
     parser.add_argument(
         "--pace", metavar="PACE", default=None, help="as serve --script --pace (default: none)"

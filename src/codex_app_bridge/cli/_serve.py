@@ -78,6 +78,7 @@ from typing import TYPE_CHECKING, Any, Literal
 
 import anyio
 
+from codex_app_bridge._clock import SeededClock, install_clock
 from codex_app_bridge._producer_command import check_program, parse_command
 from codex_app_bridge._scriptfile import ScriptPacing, check_script
 from codex_app_bridge.cli._flags import EXIT_USAGE, add_codex_compat_flags
@@ -92,7 +93,7 @@ from codex_app_bridge.transport import TransportKind, stdio_transport
 if TYPE_CHECKING:
     from codex_app_bridge.config import ConfigLayers
     from codex_app_bridge.rpc import MethodTable
-    from codex_app_bridge.sources import EventSource, TurnSource
+    from codex_app_bridge.sources import EventSource, Scenario, TurnSource
     from codex_app_bridge.transport.auth import CapabilityToken
     from codex_app_bridge.transport.listen import ListenError, TcpEndpoint
 
@@ -316,12 +317,34 @@ def _add_arguments(parser: argparse.ArgumentParser) -> None:
         "can drive the server)",
     )
     parser.add_argument(
+        "--scenario",
+        metavar="FILE",
+        default=None,
+        help="answer turns from a scenario: rules chosen by the input text (see the README, "
+        "Scenarios; codex-app-bridge check FILE validates one)",
+    )
+    parser.add_argument(
+        "--seed",
+        type=_seed,
+        default=None,
+        metavar="N",
+        help="a reproducible run: ids come from a generator seeded with N and the clock stands "
+        "still at 2025-01-01T00:00:00Z, so the same client flow gets the same bytes",
+    )
+    parser.add_argument(
         "--strict-config",
         action="store_true",
         help="exit when config.toml (or a -c override) holds a key Codex does not know",
     )
     add_codex_compat_flags(parser)
     parser.set_defaults(handler=_run)
+
+
+def _seed(text: str) -> int:
+    try:
+        return int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"invalid seed {text!r}: expected an integer") from None
 
 
 def register(subparsers: Any) -> None:
@@ -466,6 +489,9 @@ def _choose_source(
     if args.script is not None:
         _announce(f"events from --script {args.script}")
         return built
+    if args.scenario is not None:
+        _announce(f"turns from --scenario {args.scenario}")
+        return built
     if config.configured_provider():
         import threading
 
@@ -486,7 +512,21 @@ def _announce(what: str) -> None:
     logger.warning("serving %s", what)
 
 
+def _scenario_source(scenario: Scenario, pace: float) -> EventSource | TurnSource:
+    from codex_app_bridge.sources import ScenarioSource
+
+    return ScenarioSource(scenario, pace=pace)
+
+
 def _build_source(args: argparse.Namespace) -> SourceFactory:
+    if args.scenario is not None:
+        if args.script is not None or args.producer is not None:
+            raise ValueError("--scenario cannot be combined with --script or --producer")
+        from codex_app_bridge.sources import load_scenario
+
+        # a scenario is small: checked whole now, every problem of every line at once
+        pace = 0.0 if args.pace is None else _agent_delay(args.pace)
+        return partial(_scenario_source, load_scenario(args.scenario), pace)
     if args.producer is None:
         if args.script is None:
             return partial(_default_agent, _agent_delay(args.pace))
@@ -802,6 +842,8 @@ def _run(args: argparse.Namespace) -> int:
     else:
         logger.info("storing threads under %s", settings.codex_home)
     source = _choose_source(args, source, config, settings.codex_home)
+    if args.seed is not None:
+        install_clock(SeededClock(args.seed))
     try:
         anyio.run(
             lambda: run_server(

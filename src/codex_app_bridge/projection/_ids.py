@@ -8,25 +8,17 @@ ids carry a kind prefix (``msg_01a229f2-…``), as 0.163.0 writes them into roll
 
 from __future__ import annotations
 
-import os
-import time
 import uuid
+
+from codex_app_bridge._clock import uuid7 as _clock_uuid7
 
 __all__ = ["new_item_id", "new_response_item_id", "uuid7"]
 
 
 def uuid7(unix_ms: int | None = None) -> uuid.UUID:
-    """A version 7 UUID for ``unix_ms`` (default: now), with 74 random bits."""
-    millis = time.time_ns() // 1_000_000 if unix_ms is None else unix_ms
-    rand = int.from_bytes(os.urandom(10), "big")
-    rand_a = rand >> 68  # 12 bits
-    rand_b = rand & ((1 << 62) - 1)
-    value = (millis & ((1 << 48) - 1)) << 80
-    value |= 0x7 << 76
-    value |= rand_a << 64
-    value |= 0b10 << 62
-    value |= rand_b
-    return uuid.UUID(int=value)
+    """A version 7 UUID for ``unix_ms`` (default: now), with 74 random bits (the process
+    clock's: ``codex_app_bridge._clock``)."""
+    return _clock_uuid7(unix_ms)
 
 
 def new_item_id() -> str:

@@ -24,12 +24,13 @@ No I/O and no dispatch here: the rpc layer uses these shapes.
 
 from __future__ import annotations
 
-import time
 from dataclasses import dataclass
 from enum import Enum
 from typing import Any, Final, Literal, TypeAlias, TypeGuard
 
 import orjson
+
+from codex_app_bridge._clock import now_ms as _clock_ms
 
 __all__ = [
     "ABSENT",
@@ -201,8 +202,9 @@ def classify(value: object) -> Message | Undecodable:
 
 
 def now_ms() -> int:
-    """Wall-clock unix time in milliseconds (the ``emittedAtMs`` of notifications)."""
-    return time.time_ns() // 1_000_000
+    """Unix time in milliseconds (the ``emittedAtMs`` of notifications), from the process
+    clock (``codex_app_bridge._clock``: wall time, or a seeded run's standing time)."""
+    return _clock_ms()
 
 
 def _embed(value: object) -> object:

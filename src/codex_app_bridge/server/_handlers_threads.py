@@ -24,11 +24,11 @@ Boundary: what a request means and answers; a thread's life is the registry's.
 
 from __future__ import annotations
 
-import time
 from collections.abc import Callable
 from functools import partial
 from typing import TYPE_CHECKING, Any, Final, cast
 
+from codex_app_bridge._clock import now_s
 from codex_app_bridge.mapping.thread_history import build_turns
 from codex_app_bridge.protocol.core import EventEnvelope
 from codex_app_bridge.protocol.jsonrpc import JsonValue
@@ -261,9 +261,7 @@ class ThreadHandlers:
         threads = self.server.threads
         source = await materialized_thread(threads, params.thread_id, no_rollout)
         exclude_turns = bool(params.exclude_turns)
-        events = fork_events(
-            source.history, last_turn_id=params.last_turn_id, now_s=int(time.time())
-        )
+        events = fork_events(source.history, last_turn_id=params.last_turn_id, now_s=now_s())
         config = resolve_thread_config(self.server, params, source.settings)
         if not exclude_turns:
             await _deprecation(ctx, RESUME_DEPRECATION)

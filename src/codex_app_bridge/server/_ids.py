@@ -7,15 +7,14 @@ Rust ``uuid`` crate): the simple (32 hex digits), hyphenated, braced (``{…}``)
 is refused with the crate's own wording, prefixed ``invalid thread id: ``, e.g.
 ``invalid thread id: invalid length: expected length 32 for simple format, found 3``.
 
-Boundary: pure functions, no I/O beyond the clock and ``os.urandom``.
+Boundary: pure functions; time and random bits from ``codex_app_bridge._clock``.
 """
 
 from __future__ import annotations
 
-import os
 import uuid
 
-from codex_app_bridge.protocol.jsonrpc import now_ms as _clock_ms
+from codex_app_bridge._clock import uuid7
 from codex_app_bridge.rpc import RpcError, invalid_request
 
 __all__ = ["new_uuid7", "parse_thread_id", "thread_id_error"]
@@ -27,15 +26,9 @@ _URN_PREFIX = "urn:uuid:"
 
 
 def new_uuid7(now_ms: int | None = None) -> str:
-    """A fresh UUIDv7: 48 bits of Unix milliseconds, version 7, variant RFC 4122, random rest."""
-    millis = _clock_ms() if now_ms is None else now_ms
-    value = int.from_bytes(os.urandom(10), "big")  # 80 random bits
-    value = (millis & ((1 << 48) - 1)) << 80 | value
-    value &= ~(0xF << 76)
-    value |= 0x7 << 76  # version
-    value &= ~(0x3 << 62)
-    value |= 0x2 << 62  # variant
-    return str(uuid.UUID(int=value))
+    """A fresh UUIDv7: 48 bits of Unix milliseconds, version 7, variant RFC 4122, random rest
+    (the process clock's: ``codex_app_bridge._clock``)."""
+    return str(uuid7(now_ms))
 
 
 def _parse_ok(text: str) -> str | None:

@@ -28,7 +28,6 @@ from __future__ import annotations
 import logging
 import os
 import socket
-import uuid
 from collections.abc import Callable, Coroutine
 from functools import partial
 from pathlib import Path
@@ -39,6 +38,7 @@ import anyio
 import anyio.abc
 import orjson
 
+from codex_app_bridge._clock import uuid4
 from codex_app_bridge.rpc import (
     Connection,
     MethodTable,
@@ -125,7 +125,7 @@ class BridgeServer:
         """The user agent the first ``initialize`` was answered with (sent to model providers)."""
         """The first client name that initialized (fixes every user agent, as the real server)."""
         self.server_name = socket.gethostname() or "localhost"
-        self.installation_id = str(uuid.uuid4())
+        self.installation_id = str(uuid4())
         self._drain_timeout = drain_timeout
         self.idle_unloader = (
             IdleUnloader(lambda: self._threads, idle_unload) if idle_unload else None

@@ -31,11 +31,12 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Callable
-from datetime import UTC, datetime
+from datetime import datetime
 from pathlib import Path
 
 import orjson
 
+from codex_app_bridge._clock import utc_now
 from codex_app_bridge.projection import uuid7
 from codex_app_bridge.protocol import core
 from codex_app_bridge.protocol.v2 import WarningNotification, dump_json
@@ -168,7 +169,7 @@ class ThreadStorage:
             self._resume_at[record.id] = stored
             record.path = str(stored.path)
         else:
-            now = datetime.now(UTC)
+            now = utc_now()
             self._planned[record.id] = now
             record.path = str(self.home.new_rollout_path(record.id, now.astimezone()))
         record.runtime.sink = lambda envelope: self.persist(record, envelope)
@@ -191,7 +192,7 @@ class ThreadStorage:
             )
             del self._resume_at[record.id]
         else:
-            now = self._planned.get(record.id) or datetime.now(UTC)
+            now = self._planned.get(record.id) or utc_now()
             meta = session_meta(
                 thread_id=record.id,
                 created=now,
@@ -254,7 +255,7 @@ class ThreadStorage:
         name = parse_rollout_name(current.name)
         if name is None:
             return
-        now = datetime.now(UTC)
+        now = utc_now()
         segment_id = str(uuid7())
         meta = session_meta(
             thread_id=record.id,

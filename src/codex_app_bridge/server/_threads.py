@@ -20,10 +20,10 @@ Boundary: values only; nothing here reads files or changes a thread's life.
 from __future__ import annotations
 
 import os
-import time
 from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, Any
 
+from codex_app_bridge._clock import now_s
 from codex_app_bridge._version import CODEX_PROTOCOL_VERSION
 from codex_app_bridge.protocol.v2 import (
     ActiveThreadStatus,
@@ -150,7 +150,7 @@ class ThreadRecord:
     thread_source: str | None = None
     name: str | None = None
     preview: str = ""
-    created_at: int = field(default_factory=lambda: int(time.time()))
+    created_at: int = field(default_factory=now_s)
     updated_at: int = 0
     turns_started: int = 0
     raw_events: bool = False
@@ -188,7 +188,7 @@ class ThreadRecord:
         return self.id
 
     def touch(self) -> None:
-        self.updated_at = int(time.time())
+        self.updated_at = now_s()
 
     @property
     def active_turn_id(self) -> str | None:

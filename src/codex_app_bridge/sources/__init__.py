@@ -61,6 +61,14 @@ from codex_app_bridge.sources._rollout import (
     is_rollout_line,
     recorded_item_events,
 )
+from codex_app_bridge.sources._scenario import (
+    Scenario,
+    ScenarioError,
+    ScenarioSource,
+    load_scenario,
+    looks_like_scenario,
+    parse_scenario,
+)
 from codex_app_bridge.sources._script import (
     RECORDED,
     RecordedEvent,
@@ -108,6 +116,9 @@ __all__ = [
     "RolloutLineError",
     "RolloutReader",
     "RolloutSource",
+    "Scenario",
+    "ScenarioError",
+    "ScenarioSource",
     "ScriptError",
     "ScriptIndex",
     "ScriptPacing",
@@ -127,8 +138,11 @@ __all__ = [
     "index_script",
     "input_text",
     "is_rollout_line",
+    "load_scenario",
     "load_script",
+    "looks_like_scenario",
     "open_session",
+    "parse_scenario",
     "parse_script",
     "recorded_item_events",
     "split_deltas",

@@ -38,6 +38,7 @@ from typing import Any, Final, NamedTuple, TypeVar, cast
 
 import orjson
 
+from codex_app_bridge._clock import utc_now
 from codex_app_bridge.mapping.thread_history import resolve_rollout_history
 from codex_app_bridge.protocol import core
 from codex_app_bridge.storage._errors import RolloutUnavailable, StorageError
@@ -739,7 +740,7 @@ class ThreadCatalog:
 
     def set_name(self, thread_id: str, name: str) -> None:
         """Append the thread's new name to ``session_index.jsonl`` (one whole-line write)."""
-        now = datetime.now(UTC)
+        now = utc_now()
         stamp = f"{now:%Y-%m-%dT%H:%M:%S}.{now.microsecond:06d}Z"
         record = {"id": thread_id, "thread_name": name, "updated_at": stamp}
         self.index.noted_log(SESSION_INDEX_FILE, *_append_line(self.home.session_index, record))

@@ -31,6 +31,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any, TypeAlias
 
+from codex_app_bridge._clock import utc_now
 from codex_app_bridge._version import CODEX_PROTOCOL_VERSION
 from codex_app_bridge.projection import new_item_id
 from codex_app_bridge.protocol.core import (
@@ -60,7 +61,7 @@ _OPEN_FLAGS = os.O_WRONLY | os.O_APPEND | os.O_CLOEXEC
 
 def rollout_timestamp(now: datetime | None = None) -> str:
     """A rollout line's ``timestamp``: UTC, milliseconds, ``Z`` (``2026-11-30T00:54:51.102Z``)."""
-    moment = (now or datetime.now(UTC)).astimezone(UTC)
+    moment = (now or utc_now()).astimezone(UTC)
     return f"{moment:%Y-%m-%dT%H:%M:%S}.{moment.microsecond // 1000:03d}Z"
 
 
