@@ -19,9 +19,10 @@ Boundary: what a request means and answers; the turn itself is the thread runtim
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
-from codex_app_bridge.protocol.core import UserInput
+from codex_app_bridge.protocol.core import EventEnvelope, UserInput, WarningEvent
 from codex_app_bridge.protocol.v2 import (
     ThreadCompactStartParams,
     ThreadCompactStartResponse,
@@ -111,8 +112,8 @@ class TurnHandlers:
             from codex_app_bridge.config import apply_turn_overrides
 
             turn_config = apply_turn_overrides(record.config, model=params.model)
-            for message in turn_config.warnings:
-                await ctx.connection.notify("warning", {"threadId": record.id, "message": message})
+            if turn_config.warnings:
+                await self._warn(ctx, record.id, turn_id, turn_config.warnings)
 
         async def start() -> None:
             # The turn exists once its answer is out: were it recorded before, an answer that
@@ -122,6 +123,20 @@ class TurnHandlers:
 
         ctx.after_response(start)
         return TurnStartResponse(turn=_pending_turn(turn_id))
+
+    async def _warn(
+        self, ctx: RequestContext, thread_id: str, turn_id: str, messages: Sequence[str]
+    ) -> None:
+        """The turn's warnings, to every client of the thread (0.163.0 core emits them as the
+        thread's ``warning`` events when the turn is submitted), and to the requester too when it
+        is not one of them."""
+        listener = self.server.hub.get(thread_id)
+        subscribed = listener is not None and listener.is_subscribed(ctx.connection.connection_id)
+        for message in messages:
+            if listener is not None:
+                await listener.handle(EventEnvelope(id=turn_id, msg=WarningEvent(message=message)))
+            if not subscribed:
+                await ctx.connection.notify("warning", {"threadId": thread_id, "message": message})
 
     @staticmethod
     def _begin_turn(
