@@ -53,6 +53,7 @@ def _shape(messages: list[dict[str, Any]]) -> list[dict[str, Any]]:
 @pytest.mark.parametrize("scenario", ["shell", "apply_patch"])
 async def test_shell_and_apply_patch_items_and_outputs_are_the_real_servers(scenario: str) -> None:
     run = await run_turns(scenario, [PROMPTS[scenario]])
+    assert "codex-app-bridge serve: sandbox: " in run.stderr
     ours, theirs = _shape(run.received), _shape(capture_messages(scenario))
     assert [m["method"] for m in ours] == [m["method"] for m in theirs]
     items = [m for m in ours if m["method"] == "item/completed"]

@@ -475,6 +475,22 @@ def _warm_turn_models() -> None:
         listener.process(core.EventEnvelope(id=turn, msg=event))
 
 
+def _say_sandbox() -> None:
+    """Say which sandbox the model's commands get (bubblewrap on ``PATH``), or that there is
+    none and sandboxed commands will not run (``machine._sandbox``)."""
+    import shutil
+
+    bwrap = shutil.which("bwrap")
+    if bwrap is not None:
+        print(f"codex-app-bridge serve: sandbox: bubblewrap at {bwrap}", file=sys.stderr)
+    else:
+        print(
+            "codex-app-bridge serve: sandbox: bubblewrap (bwrap) not found on PATH: commands "
+            "that need the sandbox will not run (install it: apt-get install bubblewrap)",
+            file=sys.stderr,
+        )
+
+
 def _choose_source(
     args: argparse.Namespace,
     built: SourceFactory,
@@ -501,6 +517,7 @@ def _choose_source(
             "turns from the model provider configured in "
             f"{Path(codex_home_dir or codex_home()) / 'config.toml'}"
         )
+        _say_sandbox()
         return partial(_model_source, config, codex_home_dir)
     _announce("turns from the built-in agent (no model provider configured)")
     return built
