@@ -19,7 +19,7 @@ def test_all_lists_exactly_the_public_names(package: types.ModuleType) -> None:
     public = {
         name
         for name, value in vars(package).items()
-        if not name.startswith("_") and not isinstance(value, types.ModuleType)
+        if not name.startswith(("_", "@")) and not isinstance(value, types.ModuleType)
     }
     public.discard("annotations")
     assert public == set(exported)
