@@ -422,3 +422,21 @@ def compare(real: Sequence[JsonObject], bridge: Sequence[JsonObject]) -> Compari
             result.differences.append(Difference("changed", label, tuple(diff_paths(a, partner))))
         result.differences.extend(Difference("extra", unit_label(b)) for b in right)
     return result
+
+
+_RACING: Final = frozenset({"warning", "thread/settings/updated"})
+"""Notifications that race the answer to the request that caused them: the real binary sends
+the model-catalogue ``warning`` of a turn, and the ``thread/settings/updated`` of a turn that
+changes the collaboration mode, before or after the ``turn/start`` answer, run to run
+(probed)."""
+
+
+def canonical_order(units: list[JsonObject]) -> list[JsonObject]:
+    """A racing notification right after an answer is put before it (both sides alike)."""
+    out = list(units)
+    for i in range(1, len(out)):
+        j = i
+        while j > 0 and out[j].get("method") in _RACING and "response" in out[j - 1]:
+            out[j - 1], out[j] = out[j], out[j - 1]
+            j -= 1
+    return out

@@ -51,6 +51,7 @@ from codex_app_bridge.conformance._compare import (
     Comparison,
     Difference,
     Normaliser,
+    canonical_order,
     compare,
     delta_checks,
     diff_paths,
@@ -738,24 +739,6 @@ def _port_free_url(text: str) -> str:
     return re.sub(r"http://127\.0\.0\.1:\d+", "<mock>", text)
 
 
-_RACING: Final = frozenset({"warning", "thread/settings/updated"})
-"""Notifications that race the answer to the request that caused them: the real binary sends
-the model-catalogue ``warning`` of a turn, and the ``thread/settings/updated`` of a turn that
-changes the collaboration mode, before or after the ``turn/start`` answer, run to run
-(probed)."""
-
-
-def _canonical_order(units: list[JsonObject]) -> list[JsonObject]:
-    """A racing notification right after an answer is put before it (both sides alike)."""
-    out = list(units)
-    for i in range(1, len(out)):
-        j = i
-        while j > 0 and out[j].get("method") in _RACING and "response" in out[j - 1]:
-            out[j - 1], out[j] = out[j], out[j - 1]
-            j -= 1
-    return out
-
-
 def record_run(spec: ModelScenario, run: ServerRun, base: Path, mock_url: str) -> RunRecord:
     """``run`` as comparable units (one normaliser for the whole run, so a thread keeps its
     number across a restart and in the requests)."""
@@ -765,7 +748,7 @@ def record_run(spec: ModelScenario, run: ServerRun, base: Path, mock_url: str) -
         if index:
             units.append({"restart": index})
         units.extend(stream_units(segment.received, segment.sent))
-    stream = _canonical_order([cast(JsonObject, normaliser.value(u)) for u in merge_deltas(units)])
+    stream = canonical_order([cast(JsonObject, normaliser.value(u)) for u in merge_deltas(units)])
     stream = [*stream, *delta_checks(stream)]
     reads: list[JsonObject] = []
     for thread_id in run.thread_ids:

@@ -23,6 +23,7 @@ import anyio
 import codex_app_bridge
 from codex_app_bridge.conformance._compare import (
     Comparison,
+    canonical_order,
     compare,
     delta_checks,
     normalise_stream,
@@ -176,6 +177,7 @@ def _other_clients(
                 upto=bridge_client.reads_from,
             )
         )
+        real_units, bridge_units = canonical_order(real_units), canonical_order(bridge_units)
         part = compare(
             [*real_units, *delta_checks(real_units)],
             [*bridge_units, *delta_checks(bridge_units)],
@@ -227,11 +229,15 @@ async def run_scenario(
     for who, session in (("real", real), ("bridge", bridge)):
         if session.error:
             notes.append(f"{who} driver error: {session.error}")
-    real_units = normalise_stream(
-        real.received, real.sent, _paths(real_base), upto=real.notes.get("reads_from")
+    real_units = canonical_order(
+        normalise_stream(
+            real.received, real.sent, _paths(real_base), upto=real.notes.get("reads_from")
+        )
     )
-    bridge_units = normalise_stream(
-        bridge.received, bridge.sent, _paths(bridge_base), upto=bridge.notes.get("reads_from")
+    bridge_units = canonical_order(
+        normalise_stream(
+            bridge.received, bridge.sent, _paths(bridge_base), upto=bridge.notes.get("reads_from")
+        )
     )
     stream = compare(
         [*real_units, *delta_checks(real_units)], [*bridge_units, *delta_checks(bridge_units)]
