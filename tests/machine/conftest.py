@@ -31,8 +31,8 @@ class FakeHost:
     requests: list[EventMsg] = field(default_factory=list[EventMsg])
     changed: anyio.Event = field(default_factory=anyio.Event)
 
-    def emit(self, msg: EventMsg) -> None:
-        self.events.append(msg)
+    def emit(self, event: EventMsg) -> None:
+        self.events.append(event)
         self.changed.set()
         self.changed = anyio.Event()
 

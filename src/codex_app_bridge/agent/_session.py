@@ -1246,26 +1246,12 @@ class ModelSession:
 _PT: Final = "internal_chat_message_metadata_passthrough"
 
 
-class _MachineHost:
-    """The turn as ``machine`` tools see it (``machine.ToolHost``)."""
+class _MachineHost(_Context):
+    """The turn as ``machine`` tools see it (``machine.ToolHost``): a tool handler's view, with
+    the turn's policies (a session's ``item_completed`` may come after the turn ended, when its
+    process exits: ``emit`` still names the turn)."""
 
-    __slots__ = ("_session", "_turn")
-
-    def __init__(self, session: ModelSession, turn: _Turn) -> None:
-        self._session = session
-        self._turn = turn
-
-    @property
-    def thread_id(self) -> str:
-        return self._session.thread_id
-
-    @property
-    def turn_id(self) -> str:
-        return self._turn.turn_id
-
-    @property
-    def cwd(self) -> str:
-        return self._turn.config.cwd or self._session.cwd
+    __slots__ = ()
 
     @property
     def approval_policy(self) -> Any:
@@ -1280,13 +1266,8 @@ class _MachineHost:
         config = self._turn.config
         return SandboxPolicy.from_wire(config.sandbox_policy())
 
-    def emit(self, msg: EventMsg) -> None:
-        # also after the turn ended: a session's item_completed comes when its process exits
-        self._session.emit(self._turn.turn_id, msg)
-
     async def request_approval(self, request: EventMsg) -> object:
-        self.emit(request)
-        answer = await self._turn.replies.wait_for(request)
+        answer = await self.ask(request)
         return getattr(answer, "decision", "denied")
 
 

@@ -123,7 +123,7 @@ class ToolHost(Protocol):
     @property
     def sandbox_policy(self) -> SandboxPolicy: ...
 
-    def emit(self, msg: EventMsg) -> None:
+    def emit(self, event: EventMsg) -> None:
         """Send a core event of this turn (also after the turn ended)."""
         ...
 
