@@ -264,7 +264,7 @@ class ModelSession:
         self.broken: str | None = None
         """Why this session cannot run turns (its config): each turn fails with it."""
         self._machine: MachineTools | None = None
-        """Why this session cannot run turns (its config): each turn fails with it."""
+        """The thread's command sessions and patch tools, while ``run`` runs."""
 
     # --- the contract -----------------------------------------------------------------------
 
