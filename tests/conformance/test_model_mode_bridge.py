@@ -22,6 +22,7 @@ from codex_app_bridge.conformance._compare import Difference
 from codex_app_bridge.conformance._model_mode import (
     MODEL_SCENARIOS,
     ModelResult,
+    load_reference,
     run_model_suite_sync,
     scenario_named,
     total_notifications,
@@ -121,3 +122,19 @@ def test_every_difference_is_a_known_one(results: dict[str, ModelResult], name: 
     parts = (result.stream, result.reads, result.inputs, result.fields)
     unknown = [d for part in parts for d in part.differences if not known(name, d)]
     assert unknown == []
+
+
+@pytest.mark.parametrize("run", [1, 2])
+def test_a_scenario_played_again_in_the_same_process_waits_for_its_own_deltas(
+    tmp_path: Path, run: int
+) -> None:
+    # the interrupt scenario counts deltas before it interrupts: the count starts afresh each
+    # time it is played (it once carried over, so the second play in a test session interrupted
+    # before the turn had started and got "no active turn to interrupt")
+    run_model_suite_sync(["interrupt"], tmp_path, reference=REFERENCE, servers=("bridge",))
+    record = load_reference(tmp_path / "interrupt" / "bridge", "interrupt")
+    order = [u.get("response") or u.get("method") for u in record.stream]
+    answer = record.stream[order.index("turn/interrupt")]
+    assert "error" not in answer, answer
+    assert order.index("item/agentMessage/delta") < order.index("turn/interrupt"), order
+    assert record.notes["turn_status"] == "interrupted"

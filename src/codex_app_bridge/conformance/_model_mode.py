@@ -181,12 +181,14 @@ def _huge(prompt: str) -> Play:
     return play
 
 
-def _interrupt_after(predicate: Callable[[JsonObject], bool], prompt: str) -> Play:
-    """Start a turn, interrupt it once ``predicate`` matched a message, wait for its end."""
+def _interrupt_after(predicate: Callable[[], Callable[[JsonObject], bool]], prompt: str) -> Play:
+    """Start a turn, interrupt it once a message matched a new ``predicate()`` (one per run: a
+    counting predicate must start from zero each time the scenario is played), wait for its
+    end."""
 
     async def play(ctx: ModelContext) -> None:
         thread_id = await ctx.start_thread()
-        seen = ctx.peer.expect(predicate)
+        seen = ctx.peer.expect(predicate())
         done = ctx.peer.expect(_turn_completed(thread_id))
         turn_id = await ctx.start_turn(thread_id, prompt)
         await ctx.peer.wait(seen, TURN_TIMEOUT_S)
@@ -324,7 +326,7 @@ MODEL_SCENARIOS: Final[tuple[ModelScenario, ...]] = (
         None,
         {},
         "nothing listens at the provider's base_url: waiting for network, then an interrupt",
-        _interrupt_after(_waiting_for_network, "Say something."),
+        _interrupt_after(lambda: _waiting_for_network, "Say something."),
     ),
     ModelScenario(
         "invalid_sse",
@@ -361,7 +363,7 @@ MODEL_SCENARIOS: Final[tuple[ModelScenario, ...]] = (
         "interrupt",
         {"delay_s": 0.02},
         f"a slow stream interrupted after {INTERRUPT_AFTER_DELTAS} deltas",
-        _interrupt_after(_nth_delta(INTERRUPT_AFTER_DELTAS), "Write a long essay."),
+        _interrupt_after(lambda: _nth_delta(INTERRUPT_AFTER_DELTAS), "Write a long essay."),
         volatile=frozenset({"item/agentMessage/delta"}),
     ),
     ModelScenario(
