@@ -36,6 +36,7 @@ _COMMANDS: tuple[str, ...] = (
     "_map",
     "_replay",
     "_history",
+    "_check",
 )
 # The top-level flags that take a value (``add_codex_compat_flags``): skipped to find the command.
 _VALUE_FLAGS = frozenset({"-c", "--config", "--enable", "--disable", "--profile"})

@@ -82,9 +82,11 @@ __all__ = [
     "RolloutSource",
     "index_rollout",
     "is_rollout_line",
+    "no_turn_error",
     "passthrough_turn_id",
     "payload_turn_id",
     "recorded_item_events",
+    "rollout_line",
 ]
 
 logger = logging.getLogger(__name__)
@@ -267,7 +269,7 @@ class RolloutIndex:
     thread_ids: set[str]
 
 
-def _line(raw: bytes, number: int, name: str) -> dict[str, Any]:
+def rollout_line(raw: bytes, number: int, name: str) -> dict[str, Any]:
     try:
         value = orjson.loads(raw)
     except orjson.JSONDecodeError as exc:
@@ -275,6 +277,11 @@ def _line(raw: bytes, number: int, name: str) -> dict[str, Any]:
     if not is_rollout_line(value):
         raise ScriptError(f"{name}: line {number}: expected a rollout line {{type, payload}}")
     return cast(dict[str, Any], value)
+
+
+def no_turn_error(name: str) -> ScriptError:
+    """The error of a rollout in which no turn starts (nothing for ``turn/start`` to play)."""
+    return ScriptError(f"{name}: the rollout holds no turn (no task_started event)")
 
 
 def index_rollout(path: str | Path) -> RolloutIndex:
@@ -294,7 +301,7 @@ def index_rollout(path: str | Path) -> RolloutIndex:
                 offset += len(raw)
                 if not raw.strip():
                     continue
-                line = _line(raw, number, name)
+                line = rollout_line(raw, number, name)
                 kind, payload = line["type"], _as_object(line["payload"])
                 if kind == "session_meta":
                     meta_id = payload.get("id")
@@ -318,7 +325,7 @@ def index_rollout(path: str | Path) -> RolloutIndex:
     except OSError as exc:
         raise ScriptError(f"{rollout}: cannot read the rollout: {exc.strerror or exc}") from None
     if current is None:
-        raise ScriptError(f"{rollout}: the rollout holds no turn (no task_started event)")
+        raise no_turn_error(name)
     spans.append(TurnSpan(current[0], current[1], offset, current[2]))
     first_class.append(has_items)
     return RolloutIndex(rollout, spans, first_class, thread_ids)
@@ -391,7 +398,7 @@ class RolloutSource:
         for number, raw in span_lines(index.path, span):
             for old, new in replacements:
                 raw = raw.replace(old, new)
-            line = _line(raw, number, self.name)
+            line = rollout_line(raw, number, self.name)
             events = self._events(line, number, request, first_class=first_class)
             if not events:
                 continue

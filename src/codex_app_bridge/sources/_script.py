@@ -77,9 +77,13 @@ __all__ = [
     "ScriptIndex",
     "ScriptPacing",
     "ScriptSource",
+    "SilentEvents",
+    "TurnGrouper",
     "TurnSpan",
     "exhausted_turn",
     "index_script",
+    "invalid_event_error",
+    "is_item_event",
     "parse_script",
 ]
 
@@ -115,7 +119,7 @@ def is_item_event(kind: object) -> bool:
     return kind in ("item_started", "item_completed")
 
 
-class _SilentEvents:
+class SilentEvents:
     """Notes, once per event type and turn, the events of a script turn that show nothing to a
     client (unknown types; legacy-only events in a turn without item events): a ``warning``
     event naming the line, and the same words on stderr."""
@@ -126,6 +130,14 @@ class _SilentEvents:
         self.noted: set[str] = set()
 
     def note(self, event: EventMsg, where: str) -> WarningEvent | None:
+        message = self.text(event, where)
+        if message is None:
+            return None
+        logger.warning("%s", message)
+        return WarningEvent(message=message)
+
+    def text(self, event: EventMsg, where: str) -> str | None:
+        """The note's words (``check`` prints them), or ``None``: nothing to say of it."""
         kind = event.type
         unknown = isinstance(event, UnknownEventMsg)
         if kind in self.noted or not (unknown or kind in LEGACY_ONLY_TYPES):
@@ -134,9 +146,7 @@ class _SilentEvents:
         if note is None:
             return None
         self.noted.add(kind)
-        message = f"{self.name}: {where}: {note}"
-        logger.warning("%s", message)
-        return WarningEvent(message=message)
+        return f"{self.name}: {where}: {note}"
 
 
 def recorded_time(line: dict[str, Any]) -> float | None:
@@ -164,7 +174,7 @@ def _collect_thread_ids(value: object, found: set[str]) -> None:
             _collect_thread_ids(item, found)
 
 
-class _Grouper:
+class TurnGrouper:
     """The turn grouping rule, line by line (shared by ``parse_script`` and ``index_script``)."""
 
     def __init__(self) -> None:
@@ -193,10 +203,12 @@ def _validated(event: dict[str, Any], number: int, name: str) -> EventMsg:
     try:
         return validate_event_msg(event)
     except ValidationError as exc:
-        raise _invalid(event, exc, number, name) from None
+        raise invalid_event_error(event, exc, number, name) from None
 
 
-def _invalid(event: dict[str, Any], exc: ValidationError, number: int, name: str) -> ScriptError:
+def invalid_event_error(
+    event: dict[str, Any], exc: ValidationError, number: int, name: str
+) -> ScriptError:
     return ScriptError(
         f"{name}: line {number}: invalid {event.get('type')!r} event: {describe_errors(exc)}"
     )
@@ -237,7 +249,7 @@ def parse_script(data: bytes, *, name: str = "<script>") -> tuple[list[RecordedT
     """Turns and recorded thread ids of a script's bytes; ``ScriptError`` on the first bad line."""
     turns: list[RecordedTurn] = []
     thread_ids: set[str] = set()
-    grouper = _Grouper()
+    grouper = TurnGrouper()
     for number, raw in enumerate(data.splitlines(), start=1):
         if not raw.strip():
             continue
@@ -283,7 +295,7 @@ def index_script(path: str | Path) -> ScriptIndex:
     name = str(script)
     spans: list[TurnSpan] = []
     thread_ids: set[str] = set()
-    grouper = _Grouper()
+    grouper = TurnGrouper()
     current: tuple[str, int, int] | None = None  # turn id, start offset, first line
     items = False  # the current turn has an item event
     offset = 0
@@ -412,7 +424,7 @@ class ScriptSource:
         recorded = self.pacing.recorded
         paced = recorded or bool(self.pacing.delay)
         name = self.name
-        silent = _SilentEvents(name, span.has_items)
+        silent = SilentEvents(name, span.has_items)
         for number, raw in span_lines(index.path, span):
             for old, new in replacements:
                 raw = raw.replace(old, new)
@@ -428,7 +440,7 @@ class ScriptSource:
             try:
                 event = validate_event_msg(msg)
             except ValidationError as exc:
-                raise _invalid(msg, exc, number, name) from None
+                raise invalid_event_error(msg, exc, number, name) from None
             warning = silent.note(event, f"line {number}")
             if warning is not None:
                 yield warning
@@ -442,7 +454,7 @@ class ScriptSource:
         mapping = {recorded.turn_id: request.turn_id}
         mapping.update(dict.fromkeys(self._thread_ids, request.thread_id))
         previous: float | None = None
-        silent = _SilentEvents(self.name, recorded.has_items)
+        silent = SilentEvents(self.name, recorded.has_items)
         for index, event in enumerate(recorded.events):
             wait = self.pacing.wait_before(previous, event.at) if index else 0.0
             if wait > 0:
