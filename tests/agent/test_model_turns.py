@@ -76,6 +76,11 @@ async def test_the_request_has_the_body_and_headers_of_the_real_server(scenario:
     assert base["id"].startswith("msg_")
     assert "codex-app-bridge" in base["content"][0]["text"]
     assert developer["content"][-1]["text"].startswith("<permissions instructions>")
+    # the same fragments as the real binary's (skills, then permissions), in our words
+    assert [p["text"].split("\n")[0] for p in developer["content"]] == [
+        p["text"].split("\n")[0] for p in real["input"][1]["content"]
+    ]
+    assert "(file: r0/skill-authoring/SKILL.md)" in developer["content"][0]["text"]
     env_text = environment["content"][0]["text"]
     real_env = real["input"][2]["content"][0]["text"]
     assert (

@@ -4,7 +4,7 @@ Role: a :class:`~codex_app_bridge.sources.CoreSession` that plays each ``user_tu
 0.163.0 core does (spec/model-turn.md §3-§6):
 
 1. ``task_started``; the turn's sticky overrides applied to the thread's config; at the first
-   turn the contextual messages recorded (developer: ``developer_instructions``, permissions;
+   turn the contextual messages recorded (developer: ``developer_instructions``, skills, permissions;
    user: environment context), and again when cwd, sandbox or approval changed; the user
    message recorded (``item_started``, ``raw_response_item``, ``item_completed``);
 2. the sampling loop: one streamed request per step (history as it stands), each output item
@@ -150,6 +150,8 @@ class SessionServices(Protocol):
     def user_agent(self, originator: str | None) -> str: ...
 
     def base_instructions(self, settings: EffectiveConfig) -> str: ...
+
+    def skills_instructions(self, settings: EffectiveConfig, cwd: str) -> str | None: ...
 
     def client_for(self, settings: EffectiveConfig) -> ResponsesClient | str: ...
 
@@ -458,6 +460,10 @@ class ModelSession:
         if first and settings.developer_instructions:
             developer.append({"type": "input_text", "text": settings.developer_instructions})
             kinds.append("developer.instructions")
+        skills = self._source.skills_instructions(settings, cwd) if first else None
+        if skills is not None:
+            developer.append({"type": "input_text", "text": skills})
+            kinds.append("host_skills.instructions")
         if settings.include_permissions_instructions:
             developer.append(
                 {

@@ -140,6 +140,22 @@ class ModelSource:
     def base_instructions(self, settings: EffectiveConfig) -> str:
         return settings.base_instructions or DEFAULT_BASE_INSTRUCTIONS
 
+    def skills_instructions(self, settings: EffectiveConfig, cwd: str) -> str | None:
+        """The ``<skills_instructions>`` fragment of a thread's first context: the skills found
+        now under ``CODEX_HOME``, the home directory, the bundled ones and the project
+        (``_skills``), or ``None`` when there are none."""
+        from codex_app_bridge.agent._skills import find_skills, skill_roots, skills_instructions
+
+        home = self.codex_home if self.codex_home is not None else Path.home() / ".codex"
+        user_home = (self.environ or os.environ).get("HOME")
+        roots = skill_roots(
+            home,
+            Path(cwd),
+            home=Path(user_home) if user_home else None,
+            config=settings.raw,
+        )
+        return skills_instructions(find_skills(roots, settings.raw))
+
     def client_for(self, settings: EffectiveConfig) -> ResponsesClient | str:
         """The client of the thread's provider, or the turn's error text (a missing
         ``env_key`` variable: ``Missing environment variable: ...``)."""
