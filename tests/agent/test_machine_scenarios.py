@@ -36,8 +36,6 @@ def _shape(messages: list[dict[str, Any]]) -> list[dict[str, Any]]:
     for message in masked_turn(messages):
         if message["method"] == "item/commandExecution/outputDelta":
             continue  # timing: 0.163.0 streams only what comes ~150 ms after the spawn
-        if message["method"] == "turn/diff/updated":
-            continue  # the turn's cumulative git diff is not made yet (KNOWN_DIFFERENCES.md)
         params = message["params"]
         item = params.get("item") if isinstance(params, dict) else None
         if isinstance(item, dict) and item.get("type") == "commandExecution":

@@ -11,7 +11,7 @@ from typing import Any
 import anyio
 import pytest
 
-from codex_app_bridge.machine import ApprovalPolicy, Bubblewrap, SandboxPolicy
+from codex_app_bridge.machine import ApprovalPolicy, Bubblewrap, SandboxPolicy, TurnDiff
 from codex_app_bridge.protocol.core import EventMsg
 
 WAIT_S = 60
@@ -30,6 +30,10 @@ class FakeHost:
     events: list[EventMsg] = field(default_factory=list[EventMsg])
     requests: list[EventMsg] = field(default_factory=list[EventMsg])
     changed: anyio.Event = field(default_factory=anyio.Event)
+    diff: TurnDiff = field(init=False)
+
+    def __post_init__(self) -> None:
+        self.diff = TurnDiff(self.cwd)
 
     def emit(self, event: EventMsg) -> None:
         self.events.append(event)

@@ -242,7 +242,13 @@ async def test_apply_patch_through_the_shell_is_intercepted(tmp_path: Path, work
     ), out
     assert (work / "sub" / "hello.txt").read_text() == "hi\n"
     kinds = [e.type for e in host.events]
-    assert kinds == ["item_started", "patch_apply_begin", "patch_apply_end", "item_completed"]
+    assert kinds == [
+        "item_started",
+        "patch_apply_begin",
+        "patch_apply_end",
+        "item_completed",
+        "turn_diff",
+    ]
     item = host.of_type("item_completed")[0]["item"]
     assert item["type"] == "FileChange"
     assert item["status"] == "completed"

@@ -108,6 +108,7 @@ from codex_app_bridge.protocol.core import (
     TokenUsage,
     TokenUsageInfo,
     TurnAttribution,
+    TurnDiffEvent,
     UserInput,
     UserInputOp,
     UserMessageItem,
@@ -123,7 +124,7 @@ from codex_app_bridge.sources._session import EventQueue
 if TYPE_CHECKING:
     from codex_app_bridge.agent._tools import ToolHandler
     from codex_app_bridge.config import EffectiveConfig
-    from codex_app_bridge.machine import MachineTools
+    from codex_app_bridge.machine import MachineTools, TurnDiff
     from codex_app_bridge.model import ModelError, ResponsesClient
 
 __all__ = ["ModelSession", "SessionServices"]
@@ -182,6 +183,8 @@ class _Turn:
     open_calls: dict[str, ToolCall] = field(default_factory=dict[str, ToolCall])
     """Calls recorded whose output is not recorded yet (an interrupt answers them)."""
     call_started: dict[str, float] = field(default_factory=dict[str, float])
+    diff: TurnDiff | None = None
+    """The patches applied in the turn (``machine``), once one was."""
 
 
 class _Step:
@@ -919,6 +922,10 @@ class ModelSession:
         if failure is not None:
             raise _StepFailed(failure)
         self._token_count(turn, step)
+        diff = turn.diff
+        if diff is not None and (unified := diff.unified_diff()) is not None:
+            # 0.163.0 re-sends the turn's diff after every response once a patch applied
+            self.emit(turn.turn_id, TurnDiffEvent(unified_diff=unified))
         return bool(step.calls)
 
     def _token_count(self, turn: _Turn, step: _Step) -> None:
@@ -1271,6 +1278,15 @@ class _MachineHost(_Context):
 
         config = self._turn.config
         return SandboxPolicy.from_wire(config.sandbox_policy())
+
+    @property
+    def diff(self) -> TurnDiff:
+        from codex_app_bridge.machine import TurnDiff
+
+        turn = self._turn
+        if turn.diff is None:
+            turn.diff = TurnDiff(self.cwd)
+        return turn.diff
 
     async def request_approval(self, request: EventMsg) -> object:
         answer = await self.ask(request)

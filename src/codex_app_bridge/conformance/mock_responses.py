@@ -30,7 +30,8 @@ HTTP endpoints (same as ``tools/realpeer/mock_provider.py``):
 
 Scenarios (:data:`SCENARIOS`; ``n`` is the 0-based index of the ``/v1/responses`` request since the
 scenario was selected): ``plain`` (params ``text``, ``chunk``), ``reasoning``, ``shell`` (``cmd``),
-``apply_patch``, ``web_search``, ``error_retry`` (``failures``: HTTP 500s first), ``error_fatal``
+``apply_patch``, ``steps`` (one tool call per request: ``{"patch": text}`` or ``{"cmd": text}``,
+then ``text``), ``web_search``, ``error_retry`` (``failures``: HTTP 500s first), ``error_fatal``
 (always 500), ``stream_retry`` (``failures``: streams cut before ``response.completed``),
 ``stream_failed`` (``response.failed``), ``interrupt`` (``delay_s`` between events), ``multi_turn``,
 ``plan`` (``update_plan``), ``throughput`` (``n`` deltas, default 20000, written in large writes),
@@ -457,6 +458,29 @@ def sc_apply_patch(n: int, body: JsonObject, p: JsonObject) -> Reply:
     return SSE([ev_created(rid), *call, ev_completed(rid)])
 
 
+def sc_steps(n: int, body: JsonObject, p: JsonObject) -> Reply:
+    """One tool call per request from ``steps`` (``{"patch": text}`` through ``apply_patch`` as
+    Codex offers it, or ``{"cmd": text}`` through the shell tool), then the ``text`` reply."""
+    rid = f"resp_steps_{n}"
+    steps = cast(list[JsonObject], p.get("steps") or [])
+    if n >= len(steps):
+        return _message_reply(rid, f"msg_steps_{n}", str(p.get("text", "Done.")))
+    step = steps[n]
+    call_id = f"call_step_{n}"
+    if "cmd" in step:
+        call = _shell_call(body, str(step["cmd"]), call_id)
+    else:
+        patch = str(step["patch"])
+        kind = tool_kinds(body).get("apply_patch", "")
+        if kind == "custom":
+            call = custom_tool_call_events(f"ctc_{n}", call_id, "apply_patch", patch)
+        elif kind != "":
+            call = function_call_events(f"fc_{n}", call_id, "apply_patch", {"input": patch})
+        else:
+            call = _shell_call(body, f"apply_patch <<'EOF'\n{patch}\nEOF", call_id)
+    return SSE([ev_created(rid), *call, ev_completed(rid)])
+
+
 def sc_web_search(n: int, body: JsonObject, p: JsonObject) -> Reply:
     rid = f"resp_ws_{n}"
     answer = chunks_of("According to my search, the protocol is JSON-RPC.", 6)
@@ -751,6 +775,7 @@ SCENARIOS: Final[Mapping[str, Scenario]] = {
     "reasoning": sc_reasoning,
     "shell": sc_shell,
     "apply_patch": sc_apply_patch,
+    "steps": sc_steps,
     "web_search": sc_web_search,
     "error_retry": sc_error_retry,
     "error_fatal": sc_error_fatal,

@@ -7,6 +7,7 @@ A domain package below ``server/``: it knows no connection, JSON-RPC or thread. 
 * ``_output``: bounded output buffers and the text the model gets (core's truncation);
 * ``_sandbox``: sandbox policies and bubblewrap; ``_policy``: approval policies and decisions;
 * ``_commands``: argv, environment, command summaries, ``apply_patch`` through the shell;
+* ``_turn_diff``: ``TurnDiff``, the net diff of a turn's patches (``turn/diff/updated``);
 * ``_tools``: ``MachineTools``, the model's local tools of one thread (the agent's table).
 """
 
@@ -50,6 +51,7 @@ from codex_app_bridge.machine._tools import (
     TurnCancelled,
     aborted_output,
 )
+from codex_app_bridge.machine._turn_diff import TurnDiff
 
 __all__ = [
     "TOOL_NAMES",
@@ -73,6 +75,7 @@ __all__ = [
     "ToolHost",
     "ToolOutput",
     "TurnCancelled",
+    "TurnDiff",
     "UpdateFile",
     "WrappedCommand",
     "aborted_output",

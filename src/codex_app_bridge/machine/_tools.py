@@ -55,7 +55,7 @@ from codex_app_bridge.machine._output import (
     HeadTail,
     exec_output_text,
 )
-from codex_app_bridge.machine._patch import PatchError, apply_plan, plan_patch
+from codex_app_bridge.machine._patch import PatchError, PatchPlan, apply_plan, plan_patch
 from codex_app_bridge.machine._policy import (
     ApprovalPolicy,
     SessionApprovals,
@@ -65,6 +65,7 @@ from codex_app_bridge.machine._policy import (
 )
 from codex_app_bridge.machine._proc import ChildProcess, SpawnError, spawn
 from codex_app_bridge.machine._sandbox import Bubblewrap, SandboxPolicy, WrappedCommand
+from codex_app_bridge.machine._turn_diff import TurnDiff, prior_contents
 from codex_app_bridge.protocol.core import (
     ApplyPatchApprovalRequestEvent,
     CommandExecutionItem,
@@ -79,6 +80,7 @@ from codex_app_bridge.protocol.core import (
     PatchApplyBeginEvent,
     PatchApplyEndEvent,
     TerminalInteractionEvent,
+    TurnDiffEvent,
 )
 from codex_app_bridge.protocol.jsonrpc import now_ms
 
@@ -122,6 +124,10 @@ class ToolHost(Protocol):
     def approval_policy(self) -> ApprovalPolicy: ...
     @property
     def sandbox_policy(self) -> SandboxPolicy: ...
+    @property
+    def diff(self) -> TurnDiff:
+        """The turn's diff (one per turn): applied patches are tracked in it."""
+        ...
 
     def emit(self, event: EventMsg) -> None:
         """Send a core event of this turn (also after the turn ended)."""
@@ -649,7 +655,7 @@ class MachineTools:
             )
         )
         try:
-            await anyio.to_thread.run_sync(apply_plan, plan)
+            prior = await anyio.to_thread.run_sync(_apply_plan, plan)
         except OSError as exc:
             message = f"{exc.strerror} (os error {exc.errno})"
             host.emit(
@@ -682,6 +688,11 @@ class MachineTools:
             )
         )
         self._complete_patch(host, item, "completed", started_ms)
+        diff = host.diff
+        diff.track(plan, prior)
+        unified = diff.unified_diff()
+        if unified is not None:
+            host.emit(TurnDiffEvent(unified_diff=unified))
         wall = _patch_wall(time.monotonic() - started)
         return f"Exit code: 0\nWall time: {wall} seconds\nOutput:\n{summary}"
 
@@ -736,6 +747,13 @@ class MachineTools:
         )
         url = f"data:{mime};base64,{base64.b64encode(data).decode('ascii')}"
         return [{"type": "input_image", "image_url": url, "detail": detail}]
+
+
+def _apply_plan(plan: PatchPlan) -> dict[str, str]:
+    """Write ``plan``; what it overwrote unread (for the turn's diff)."""
+    prior = prior_contents(plan)
+    apply_plan(plan)
+    return prior
 
 
 def _strings(value: object) -> list[str] | None:
