@@ -57,6 +57,7 @@ from codex_app_bridge.sources import TURN_START_TYPES, SessionConfig, open_sessi
 if TYPE_CHECKING:
     from codex_app_bridge.listener import ListenerHub
     from codex_app_bridge.rpc import ServerRequests
+    from codex_app_bridge.server._shared import SharedThread, SharedThreads
     from codex_app_bridge.server._stored import ThreadStorage
     from codex_app_bridge.sources import CoreSession, EventSource, SourceDefaults, TurnSource
     from codex_app_bridge.storage import RowFilter, StoredThread, ThreadCatalog, ThreadRow
@@ -104,6 +105,7 @@ class ThreadRegistry:
         pending_interrupts: Callable[[str], int],
         interrupt_grace: Callable[[], float],
         user_agent: Callable[[], str | None] = lambda: None,
+        shared: SharedThreads | None = None,
     ) -> None:
         """``run`` starts a runtime in the server's task group; ``pending_interrupts(thread_id)``
         counts the ``turn/interrupt`` requests received and not handled yet;
@@ -117,6 +119,8 @@ class ThreadRegistry:
         self._pending_interrupts = pending_interrupts
         self._interrupt_grace = interrupt_grace
         self._user_agent = user_agent
+        self.shared = shared
+        """Threads shared with other servers (``_shared``; ``None``: this server's alone)."""
         self._records: dict[str, ThreadRecord] = {}
         """Canonical id -> record, in creation order: loaded and unloaded threads."""
 
@@ -183,8 +187,37 @@ class ThreadRegistry:
         return record
 
     async def find_or_load(self, thread_id: str) -> ThreadRecord | None:
-        """A known thread (loaded or not), else the stored, unarchived one, loaded now."""
-        return self._records.get(thread_id) or await self._load_stored(thread_id)
+        """A known thread (loaded or not), else the stored, unarchived one, else one another
+        server shares (``shared``), loaded now."""
+        return (
+            self._records.get(thread_id)
+            or await self._load_stored(thread_id)
+            or await self._load_shared(thread_id)
+        )
+
+    async def _load_shared(self, thread_id: str) -> ThreadRecord | None:
+        if self.shared is None:
+            return None
+        found: SharedThread | None = await self.shared.find(thread_id)
+        if found is None or thread_id in self._records:  # another request loaded it meanwhile
+            return self._records.get(thread_id)
+        history = found.history
+        record = ThreadRecord(
+            id=thread_id,
+            settings=found.settings,
+            listener=self.hub.create_thread(thread_id),
+            originator=found.originator,
+            forked_from_id=found.forked_from_id,
+            name=found.name,
+            preview=found.preview,
+            created_at=found.created_at,
+            updated_at=found.updated_at,
+            turns_started=sum(1 for e in history if e.msg.type in TURN_START_TYPES),
+            history_initialization="cold_resume",
+        )
+        record.listener.seed_read_state(read_state_of_history(thread_id, history))
+        self._start(record, history)
+        return record
 
     async def _load_stored(self, thread_id: str) -> ThreadRecord | None:
         stored = await self.find_stored(thread_id)
@@ -317,6 +350,8 @@ class ThreadRegistry:
         self._records[record.id] = record
         if self.storage is not None:
             self.storage.rebind(record)  # a reloaded thread keeps writing its rollout
+        if self.shared is not None:
+            self.shared.loaded(record)
         self._run(record.runtime)
 
     def _open_session(self, record: ThreadRecord) -> CoreSession:

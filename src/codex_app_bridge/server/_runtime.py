@@ -167,6 +167,10 @@ class ThreadRuntime:
         self.history: list[EventEnvelope] = history if history is not None else []
         self.sink: Callable[[EventEnvelope], None] | None = None
         """Called with each history event as it is kept (the thread's rollout writer)."""
+        self.tap: Callable[[EventEnvelope], None] | None = None
+        """Called with every event the listener is given, deltas included, in that order (a
+        cluster's log of the thread, ``server._shared``): synchronously, so it must not block."""
+        self._follow = False
         self._open_session = open_session
         self._session: CoreSession | None = None
         self._session_scope: anyio.CancelScope | None = None
@@ -223,17 +227,25 @@ class ThreadRuntime:
         if self._turn is not None:
             self._submit(Submission(id=self._turn.turn_id, op=UserInputOp(items=list(items))))
 
-    def interrupt(self, reply: DeferredReply) -> None:
-        """Interrupt the running turn; ``reply`` is answered ``{}`` right before it ends."""
+    def interrupt(self, reply: DeferredReply | None) -> None:
+        """Interrupt the running turn; ``reply`` is answered ``{}`` right before it ends
+        (``None``: an interrupt another server answers, ``server._shared``)."""
         turn = self._turn
         if turn is None:
-            reply.resolve({})
+            if reply is not None:
+                reply.resolve({})
             return
-        turn.interrupt_replies.append(reply)
+        if reply is not None:
+            turn.interrupt_replies.append(reply)
         if turn.interrupt_deadline is None:
             turn.interrupt_deadline = anyio.current_time() + self._grace
             self._submit(Submission(id=turn.turn_id, op=InterruptOp()))
             self._poke()
+
+    def answer(self, submission: Submission) -> None:
+        """A client's answer to a server request, as an ``Op``, for the session that asked (one
+        that reached another server first, ``server._shared``)."""
+        self._submit_answer(submission)
 
     def truncate_history(self, length: int) -> None:
         """Keep the first ``length`` events of the history log (``thread/revert``, never while
@@ -242,6 +254,15 @@ class ThreadRuntime:
         del self.history[length:]
         if self._session is not None and self._turn is None:
             self._drop_session()
+
+    def follow(self) -> None:
+        """Open the session now rather than at the first submission: its events come from
+        elsewhere (another server's turns, ``server._shared``) and must reach the listener
+        whether or not this server submits anything."""
+        self._follow = True
+        if self._task_group is not None and self._session is None:
+            self._start_session()
+            self._poke()
 
     def stop(self) -> None:
         """Ask the session to shut down (the thread is being unloaded)."""
@@ -257,6 +278,8 @@ class ThreadRuntime:
         async with anyio.create_task_group() as tg:
             self._task_group = tg
             try:
+                if self._follow and self._session is None:
+                    self._start_session()
                 await self._loop()
             finally:
                 self._task_group = None
@@ -383,6 +406,8 @@ class ThreadRuntime:
                 # state, is never kept and asks nothing, so it goes straight to the listener
                 try:
                     if process_delta(envelope):
+                        if self.tap is not None:
+                            self.tap(envelope)
                         continue
                 except Exception:  # a bug must not stop the thread
                     logger.exception("thread %s: could not process a delta", self.thread_id)
@@ -423,6 +448,8 @@ class ThreadRuntime:
 
     def _feed(self, envelope: EventEnvelope) -> None:
         kind = envelope.msg.type
+        if self.tap is not None:
+            self.tap(envelope)
         if kind in HISTORY_EVENT_TYPES:
             self.history.append(envelope)
             if self.sink is not None:

@@ -73,6 +73,7 @@ if TYPE_CHECKING:
     from codex_app_bridge.server._handlers import Handlers
     from codex_app_bridge.server._registry import ThreadRegistry
     from codex_app_bridge.server._runtime import ThreadRuntime
+    from codex_app_bridge.server._shared import SharedThreads
     from codex_app_bridge.server._stored import ThreadStorage
     from codex_app_bridge.sources import EventSource, TurnSource
 
@@ -99,8 +100,10 @@ class BridgeServer:
         codex_home: str | os.PathLike[str] | None = None,
         source_factory: Callable[[], EventSource | TurnSource] | None = None,
         config: ConfigLayers | None = None,
+        shared: SharedThreads | None = None,
     ) -> None:
         self._source = source
+        self._shared = shared
         self._config = config
         self.announced_config_warnings: set[str] = set()
         """``configWarning`` summaries this process has sent (each is sent once)."""
@@ -198,6 +201,7 @@ class BridgeServer:
                 pending_interrupts=partial(self.unhandled_requests, "turn/interrupt"),
                 interrupt_grace=lambda: self.interrupt_grace,
                 user_agent=lambda: self.user_agent,
+                shared=self._shared,
             )
         return self._threads
 

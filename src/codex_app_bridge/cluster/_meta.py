@@ -1,0 +1,84 @@
+"""A thread's metadata as the cluster's KV bucket keeps it (``thread/list``, names, settings).
+
+One JSON object per thread, written by its owner when the thread is loaded there and whenever a
+turn starts or ends; read by a node that loads the thread from the log. Wire-side names
+(camelCase), so that another tool can read the bucket.
+
+Boundary: pure conversions between a ``ThreadRecord`` and bytes.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+import orjson
+
+from codex_app_bridge.protocol._base import dump_jsonable
+from codex_app_bridge.server._threads import ThreadRecord, ThreadSettings
+
+if TYPE_CHECKING:
+    from codex_app_bridge.protocol.core import EventEnvelope
+    from codex_app_bridge.server._shared import SharedThread
+
+__all__ = ["meta_of_record", "shared_thread"]
+
+
+def meta_of_record(record: ThreadRecord, owner: str) -> bytes:
+    settings = record.settings
+    data: dict[str, Any] = {
+        "id": record.id,
+        "owner": owner,
+        "cwd": settings.cwd,
+        "model": settings.model,
+        "modelProvider": settings.model_provider,
+        "approvalPolicy": dump_jsonable(settings.approval_policy),
+        "approvalsReviewer": settings.approvals_reviewer,
+        "sandbox": dump_jsonable(settings.sandbox),
+        "reasoningEffort": settings.reasoning_effort,
+        "serviceTier": settings.service_tier,
+        "originator": record.originator,
+        "name": record.name,
+        "preview": record.preview,
+        "createdAt": record.created_at,
+        "updatedAt": record.updated_at,
+        "forkedFromId": record.forked_from_id,
+        "turnsStarted": record.turns_started,
+    }
+    return orjson.dumps(data)
+
+
+def _sandbox(value: Any) -> Any:
+    from pydantic import TypeAdapter
+
+    from codex_app_bridge.protocol.v2 import SandboxPolicy
+
+    return TypeAdapter[Any](SandboxPolicy).validate_python(value)
+
+
+def shared_thread(data: bytes, history: list[EventEnvelope]) -> SharedThread:
+    """The ``SharedThread`` a metadata entry and the log's history stand for."""
+    from codex_app_bridge.server._shared import SharedThread
+
+    meta: dict[str, Any] = orjson.loads(data)
+    settings = ThreadSettings(
+        cwd=meta["cwd"],
+        model=meta["model"],
+        model_provider=meta["modelProvider"],
+        approval_policy=meta.get("approvalPolicy") or "on-request",
+        approvals_reviewer=meta.get("approvalsReviewer") or "user",
+        reasoning_effort=meta.get("reasoningEffort"),
+        service_tier=meta.get("serviceTier"),
+    )
+    if meta.get("sandbox") is not None:
+        settings.sandbox = _sandbox(meta["sandbox"])
+    return SharedThread(
+        thread_id=meta["id"],
+        settings=settings,
+        history=history,
+        originator=meta.get("originator"),
+        name=meta.get("name"),
+        preview=meta.get("preview") or "",
+        created_at=meta.get("createdAt") or 0,
+        updated_at=meta.get("updatedAt") or 0,
+        forked_from_id=meta.get("forkedFromId"),
+    )

@@ -1,0 +1,395 @@
+"""``ClusterNode``: one bridge server's membership of a cluster over NATS JetStream.
+
+It is the server's ``SharedThreads`` (``server._shared``) and makes its source
+(``ClusterSource``, ``_follow``):
+
+* **A thread's core events are its log.** The node that plays a thread's turns (its owner: the
+  node it was started or loaded on from storage) taps its runtime (``ThreadRuntime.tap``: every
+  event its listener is given, deltas included, in order) and publishes each ``{id, msg}``
+  envelope to ``codex.thread.<id>.events`` in the ``CODEX_THREADS`` stream (file storage). The
+  tap only appends to the thread's buffer; one publisher task encodes and publishes what is
+  buffered without awaiting each acknowledgement (``publish_async``: acknowledgements are
+  checked as they come, a failed one is logged and counted in ``failed_publishes``).
+* **Metadata** (settings, preview, timestamps, name) goes to the ``codex_threads`` KV bucket when
+  the thread is loaded and whenever a turn starts or ends.
+* **Another node** that is asked for the thread (``thread/resume``: ``find``) reads the metadata
+  and the log up to its last sequence (the history), then follows the log from the next
+  sequence (``FollowerSession``), so its clients get the same ordered stream through the same
+  listener and mapper.
+* **Control**: the owner answers ``codex.thread.<id>.control``: the submissions of the other
+  nodes' clients (``_control``).
+
+Boundary: NATS I/O and the server's hook; what a submission does is ``_control``'s, how a
+followed thread's session behaves ``_follow``'s.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import ssl
+from collections.abc import Awaitable, Callable
+from types import TracebackType
+from typing import TYPE_CHECKING, Any, Final, Self
+
+import anyio
+import anyio.abc
+
+from codex_app_bridge.cluster._control import apply_submission
+from codex_app_bridge.cluster._follow import ClusterSource, control_error
+from codex_app_bridge.cluster._meta import meta_of_record, shared_thread
+from codex_app_bridge.cluster._options import ClusterOptions
+from codex_app_bridge.cluster._subjects import (
+    META_BUCKET,
+    STREAM,
+    STREAM_SUBJECTS,
+    control_subject,
+    error_reply,
+    events_subject,
+    ok_reply,
+)
+from codex_app_bridge.protocol.core import (
+    SUBMISSION_ADAPTER,
+    EventEnvelope,
+    dump_event_envelope,
+    parse_event_envelope,
+)
+from codex_app_bridge.server._runtime import HISTORY_EVENT_TYPES
+from codex_app_bridge.sources import TURN_END_TYPES, TURN_START_TYPES
+
+if TYPE_CHECKING:
+    from nats.aio.client import Client
+    from nats.aio.msg import Msg
+    from nats.aio.subscription import Subscription
+    from nats.js.client import JetStreamContext
+    from nats.js.kv import KeyValue
+
+    from codex_app_bridge.server._shared import SharedThread
+    from codex_app_bridge.server._threads import ThreadRecord
+    from codex_app_bridge.sources import EventSource, TurnSource
+
+__all__ = ["ClusterNode"]
+
+logger = logging.getLogger(__name__)
+
+HISTORY_READ_TIMEOUT: Final = 30.0
+"""Seconds a node waits for a thread's log to be read back (``find``)."""
+_META_TYPES: Final = TURN_START_TYPES | TURN_END_TYPES
+
+
+class _Log:
+    """What an owned thread has given its listener and is not published yet."""
+
+    __slots__ = ("buffer", "node", "record", "subject")
+
+    def __init__(self, node: ClusterNode, record: ThreadRecord) -> None:
+        self.node = node
+        self.record = record
+        self.subject = events_subject(record.id)
+        self.buffer: list[EventEnvelope] = []
+
+    def append(self, envelope: EventEnvelope) -> None:
+        buffer = self.buffer
+        buffer.append(envelope)
+        if len(buffer) == 1:
+            self.node.dirty(self)
+
+
+def _tls_context(options: ClusterOptions) -> ssl.SSLContext | None:
+    if not options.uses_tls:
+        return None
+    context = ssl.create_default_context(cafile=options.tls_ca)
+    if options.tls_cert is not None:
+        context.load_cert_chain(options.tls_cert, options.tls_key)
+    return context
+
+
+class ClusterNode:
+    """This server's part of the cluster (see the module docstring). Use it as an async
+    context manager around the ``BridgeServer`` it is given to (``shared=node``)."""
+
+    def __init__(self, options: ClusterOptions) -> None:
+        self.options = options
+        self.name = options.name or "codex-app-bridge"
+        self.failed_publishes = 0
+        self.published = 0
+        self._nc: Client | None = None
+        self._js: JetStreamContext | None = None
+        self._meta: KeyValue | None = None
+        self._task_group: anyio.abc.TaskGroup | None = None
+        self._dirty: dict[str, _Log] = {}
+        self._wake: anyio.Event | None = None
+        self._publishing = False
+        self._idle: anyio.Event | None = None
+        """Set when the publisher has nothing left to publish (``flush``)."""
+        self._owned: dict[str, ThreadRecord] = {}
+        self._control: dict[str, Subscription] = {}
+        self._after: dict[str, int] = {}
+        """Followed threads -> the last sequence of the log this node has (read or taken)."""
+        self._consumers: dict[str, Subscription] = {}
+
+    # --- life ---------------------------------------------------------------------------------
+
+    async def __aenter__(self) -> Self:
+        import nats
+        from nats.js.api import KeyValueConfig, StorageType, StreamConfig
+        from nats.js.errors import BadRequestError, NotFoundError
+
+        options = self.options
+        credentials: dict[str, Any] = {}
+        if options.creds is not None:
+            credentials["user_credentials"] = options.creds
+        if options.nkey_seed is not None:
+            credentials["nkeys_seed"] = options.nkey_seed
+        tls = _tls_context(options)
+        if tls is not None:
+            credentials["tls"] = tls
+        self._nc = nc = await nats.connect(  # pyright: ignore[reportUnknownMemberType]
+            servers=list(options.servers),
+            name=self.name,
+            connect_timeout=int(max(1, options.connect_timeout)),
+            max_reconnect_attempts=-1,
+            reconnect_time_wait=0.25,
+            allow_reconnect=True,
+            error_cb=self._nats_error,
+            **credentials,
+        )
+        js = self._js = nc.jetstream()  # pyright: ignore[reportUnknownMemberType]
+        config = StreamConfig(name=STREAM, subjects=list(STREAM_SUBJECTS), storage=StorageType.FILE)
+        try:
+            await js.stream_info(STREAM)
+        except NotFoundError:
+            try:
+                await js.add_stream(config)  # pyright: ignore[reportUnknownMemberType]
+            except BadRequestError:  # another node created it meanwhile
+                await js.stream_info(STREAM)
+        try:
+            self._meta = await js.key_value(META_BUCKET)
+        except Exception:  # nats-py raises BucketNotFoundError (a NotFoundError)
+            self._meta = await js.create_key_value(  # pyright: ignore[reportUnknownMemberType]
+                KeyValueConfig(bucket=META_BUCKET, storage=StorageType.FILE, history=1)
+            )
+        group = self._task_group = anyio.create_task_group()
+        await group.__aenter__()
+        group.start_soon(self._publish_loop, name="cluster publisher")
+        logger.info("cluster: node %s joined %s", self.name, ", ".join(options.servers))
+        return self
+
+    async def __aexit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> bool | None:
+        group = self._task_group
+        assert group is not None
+        self._task_group = None
+        with anyio.CancelScope(shield=True), anyio.move_on_after(5):
+            await self.flush()
+        group.cancel_scope.cancel()
+        try:
+            return await group.__aexit__(exc_type, exc, tb)
+        finally:
+            nc = self._nc
+            if nc is not None:
+                with anyio.CancelScope(shield=True), anyio.move_on_after(5):
+                    await nc.close()
+
+    async def _nats_error(self, exc: Exception) -> None:
+        logger.warning("cluster: %s", exc)
+
+    def source(
+        self,
+        source: EventSource | TurnSource | None,
+        factory: Callable[[], EventSource | TurnSource] | None,
+    ) -> ClusterSource:
+        """The node's source around the server's own (given, or made by ``factory`` on first
+        use, else the built-in agent)."""
+
+        def inner() -> EventSource | TurnSource:
+            if source is not None:
+                return source
+            if factory is not None:
+                return factory()
+            from codex_app_bridge.sources import DefaultAgent
+
+            return DefaultAgent()
+
+        return ClusterSource(self, inner)
+
+    @property
+    def _group(self) -> anyio.abc.TaskGroup:
+        if self._task_group is None:
+            raise RuntimeError("the cluster node is not running (use it as a context manager)")
+        return self._task_group
+
+    # --- SharedThreads --------------------------------------------------------------------------
+
+    def loaded(self, record: ThreadRecord) -> None:
+        runtime = record.runtime
+        assert runtime is not None
+        if record.id in self._after:
+            runtime.follow()
+            return
+        if record.ephemeral:
+            return  # nothing of it outlives this process: not shared
+        self._owned[record.id] = record
+        runtime.tap = _Log(self, record).append
+        self._group.start_soon(self._own, record)
+
+    def follows(self, thread_id: str) -> bool:
+        return thread_id in self._after
+
+    async def find(self, thread_id: str) -> SharedThread | None:
+        from nats.js.errors import KeyNotFoundError, NotFoundError
+
+        assert self._meta is not None
+        assert self._js is not None
+        try:
+            entry = await self._meta.get(thread_id)
+        except KeyNotFoundError:
+            return None
+        if entry.value is None:
+            return None
+        try:
+            last = (await self._js.get_last_msg(STREAM, events_subject(thread_id))).seq or 0
+        except NotFoundError:
+            last = 0
+        history = await self._read_log(thread_id, last)
+        self._after[thread_id] = last
+        return shared_thread(entry.value, history)
+
+    async def _read_log(self, thread_id: str, last: int) -> list[EventEnvelope]:
+        """The thread's history events in its log, up to sequence ``last``."""
+        history: list[EventEnvelope] = []
+        if not last:
+            return history
+        assert self._js is not None
+        sub = await self._js.subscribe(events_subject(thread_id), ordered_consumer=True)
+        try:
+            with anyio.fail_after(HISTORY_READ_TIMEOUT):
+                while True:
+                    msg = await sub.next_msg(timeout=HISTORY_READ_TIMEOUT)
+                    envelope = parse_event_envelope(msg.data)
+                    if envelope.msg.type in HISTORY_EVENT_TYPES:
+                        history.append(envelope)
+                    if msg.metadata.sequence.stream >= last:
+                        return history
+        finally:
+            await sub.unsubscribe()
+
+    # --- the owner ----------------------------------------------------------------------------
+
+    async def _own(self, record: ThreadRecord) -> None:
+        """Announce an owned thread: its metadata, and an answer on its control subject."""
+        assert self._nc is not None
+        await self._put_meta(record)
+
+        async def on_control(msg: Msg) -> None:
+            await self._on_control(record, msg)
+
+        self._control[record.id] = await self._nc.subscribe(  # pyright: ignore[reportUnknownMemberType]
+            control_subject(record.id), cb=on_control
+        )
+
+    async def _put_meta(self, record: ThreadRecord) -> None:
+        assert self._meta is not None
+        try:
+            await self._meta.put(record.id, meta_of_record(record, self.name))
+        except Exception as exc:  # NATS away: the next turn writes it again
+            logger.warning("cluster: thread %s: metadata not written: %s", record.id, exc)
+
+    async def _on_control(self, record: ThreadRecord, msg: Msg) -> None:
+        try:
+            submission = SUBMISSION_ADAPTER.validate_json(msg.data)
+        except ValueError as exc:
+            await msg.respond(error_reply(f"not a submission: {exc}"))
+            return
+        error = apply_submission(record, submission)
+        await msg.respond(ok_reply() if error is None else error_reply(error))
+
+    def dirty(self, log: _Log) -> None:
+        self._dirty[log.record.id] = log
+        if self._wake is not None:
+            self._wake.set()
+
+    async def _publish_loop(self) -> None:
+        js = self._js
+        assert js is not None
+        while True:
+            if not self._dirty:
+                wake = self._wake = anyio.Event()
+                await wake.wait()
+            dirty, self._dirty = self._dirty, {}
+            self._publishing = True
+            for log in dirty.values():
+                events, log.buffer = log.buffer, []
+                announce = False
+                for envelope in events:
+                    data = dump_event_envelope(envelope)
+                    future = await js.publish_async(log.subject, data)  # pyright: ignore[reportUnknownMemberType]
+                    future.add_done_callback(self._acked)
+                    if envelope.msg.type in _META_TYPES:
+                        announce = True
+                if announce:
+                    await self._put_meta(log.record)
+            self._publishing = False
+            if not self._dirty and self._idle is not None:
+                self._idle.set()
+                self._idle = None
+
+    def _acked(self, future: asyncio.Future[Any]) -> None:
+        if future.cancelled() or future.exception() is not None:
+            self.failed_publishes += 1
+            logger.warning(
+                "cluster: an event was not stored: %s",
+                "cancelled" if future.cancelled() else future.exception(),
+            )
+        else:
+            self.published += 1
+
+    async def flush(self) -> None:
+        """Wait until everything tapped so far is published and acknowledged."""
+        js = self._js
+        assert js is not None
+        while self._dirty or self._publishing:
+            if self._idle is None:
+                self._idle = anyio.Event()
+            await self._idle.wait()
+        await js.publish_async_completed()
+
+    # --- the follower -------------------------------------------------------------------------
+
+    async def consume(self, thread_id: str, receive: Callable[[bytes], Awaitable[None]]) -> None:
+        """Deliver the thread's log after what this node has, in order, to ``receive``."""
+        from nats.js.api import ConsumerConfig, DeliverPolicy
+
+        assert self._js is not None
+
+        async def on_event(msg: Msg) -> None:
+            self._after[thread_id] = msg.metadata.sequence.stream
+            await receive(msg.data)
+
+        config = ConsumerConfig(
+            deliver_policy=DeliverPolicy.BY_START_SEQUENCE,
+            opt_start_seq=self._after.get(thread_id, 0) + 1,
+        )
+        self._consumers[thread_id] = await self._js.subscribe(
+            events_subject(thread_id), cb=on_event, ordered_consumer=True, config=config
+        )
+
+    def stop_consuming(self, thread_id: str) -> None:
+        sub = self._consumers.pop(thread_id, None)
+        if sub is not None and self._task_group is not None:
+            self._task_group.start_soon(sub.unsubscribe)
+
+    async def send_control(self, thread_id: str, data: bytes, seconds: float) -> str | None:
+        """Send a submission to the thread's owner; ``None`` once taken, else why not."""
+        from nats.errors import Error as NatsError
+
+        assert self._nc is not None
+        try:
+            reply = await self._nc.request(control_subject(thread_id), data, timeout=seconds)
+        except NatsError as exc:
+            return str(exc) or type(exc).__name__
+        return control_error(reply.data)
