@@ -37,6 +37,7 @@ _COMMANDS: tuple[str, ...] = (
     "_replay",
     "_history",
     "_check",
+    "_record",
 )
 # The top-level flags that take a value (``add_codex_compat_flags``): skipped to find the command.
 _VALUE_FLAGS = frozenset({"-c", "--config", "--enable", "--disable", "--profile"})

@@ -5,6 +5,8 @@ Role: lets a client library that spawns its own "codex binary" be watched on the
 appends every line to ``LOG`` as ``{"dir": "c2s" | "s2c", "line": <parsed JSON or the raw
 text>}`` (a ``{"dir": "start", "argv": [...]}`` line first, so several processes can share one
 log). stderr is inherited. The exit status is the child's. Boundary: bytes and lines only.
+
+``run(LOG, ARGV)`` is the same in process (``codex-app-bridge record`` sits on it).
 """
 
 from __future__ import annotations
@@ -16,10 +18,12 @@ import sys
 import threading
 from typing import IO, Any
 
-__all__ = ["main"]
+__all__ = ["TranscriptLog", "main", "pump", "run"]
 
 
-class _Log:
+class TranscriptLog:
+    """The tee's log: one JSON record per line, written whole under a lock (two pumps share it)."""
+
     def __init__(self, path: str) -> None:
         self._file = open(path, "a", encoding="utf-8")  # noqa: SIM115
         self._lock = threading.Lock()
@@ -40,7 +44,7 @@ def _parsed(raw: bytes) -> object:
         return raw.decode("utf-8", "replace").rstrip("\n")
 
 
-def _pump(source: IO[bytes], sink: IO[bytes], log: _Log, direction: str) -> None:
+def pump(source: IO[bytes], sink: IO[bytes], log: TranscriptLog, direction: str) -> None:
     try:
         for raw in iter(source.readline, b""):
             if raw.strip():
@@ -60,20 +64,42 @@ def main(argv: list[str] | None = None) -> int:
     if len(args) < 3 or args[1] != "--":
         print("usage: python -m codex_app_bridge.conformance.tee LOG -- ARGV...", file=sys.stderr)
         return 2
-    log = _Log(args[0])
-    command = args[2:]
-    log.write({"dir": "start", "argv": command})
-    child = subprocess.Popen(command, stdin=subprocess.PIPE, stdout=subprocess.PIPE)
-    assert child.stdin is not None
-    assert child.stdout is not None
-    to_child = threading.Thread(
-        target=_pump, args=(sys.stdin.buffer, child.stdin, log, "c2s"), daemon=True
-    )
-    to_child.start()
-    _pump(child.stdout, sys.stdout.buffer, log, "s2c")
-    code = child.wait()
-    log.close()
-    return code
+    return run(args[0], args[2:])
+
+
+def run(log_path: str, command: list[str]) -> int:
+    """Run ``command`` between this process's stdin/stdout and the child's, logging every line
+    to ``log_path`` (appended); the child's exit status once its stdout closed."""
+    log = TranscriptLog(log_path)
+    try:
+        log.write({"dir": "start", "argv": command})
+        child = subprocess.Popen(command, stdin=subprocess.PIPE, stdout=subprocess.PIPE)
+        assert child.stdin is not None
+        assert child.stdout is not None
+        to_child = threading.Thread(
+            target=pump, args=(sys.stdin.buffer, child.stdin, log, "c2s"), daemon=True
+        )
+        to_child.start()
+        try:
+            pump(child.stdout, sys.stdout.buffer, log, "s2c")
+            return child.wait()
+        except KeyboardInterrupt:
+            _stop(child)  # it had the same Ctrl-C: give it the time to finish its files
+            raise
+    finally:
+        log.close()
+
+
+def _stop(child: subprocess.Popen[bytes], grace: float = 5.0) -> None:
+    """Wait for ``child`` to exit, terminating and then killing it if it takes too long."""
+    for end in (None, child.terminate, child.kill):
+        if end is not None:
+            end()
+        try:
+            child.wait(timeout=grace)
+            return
+        except subprocess.TimeoutExpired:
+            continue
 
 
 if __name__ == "__main__":
