@@ -1,7 +1,7 @@
 """Run ``serve`` (no source flags) against the in-repo mock Responses API, as a client of the
 real server would: a ``CODEX_HOME/config.toml`` naming the mock provider.
 
-``run_turns(scenario, turns, ...)`` spawns the bridge on stdio with a fresh CODEX_HOME, starts
+``run_turns(scenario, turns, ...)`` spawns the bridge (or ``command``) on stdio with a fresh CODEX_HOME, starts
 a thread, runs each turn until ``turn/completed`` (60 s hang guard) and returns what the server
 wrote, what the mock received and the server's stderr. Nothing waits on the clock.
 """
@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import json
 import tempfile
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -65,6 +65,7 @@ async def run_turns(
     extra_config: str = "",
     driver: Driver | None = None,
     handler: Any = default_server_request_handler,
+    command: Sequence[str] | None = None,
 ) -> Run:
     with MockResponses() as mock, tempfile.TemporaryDirectory() as scratch:
         mock.set_scenario(scenario, **(params or {}))
@@ -76,7 +77,11 @@ async def run_turns(
         stderr = Path(scratch) / "stderr.log"
         with anyio.fail_after(TIMEOUT * (1 + len(turns))):
             async with StdioPeer.spawn(
-                bridge_command(), env=env, cwd=str(work), stderr_path=stderr, handler=handler
+                list(command or bridge_command()),
+                env=env,
+                cwd=str(work),
+                stderr_path=stderr,
+                handler=handler,
             ) as peer:
                 await peer.initialize()
                 started = await peer.request(

@@ -31,6 +31,7 @@ from codex_app_bridge.protocol.core import (
     WorldStateLine,
     core_json_schemas,
     dump_rollout_line,
+    dump_rollout_record,
     iter_rollout_jsonl,
     parse_rollout_line,
 )
@@ -67,6 +68,32 @@ def test_every_capture_rollout_file_and_line_is_checked() -> None:
 @pytest.mark.parametrize(("where", "raw"), CAPTURED_LINES, ids=[w for w, _ in CAPTURED_LINES])
 def test_captured_rollout_line_reserializes_to_the_same_json(where: str, raw: bytes) -> None:
     assert _roundtrip(raw) == json.loads(raw), where
+
+
+# the lines the rollout writer makes from a payload model (``RolloutWriter.append_record``)
+RECORD_LINES = (SessionMetaLine, EventMsgLine, ResponseItemLine, CompactedLine, TurnContextLine)
+RECORD_CASES = [
+    (where, raw)
+    for where, raw in CAPTURED_LINES
+    if isinstance(line := parse_rollout_line(raw), RECORD_LINES)
+    and getattr(line, "metadata", None) is None
+]
+
+
+def test_the_records_cover_every_kind_of_line_the_writer_makes() -> None:
+    kinds = {parse_rollout_line(raw).type for _, raw in RECORD_CASES}
+    assert kinds >= {"session_meta", "event_msg", "response_item", "turn_context"}
+    assert len(RECORD_CASES) >= 90
+
+
+@pytest.mark.parametrize(("where", "raw"), RECORD_CASES, ids=[w for w, _ in RECORD_CASES])
+def test_a_record_of_a_trusted_payload_is_the_bytes_of_its_line(where: str, raw: bytes) -> None:
+    line = parse_rollout_line(raw)
+    assert isinstance(line, RECORD_LINES)
+    record = dump_rollout_record(
+        line.type, line.payload, timestamp=line.timestamp, ordinal=line.ordinal
+    )
+    assert record == dump_rollout_line(line), where
 
 
 @pytest.mark.parametrize(("where", "raw"), CAPTURED_LINES, ids=[w for w, _ in CAPTURED_LINES])
@@ -180,6 +207,10 @@ def test_compacted_line_with_window_chain_round_trips() -> None:
     }
     raw = json.dumps({"timestamp": "t", "ordinal": 7, "type": "compacted", "payload": payload})
     assert _roundtrip(raw) == json.loads(raw)
+    line = parse_rollout_line(raw)
+    assert isinstance(line, CompactedLine)
+    record = dump_rollout_record("compacted", line.payload, timestamp="t", ordinal=7)
+    assert record == dump_rollout_line(line)
 
 
 @pytest.mark.parametrize(

@@ -464,15 +464,15 @@ def _warm_turn_models() -> None:
     item = core.RESPONSE_ITEM_ADAPTER.validate_python(
         {"type": "message", "role": "user", "content": [{"type": "input_text", "text": ""}]}
     )
-    core.dump_rollout_line(core.ResponseItemLine(timestamp=stamp, payload=item))
+    core.dump_rollout_record("response_item", item, timestamp=stamp)
     for event in events:
-        core.dump_rollout_line(core.EventMsgLine(timestamp=stamp, payload=event))
+        core.dump_rollout_record("event_msg", event, timestamp=stamp)
     listener = ListenerHub().create_thread(thread)
     for event in events:
         mapped = item_event_to_server_notification(event, thread, turn)
         if mapped is not None:
             dump_json(mapped)
-        listener.process(core.EventEnvelope(id=turn, msg=event))
+        listener.process(core.EventEnvelope.trusted(turn, event))
 
 
 def _say_sandbox() -> None:

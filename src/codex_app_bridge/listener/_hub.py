@@ -435,7 +435,7 @@ class ThreadListener:
         an ``item_started`` then an ``item_completed`` event for it; all three go through the
         reducer like any other core event, with nothing in between.
         """
-        self._reduce(EventEnvelope(id=turn_id, msg=RawResponseItemEvent(item=item)))
+        self._reduce(EventEnvelope.trusted(turn_id, RawResponseItemEvent(item=item)))
         turn_item = parse_turn_item(item)
         if turn_item is not None:
             now = self._router.clock()
@@ -449,8 +449,8 @@ class ThreadListener:
                 started_at_ms=now,
                 completed_at_ms=now,
             )
-            self._reduce(EventEnvelope(id=turn_id, msg=started))
-            self._reduce(EventEnvelope(id=turn_id, msg=completed))
+            self._reduce(EventEnvelope.trusted(turn_id, started))
+            self._reduce(EventEnvelope.trusted(turn_id, completed))
         if self._congested:
             await _wait_writable(self._congested)
 

@@ -134,7 +134,7 @@ class TurnHandlers:
         subscribed = listener is not None and listener.is_subscribed(ctx.connection.connection_id)
         for message in messages:
             if listener is not None:
-                await listener.handle(EventEnvelope(id=turn_id, msg=WarningEvent(message=message)))
+                await listener.handle(EventEnvelope.trusted(turn_id, WarningEvent(message=message)))
             if not subscribed:
                 await ctx.connection.notify("warning", {"threadId": thread_id, "message": message})
 

@@ -460,8 +460,8 @@ class ThreadRuntime:
             logger.exception("thread %s: could not process %s", self.thread_id, envelope.msg.type)
 
     def _started(self, turn: _Turn) -> EventEnvelope:
-        return EventEnvelope(
-            id=turn.turn_id, msg=task_started_event(turn.turn_id, turn.accepted_at_ms)
+        return EventEnvelope.trusted(
+            turn.turn_id, task_started_event(turn.turn_id, turn.accepted_at_ms)
         )
 
     def _end_turn(self, terminal: EventEnvelope) -> None:
@@ -492,7 +492,7 @@ class ThreadRuntime:
             turn.opened = True
             self._feed(self._started(turn))
         aborted = aborted_turn(turn.turn_id, turn.accepted_at_ms, now_ms())
-        self._end_turn(EventEnvelope(id=turn.turn_id, msg=aborted))
+        self._end_turn(EventEnvelope.trusted(turn.turn_id, aborted))
 
     def _on_session_end(self) -> None:
         turn = self._turn
@@ -505,8 +505,8 @@ class ThreadRuntime:
         error, failed = failed_turn(
             turn.turn_id, message, started_at_ms=turn.accepted_at_ms, completed_at_ms=now_ms()
         )
-        self._feed(EventEnvelope(id=turn.turn_id, msg=error))
-        self._end_turn(EventEnvelope(id=turn.turn_id, msg=failed))
+        self._feed(EventEnvelope.trusted(turn.turn_id, error))
+        self._end_turn(EventEnvelope.trusted(turn.turn_id, failed))
 
 
 def _json(value: object) -> JsonValue:

@@ -287,7 +287,7 @@ class TurnPlayer:
                     turn_id = str(uuid7())
                 await self._play(turn_id, op)
             elif isinstance(op, ShutdownOp):
-                self._emit(EventEnvelope(id=submission.id, msg=ShutdownCompleteEvent()))
+                self._emit(EventEnvelope.trusted(submission.id, ShutdownCompleteEvent()))
                 self._ended = True
             elif isinstance(op, CompactOp):
                 self._compaction_turn(submission.id)
@@ -388,8 +388,8 @@ class TurnPlayer:
         self._emit_steers(playing)
         if playing.interrupted and failure is None:
             self._emit(
-                EventEnvelope(
-                    id=turn_id, msg=aborted_turn(turn_id, playing.started_at_ms, now_ms())
+                EventEnvelope.trusted(
+                    turn_id, aborted_turn(turn_id, playing.started_at_ms, now_ms())
                 )
             )
             return
@@ -400,7 +400,7 @@ class TurnPlayer:
             turn_id, message, started_at_ms=playing.started_at_ms, completed_at_ms=now_ms()
         )
         for event in ending:
-            self._emit(EventEnvelope(id=turn_id, msg=event))
+            self._emit(EventEnvelope.trusted(turn_id, event))
 
     async def _events(self, request: TurnRequest) -> AsyncGenerator[EventMsg]:
         # Wrapped so that a source failing to even begin fails on the first pull, like any other,

@@ -34,19 +34,16 @@ from typing import Any, TypeAlias
 from codex_app_bridge._clock import utc_now
 from codex_app_bridge._version import CODEX_PROTOCOL_VERSION
 from codex_app_bridge.projection import new_item_id
+from codex_app_bridge.protocol._base import CoreModel
 from codex_app_bridge.protocol.core import (
     CompactedItem,
-    CompactedLine,
     EventMsg,
-    EventMsgLine,
     ResponseItem,
-    ResponseItemLine,
     RolloutLine,
     SessionMeta,
-    SessionMetaLine,
     TurnContextItem,
-    TurnContextLine,
     dump_rollout_line,
+    dump_rollout_record,
 )
 from codex_app_bridge.storage._errors import StorageError
 from codex_app_bridge.storage._policy import PERSISTED_EVENT_TYPES
@@ -141,7 +138,7 @@ class RolloutWriter:
             raise StorageError("create", path, exc) from exc
         writer = cls(path, fd, next_ordinal=first_ordinal, needs_newline=False, on_write=on_write)
         try:
-            writer.append_line(SessionMetaLine(timestamp=rollout_timestamp(now), payload=meta))
+            writer.append_record("session_meta", meta, now=now)
         except StorageError:
             writer.close()
             path.unlink(missing_ok=True)
@@ -184,21 +181,31 @@ class RolloutWriter:
         self._write(dump_rollout_line(line) + b"\n")
         self.next_ordinal += 1
 
+    def append_record(self, kind: str, payload: CoreModel, *, now: datetime | None = None) -> None:
+        """Write the ``kind`` line of a payload model that is already valid, with the next
+        ordinal: the same bytes as :meth:`append_line` of that line, without validating a line
+        model around the payload (``dump_rollout_record``)."""
+        data = dump_rollout_record(
+            kind, payload, timestamp=rollout_timestamp(now), ordinal=self.next_ordinal
+        )
+        self._write(data + b"\n")
+        self.next_ordinal += 1
+
     def append_event(self, msg: EventMsg, *, now: datetime | None = None) -> bool:
         """Write an ``event_msg`` line if 0.163.0 persists this event type; whether it did."""
         if msg.type not in PERSISTED_EVENT_TYPES:
             return False
-        self.append_line(EventMsgLine(timestamp=rollout_timestamp(now), payload=msg))
+        self.append_record("event_msg", msg, now=now)
         return True
 
     def append_response_item(self, item: ResponseItem, *, now: datetime | None = None) -> None:
-        self.append_line(ResponseItemLine(timestamp=rollout_timestamp(now), payload=item))
+        self.append_record("response_item", item, now=now)
 
     def append_compacted(self, compacted: CompactedItem, *, now: datetime | None = None) -> None:
-        self.append_line(CompactedLine(timestamp=rollout_timestamp(now), payload=compacted))
+        self.append_record("compacted", compacted, now=now)
 
     def append_turn_context(self, context: TurnContextItem, *, now: datetime | None = None) -> None:
-        self.append_line(TurnContextLine(timestamp=rollout_timestamp(now), payload=context))
+        self.append_record("turn_context", context, now=now)
 
     def _write(self, data: bytes) -> None:
         fd = self._fd

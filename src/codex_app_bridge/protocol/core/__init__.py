@@ -236,6 +236,7 @@ from codex_app_bridge.protocol.core._rollout import (
     WorldStateItem,
     WorldStateLine,
     dump_rollout_line,
+    dump_rollout_record,
     iter_rollout_jsonl,
     parse_rollout_line,
 )
@@ -582,6 +583,7 @@ __all__ = [
     "dump_event_envelope",
     "dump_event_msg",
     "dump_rollout_line",
+    "dump_rollout_record",
     "iter_rollout_jsonl",
     "parse_event_envelope",
     "parse_event_msg",

@@ -21,6 +21,7 @@ from __future__ import annotations
 from collections.abc import Iterator, Mapping
 from typing import Annotated, Literal, TypeAlias
 
+import orjson
 from pydantic import Field, JsonValue, Tag, TypeAdapter, ValidationError
 
 from codex_app_bridge.protocol._base import CoreModel, omit_none, union_adapter
@@ -56,6 +57,7 @@ __all__ = [
     "WorldStateItem",
     "WorldStateLine",
     "dump_rollout_line",
+    "dump_rollout_record",
     "iter_rollout_jsonl",
     "parse_rollout_line",
 ]
@@ -334,6 +336,23 @@ def parse_rollout_line(data: bytes | str) -> RolloutLine:
 def dump_rollout_line(line: RolloutLine) -> bytes:
     """The line as compact JSON bytes (no newline), with the binary's null-versus-absent choices."""
     return ROLLOUT_LINE_ADAPTER.dump_json(line, by_alias=True)
+
+
+def dump_rollout_record(
+    kind: str, payload: CoreModel, *, timestamp: str, ordinal: int | None = None
+) -> bytes:
+    """The bytes :func:`dump_rollout_line` gives for the line ``{timestamp, ordinal, type: kind,
+    payload}``, from a payload model that is already valid (the writer's every line).
+
+    Only the payload's own serializer runs: no line model is validated around a trusted payload,
+    and the line union's serializer, which is every event and item type (built on its first
+    use, a large share of a first turn's time), is not needed."""
+    head: dict[str, str | int] = {"timestamp": timestamp}
+    if ordinal is not None:
+        head["ordinal"] = ordinal
+    head["type"] = kind
+    body = payload.__pydantic_serializer__.to_json(payload, by_alias=True)
+    return orjson.dumps(head)[:-1] + b',"payload":' + body + b"}"
 
 
 def iter_rollout_jsonl(data: bytes) -> Iterator[RolloutLine]:

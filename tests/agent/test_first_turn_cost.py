@@ -1,0 +1,59 @@
+"""A model turn builds no validator for the unions of every event and line type.
+
+Pydantic builds a model's validator and serializer on first use, and the unions of every core
+event (``EventEnvelope.msg``, an ``event_msg`` line's payload) and of every rollout line are the
+largest of them: building them was a large share of a cold ``turn/start``'s time to its first
+delta (issue 20). Every event of a model turn is a model the bridge made, so nothing on the way
+(the runtime, the listener, the rollout writer) validates it again: ``EventEnvelope.trusted``
+and ``dump_rollout_record``. A validating constructor brought back on that path is named here.
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+
+import pytest
+
+from tests.agent._harness import run_turns
+
+pytestmark = pytest.mark.anyio
+
+# ``serve`` as the harness starts it, reporting at exit which of the big unions were built
+# (and the kinds of line its rollout holds: the scratch CODEX_HOME is gone when the test reads)
+PROBE = """
+import atexit, json, os, pathlib, sys
+
+def report():
+    from codex_app_bridge.protocol import core
+
+    rollouts = sorted(pathlib.Path(os.environ["CODEX_HOME"]).glob("sessions/**/rollout-*.jsonl"))
+    print("PROBE " + json.dumps({
+        "EventEnvelope": core.EventEnvelope.__pydantic_complete__,
+        "EventMsgLine": core.EventMsgLine.__pydantic_complete__,
+        "RolloutLine": core.ROLLOUT_LINE_ADAPTER.pydantic_complete,
+        "rollouts": [
+            sorted({json.loads(line)["type"] for line in path.read_text().splitlines()})
+            for path in rollouts
+        ],
+    }), file=sys.stderr, flush=True)
+
+atexit.register(report)
+from codex_app_bridge.cli import main
+sys.exit(main(["serve"]))
+"""
+
+
+async def test_a_model_turn_and_its_rollout_build_neither_event_union() -> None:
+    probe = [sys.executable, "-c", PROBE]
+    run = await run_turns("reasoning", ["Think, then answer."], command=probe)
+    methods = [m.get("method") for m in run.received]
+    assert "item/agentMessage/delta" in methods
+    assert "turn/completed" in methods
+    [report] = [line for line in run.stderr.splitlines() if line.startswith("PROBE ")]
+    assert json.loads(report.removeprefix("PROBE ")) == {
+        "EventEnvelope": False,
+        "EventMsgLine": False,
+        "RolloutLine": False,
+        "rollouts": [["event_msg", "response_item", "session_meta", "turn_context"]],
+    }
