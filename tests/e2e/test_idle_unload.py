@@ -4,9 +4,11 @@ as 0.163.0; it can be read, not driven, and ``thread/resume`` loads it again."""
 
 from __future__ import annotations
 
+import gc
 import os
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from pathlib import Path
+from typing import cast
 
 import anyio
 import orjson
@@ -146,3 +148,44 @@ async def test_an_unloaded_stored_thread_holds_no_descriptor_and_resumes_from_it
         data = await anyio.Path(path).read_bytes()
         ordinals = [orjson.loads(line).get("ordinal") for line in data.splitlines()]
         assert ordinals[1:] == list(range(ordinals[1], ordinals[1] + len(ordinals) - 1))
+
+
+def _tables_keyed_by(thread_ids: set[str]) -> list[str]:
+    """Every live dict or set of the process with one of ``thread_ids`` as a key or member
+    (alone or in a tuple key): the per-thread tables that still hold those threads."""
+    gc.collect()
+    found: list[str] = []
+    for obj in gc.get_objects():
+        if obj is not thread_ids and isinstance(obj, dict | set | frozenset):
+            keys = cast("Iterable[object]", obj)
+            for key in keys:
+                parts = key if isinstance(key, tuple) else (key,)
+                if any(isinstance(p, str) and p in thread_ids for p in parts):
+                    found.append(f"{type(obj).__name__} of {len(obj)} with {key!r}")
+                    break
+    return found
+
+
+async def test_nothing_of_an_unloaded_stored_thread_stays_in_a_table(tmp_path: Path) -> None:
+    # issue 23.2: the built-in agent kept every thread's token total, RSS grew with each thread
+    async with open_bridge("memory", idle_unload=IDLE, codex_home=tmp_path / "home") as bridge:
+        client: Session = await bridge.connect()
+        watcher: Session = await bridge.connect()
+        await client.initialize(name="client")
+        await watcher.initialize(name="watcher")
+        threads = [await client.start_thread() for _ in range(5)]
+        for thread_id in threads:
+            await client.run_turn(thread_id, f"turn of {thread_id}")
+            await client.result("thread/unsubscribe", {"threadId": thread_id})
+        for thread_id in threads:
+            await watcher.until(closed(thread_id))
+        assert _tables_keyed_by(set(threads)) == []
+
+        # what the agent no longer keeps, the session gets from the history: the usage total
+        # goes on after a resume (core seeds it from the rollout's last token_count)
+        first = threads[0]
+        await watcher.result("thread/resume", {"threadId": first})
+        _, messages = await watcher.run_turn(first, "after reload")
+        usage = [m for m in messages if m.get("method") == "thread/tokenUsage/updated"][-1]
+        total, last = usage["params"]["tokenUsage"]["total"], usage["params"]["tokenUsage"]["last"]
+        assert total["totalTokens"] > last["totalTokens"] > 0

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Sequence
+from dataclasses import replace
 
 import pytest
 
@@ -84,22 +85,25 @@ async def test_a_turn_is_what_core_emits_for_a_model_that_thinks_then_answers() 
     assert final.started_at == 1_796_000_000
 
 
-async def test_token_totals_add_up_per_thread() -> None:
+async def test_a_turns_tokens_add_to_the_total_the_request_carries() -> None:
+    # the total is the session's (TurnRequest.token_total): the agent keeps none per thread
     agent = DefaultAgent()
-    counts = []
-    for index, thread in enumerate(["a", "a", "b"]):
-        turn = await events(
-            agent, request([TextUserInput(text="x")], turn_index=index, thread=thread)
-        )
-        counts.append(next(e for e in turn if isinstance(e, TokenCountEvent)).info)
-    first, second, other = counts
+    first = next(
+        e
+        for e in await events(agent, request([TextUserInput(text="x")]))
+        if isinstance(e, TokenCountEvent)
+    ).info
     assert first is not None
+    assert first.total_token_usage == first.last_token_usage
+    carried = replace(
+        request([TextUserInput(text="x")], turn_index=1), token_total=first.total_token_usage
+    )
+    second = next(e for e in await events(agent, carried) if isinstance(e, TokenCountEvent)).info
     assert second is not None
-    assert other is not None
     assert second.total_token_usage.total_tokens == (
         first.last_token_usage.total_tokens + second.last_token_usage.total_tokens
     )
-    assert other.total_token_usage == other.last_token_usage
+    assert vars(agent).keys() == {"delay", "_defaults"}
 
 
 async def test_an_empty_input_gets_no_user_item_but_still_an_answer() -> None:

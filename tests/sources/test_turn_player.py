@@ -11,9 +11,13 @@ import pytest
 from codex_app_bridge.protocol.core import (
     EventEnvelope,
     EventMsg,
+    RateLimitSnapshot,
     Submission,
     TaskCompleteEvent,
     TextUserInput,
+    TokenCountEvent,
+    TokenUsage,
+    TokenUsageInfo,
     UserInputOp,
     UserTurnOp,
 )
@@ -115,3 +119,45 @@ async def test_input_sent_after_the_terminal_event_while_the_source_cleans_up_is
     assert first == {"t1"}
     assert len(second) == 1
     assert second != first
+
+
+class CountingSource:
+    """Each turn reports 10 tokens on top of the total its request carries."""
+
+    defaults = SourceDefaults(model="m", model_provider="p")
+
+    def __init__(self) -> None:
+        self.carried: list[int | None] = []
+
+    async def turn(self, request: TurnRequest) -> AsyncIterator[EventMsg]:
+        before = request.token_total
+        self.carried.append(None if before is None else before.total_tokens)
+        last = TokenUsage(total_tokens=10)
+        total = TokenUsage(total_tokens=10 + (0 if before is None else before.total_tokens))
+        yield task_started_event(request.turn_id, request.started_at_ms)
+        yield TokenCountEvent(
+            info=TokenUsageInfo(total_token_usage=total, last_token_usage=last),
+            rate_limits=RateLimitSnapshot(limit_id="codex"),
+        )
+        yield TaskCompleteEvent(turn_id=request.turn_id, last_agent_message=None)
+
+
+async def test_each_turn_gets_the_sessions_token_total_seeded_from_its_history() -> None:
+    source = CountingSource()
+    config = SessionConfig("thread", "m", "/", token_total=TokenUsage(total_tokens=100))
+    player = TurnPlayer(source, config)
+    done = anyio.Event()
+
+    def ready() -> None:
+        if sum(e.msg.type == "task_complete" for e in player.take_events()):
+            done.set()
+
+    with anyio.fail_after(TIMEOUT):
+        async with anyio.create_task_group() as tg:
+            tg.start_soon(player.run, ready)
+            for turn_id in ("t1", "t2"):
+                done = anyio.Event()
+                player.submit(Submission(id=turn_id, op=UserInputOp(items=_text(turn_id))))
+                await done.wait()
+            tg.cancel_scope.cancel()
+    assert source.carried == [100, 110]

@@ -75,6 +75,15 @@ def _names_turn(msg: core.EventMsg, turn_id: str) -> bool:
     return getattr(msg, "turn_id", None) == turn_id
 
 
+def _last_token_total(history: list[core.EventEnvelope]) -> core.TokenUsage | None:
+    """The ``total_token_usage`` of the history's last ``token_count`` that has one."""
+    for envelope in reversed(history):
+        msg = envelope.msg
+        if isinstance(msg, core.TokenCountEvent) and msg.info is not None:
+            return msg.info.total_token_usage
+    return None
+
+
 def _stored_settings(stored: StoredThread, defaults: SourceDefaults) -> ThreadSettings:
     """The settings a stored thread is loaded with (its last turn's, as its rollout says)."""
     settings = ThreadSettings(
@@ -371,6 +380,7 @@ class ThreadRegistry:
             dynamic_tools=record.dynamic_tools,
             prior_items=model_history_json(model_history_of_events(record.history)),
             history_initialization=record.history_initialization,
+            token_total=_last_token_total(record.history),
         )
         return open_session(self.source, config)
 

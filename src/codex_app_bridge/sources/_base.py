@@ -30,6 +30,7 @@ from codex_app_bridge.protocol.core import (
     TaskError,
     TaskStartedEvent,
     TextUserInput,
+    TokenUsage,
     TurnAbortedEvent,
     TurnAttribution,
     UserInput,
@@ -120,6 +121,11 @@ class TurnRequest:
     started_at_ms: int = field(default_factory=now_ms)
     replies: Replies = field(default_factory=Replies)
     """Answers to what this turn asks the client (``Replies.wait_for``; the optional op hook)."""
+    token_total: TokenUsage | None = None
+    """The thread's token usage so far: the ``total_token_usage`` of its last ``token_count``
+    (this session's, else the history's it was opened with, as core seeds it on resume and
+    fork); ``None``: none yet. A source adds its turn's usage to it, and keeps no total of its
+    own, so nothing of a thread outlives its session."""
 
 
 def input_text(inputs: Sequence[UserInput]) -> str:

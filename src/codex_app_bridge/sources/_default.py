@@ -129,7 +129,6 @@ class DefaultAgent:
             raise ValueError("delay must not be negative")
         self.delay = delay
         self._defaults = SourceDefaults(model=model, model_provider=model_provider)
-        self._totals: dict[str, TokenUsage] = {}
 
     @property
     def defaults(self) -> SourceDefaults:
@@ -139,9 +138,12 @@ class DefaultAgent:
         if self.delay:
             await anyio.sleep(self.delay)
 
-    def _usage(self, thread_id: str, last: TokenUsage) -> TokenUsageInfo:
-        previous = self._totals.get(thread_id, TokenUsage())
-        total = self._totals[thread_id] = TokenUsage(
+    @staticmethod
+    def _usage(previous: TokenUsage | None, last: TokenUsage) -> TokenUsageInfo:
+        """The turn's usage added to the thread's (the session keeps the total: the agent
+        holds nothing per thread, so nothing of an unloaded thread stays)."""
+        previous = previous or TokenUsage()
+        total = TokenUsage(
             input_tokens=previous.input_tokens + last.input_tokens,
             cached_input_tokens=previous.cached_input_tokens + last.cached_input_tokens,
             cache_write_input_tokens=previous.cache_write_input_tokens,
@@ -260,7 +262,7 @@ class DefaultAgent:
             total_tokens=input_tokens + output_tokens,
         )
         yield TokenCountEvent(
-            info=self._usage(thread_id, last),
+            info=self._usage(request.token_total, last),
             rate_limits=RateLimitSnapshot(limit_id="codex"),
         )
 

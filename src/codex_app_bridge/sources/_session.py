@@ -59,6 +59,8 @@ from codex_app_bridge.protocol.core import (
     ShutdownOp,
     Submission,
     TaskCompleteEvent,
+    TokenCountEvent,
+    TokenUsage,
     UserInput,
     UserInputOp,
     UserMessageItem,
@@ -123,6 +125,9 @@ class SessionConfig:
     history_initialization: str = "new"
     """How the history came to be: ``new``, ``cold_resume`` (read back from storage) or
     ``warm_fork`` (a fork of a loaded thread), as Codex's turn metadata names it."""
+    token_total: TokenUsage | None = None
+    """The ``total_token_usage`` of the last ``token_count`` in the thread's history before
+    this session opened (core seeds its usage from it on resume and fork); ``None``: none."""
 
 
 @runtime_checkable
@@ -237,6 +242,7 @@ class TurnPlayer:
         self._wake: anyio.Event | None = None
         self._playing: _Playing | None = None
         self._turns = config.first_turn_index
+        self._token_total = config.token_total
         self._ended = False
         self._played: deque[str] = deque(maxlen=64)
         """Ids of the turns played lately: input steered into one of them after its end plays
@@ -349,6 +355,7 @@ class TurnPlayer:
             model=model,
             cwd=cwd,
             replies=Replies(turn_id),
+            token_total=self._token_total,
         )
         self._turns += 1
         self._played.append(turn_id)
@@ -367,7 +374,9 @@ class TurnPlayer:
                             if playing.steers and kind not in TURN_START_TYPES:
                                 self._emit_steers(playing)
                             emit(wrap(turn_id, event))
-                            if kind in TURN_END_TYPES:
+                            if kind == "token_count":
+                                self._count_tokens(event)
+                            elif kind in TURN_END_TYPES:
                                 # the turn is over now, while its source still closes: what
                                 # is submitted from here on is for what comes after it
                                 self._playing = None
@@ -401,6 +410,10 @@ class TurnPlayer:
         )
         for event in ending:
             self._emit(EventEnvelope.trusted(turn_id, event))
+
+    def _count_tokens(self, event: EventMsg) -> None:
+        if isinstance(event, TokenCountEvent) and event.info is not None:
+            self._token_total = event.info.total_token_usage
 
     async def _events(self, request: TurnRequest) -> AsyncGenerator[EventMsg]:
         # Wrapped so that a source failing to even begin fails on the first pull, like any other,
