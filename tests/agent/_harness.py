@@ -62,6 +62,7 @@ async def run_turns(
     *,
     params: dict[str, Any] | None = None,
     thread_params: dict[str, Any] | None = None,
+    turn_params: dict[str, Any] | None = None,
     extra_config: str = "",
     driver: Driver | None = None,
     handler: Any = default_server_request_handler,
@@ -98,7 +99,11 @@ async def run_turns(
                     done = len([m for m in peer.received if m.get("method") == "turn/completed"])
                     await peer.request(
                         "turn/start",
-                        {"threadId": thread_id, "input": [{"type": "text", "text": text}]},
+                        {
+                            "threadId": thread_id,
+                            "input": [{"type": "text", "text": text}],
+                            **(turn_params or {}),
+                        },
                     )
                     if driver is not None:
                         await driver(peer, thread_id, mock)

@@ -78,3 +78,55 @@ async def test_a_dynamic_tool_is_called_on_the_client_and_its_answer_goes_to_the
     assert [t.get("name") for t in offered][-2:] == ["lookup_weather", None]
     (output,) = _outputs(run.requests[1])
     assert output["output"] == "42 degrees"
+
+
+_PLAN = {
+    "collaborationMode": {
+        "mode": "plan",
+        "settings": {
+            "model": "mock-model",
+            "reasoning_effort": None,
+            "developer_instructions": None,
+        },
+    }
+}
+
+
+async def _answer_colour(message: dict[str, Any]) -> dict[str, Any]:
+    assert message["method"] == "item/tool/requestUserInput"
+    return {"result": {"answers": {"colour": {"answers": ["Red"]}}}}
+
+
+async def test_request_user_input_outside_plan_mode_gets_cores_refusal() -> None:
+    run = await run_turns("user_input", ["Ask me which colour to use."], handler=_answer_colour)
+    (output,) = _outputs(run.requests[1])
+    assert output["output"] == "request_user_input is unavailable in Default mode"
+    assert not [m for m in run.received if m.get("method") == "item/tool/requestUserInput"]
+    assert not [m for m in run.received if m.get("method") == "thread/settings/updated"]
+
+
+async def test_plan_mode_announces_itself_instructs_the_model_and_asks_the_user() -> None:
+    run = await run_turns(
+        "user_input", ["Ask me which colour to use."], turn_params=_PLAN, handler=_answer_colour
+    )
+    methods = [m.get("method") for m in run.received]
+    # the switch is announced before the turn starts, with the built-in instructions filled in
+    (updated,) = [m for m in run.received if m.get("method") == "thread/settings/updated"]
+    assert methods.index("thread/settings/updated") < methods.index("turn/started")
+    mode = updated["params"]["threadSettings"]["collaborationMode"]
+    assert mode["mode"] == "plan"
+    instructions = mode["settings"]["developer_instructions"]
+    assert "Plan mode" in instructions
+    # the first context carries them as the third developer fragment, as the real binary's
+    developer = run.requests[0]["body"]["input"][1]
+    tags = [p["text"].split("\n")[0].split(">")[0] + ">" for p in developer["content"]]
+    assert tags == ["<skills_instructions>", "<permissions instructions>", "<collaboration_mode>"]
+    assert (
+        developer["content"][2]["text"]
+        == f"<collaboration_mode>{instructions}</collaboration_mode>"
+    )
+    # every question offers a free-form answer; the answer goes back as compact JSON
+    (asked,) = [m for m in run.received if m.get("method") == "item/tool/requestUserInput"]
+    assert [q["isOther"] for q in asked["params"]["questions"]] == [True]
+    (output,) = _outputs(run.requests[1])
+    assert output["output"] == '{"answers":{"colour":{"answers":["Red"]}}}'

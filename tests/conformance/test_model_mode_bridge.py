@@ -38,12 +38,6 @@ label matches, and every detail line matches the pattern of some row with that k
 
 COMMON: list[Known] = []
 KNOWN: dict[str, list[Known]] = {
-    "user_input": [
-        ("missing", "thread/settings/updated", None),
-        ("changed", "request item/tool/requestUserInput", r"params\.questions\[0\]\.isOther: .*"),
-        # plan mode: no `<collaboration_mode>` part in the initial developer message
-        ("changed", r"request \d+", r"input\[1\]\.content: 3 elements in real, 2 in bridge"),
-    ],
     "resume_after_restart": [
         # the cursors' ordinals count each server's own rollout lines (deliberate, as in the
         # replay suite); the resumed thread's sandbox and its token total

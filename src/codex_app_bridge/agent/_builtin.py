@@ -7,8 +7,10 @@ Role: handlers for the tool table (``_tools``), looked up after ``TOOL_HANDLERS`
   ``item/tool/call``), waits for its ``dynamic_tool_response``, shows the ``DynamicToolCall``
   item completed and hands the client's content to the model (its text when it is one text
   item; the content items otherwise);
-* ``request_user_input``: ``request_user_input`` -> ``item/tool/requestUserInput``, the
-  answers go back to the model as JSON.
+* ``request_user_input`` (plan mode only, else core's ``request_user_input is unavailable in
+  Default mode``; every question needs options and gets ``is_other: true``):
+  ``request_user_input`` -> ``item/tool/requestUserInput``, the answers go back to the model
+  as JSON.
 
 Arguments that are not JSON get core's ``failed to parse function arguments: ...`` output.
 Boundary: core events and ops; no I/O.
@@ -49,11 +51,21 @@ def _object(value: object) -> dict[str, Any]:
 
 
 async def _request_user_input(call: ToolCall, ctx: ToolContext) -> ToolOutput:
+    from codex_app_bridge.config import MODE_DISPLAY_NAMES, collaboration_mode_kind
+
+    mode = collaboration_mode_kind(ctx.config.collaboration_mode)
+    if mode != "plan":
+        name = MODE_DISPLAY_NAMES.get(mode, mode.replace("_", " ").title())
+        raise ToolError(f"request_user_input is unavailable in {name} mode")
     arguments = _object(parse_arguments(call))
     raw = arguments.get("questions")
     if not isinstance(raw, list):
         raise ToolError("failed to parse function arguments: missing field `questions`")
     questions = dicts(cast("object", raw))
+    if any(not isinstance(q.get("options"), list) or not q.get("options") for q in questions):
+        raise ToolError("request_user_input requires non-empty options for every question")
+    # the client always offers a free-form answer besides the options (core sets it)
+    questions = [{**q, "is_other": True} for q in questions]
     event = RequestUserInputEvent(call_id=call.call_id, turn_id=ctx.turn_id, questions=questions)
     answer = await ctx.ask(event)
     response = answer.response if isinstance(answer, UserInputAnswerOp) else None

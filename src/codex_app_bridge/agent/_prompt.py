@@ -24,6 +24,7 @@ __all__ = [
     "DEFAULT_BASE_INSTRUCTIONS",
     "TURN_ABORTED_TEXT",
     "base_instructions_message",
+    "collaboration_mode_text",
     "environment_context_text",
     "permissions_text",
 ]
@@ -122,6 +123,12 @@ def permissions_text(sandbox_mode: str, approval_policy: object) -> str:
         f"{sandbox}\n{approval}\n"
         "</permissions instructions>"
     )
+
+
+def collaboration_mode_text(instructions: str) -> str:
+    """The ``<collaboration_mode>`` fragment: the mode's instructions between its tags (core
+    adds no line breaks)."""
+    return f"<collaboration_mode>{instructions}</collaboration_mode>"
 
 
 def _timezone() -> str:

@@ -56,6 +56,7 @@ from codex_app_bridge.agent._events import core_error_info, dicts, passthrough, 
 from codex_app_bridge.agent._prompt import (
     TURN_ABORTED_TEXT,
     base_instructions_message,
+    collaboration_mode_text,
     environment_context_text,
     permissions_text,
 )
@@ -75,6 +76,7 @@ from codex_app_bridge.agent._tools import (
     tool_specs,
     unsupported_output,
 )
+from codex_app_bridge.config import collaboration_mode_kind
 from codex_app_bridge.projection import new_item_id, new_response_item_id
 from codex_app_bridge.protocol.core import (
     RESPONSE_ITEM_ADAPTER,
@@ -266,6 +268,8 @@ class ModelSession:
         self._context_window_id = _uuid7()
         self._window_number = 0
         self._history_initialization = config.history_initialization
+        self._mode_recorded: str | None = None
+        """The collaboration-mode instructions the history's context holds."""
         self.broken: str | None = None
         """Why this session cannot run turns (its config): each turn fails with it."""
         self._machine: MachineTools | None = None
@@ -367,6 +371,11 @@ class ModelSession:
             approval_policy=op.approval_policy,
             sandbox_mode=mode,
             cwd=op.cwd or None,
+            collaboration_mode=(
+                cast("dict[str, Any]", op.collaboration_mode)
+                if isinstance(op.collaboration_mode, dict)
+                else None
+            ),
         )
         self.settings = settings
         return settings
@@ -413,6 +422,7 @@ class ModelSession:
             root_turn_id=turn_id,
             started_at=started // 1000,
             model_context_window=self._context_window(settings),
+            collaboration_mode_kind=collaboration_mode_kind(settings.collaboration_mode),
         )
 
     def _task_complete(
@@ -441,15 +451,34 @@ class ModelSession:
         settings = turn.config
         cwd = settings.cwd or self.cwd
         key = self._key(settings, cwd)
+        mode = _mode_instructions(settings)
         if self._context_key is _INHERITED:
             self._context_key = key
+            self._mode_recorded = mode
             return
         if key == self._context_key:
+            if mode != self._mode_recorded:
+                self._mode_recorded = mode
+                if mode is not None:  # a turn switched modes: its instructions, on their own
+                    self._record(turn.turn_id, self._mode_message(turn.turn_id, mode))
             return
         first = self._context_key is None
         self._context_key = key
+        self._mode_recorded = mode
         for item in self._context_items(turn, first=first):
             self._record(turn.turn_id, item)
+
+    @staticmethod
+    def _mode_message(turn_id: str, instructions: str) -> Item:
+        return {
+            "type": "message",
+            "id": new_response_item_id("msg"),
+            "role": "developer",
+            "content": [{"type": "input_text", "text": collaboration_mode_text(instructions)}],
+            "internal_chat_message_metadata_passthrough": passthrough(
+                turn_id, kinds=["collaboration_mode.instructions"], created=True
+            ),
+        }
 
     def _context_items(self, turn: _Turn, *, first: bool) -> list[Item]:
         """The contextual messages of ``turn``'s settings (developer instructions only in the
@@ -475,6 +504,10 @@ class ModelSession:
                 }
             )
             kinds.append("permissions.instructions")
+        mode = _mode_instructions(settings)
+        if mode is not None:
+            developer.append({"type": "input_text", "text": collaboration_mode_text(mode)})
+            kinds.append("collaboration_mode.instructions")
         message_id = new_response_item_id("msg")
         if developer:
             items.append(
@@ -1303,6 +1336,16 @@ class _ConfigFailure(Exception):
     def __init__(self, message: str) -> None:
         super().__init__(message)
         self.message = message
+
+
+def _mode_instructions(settings: EffectiveConfig) -> str | None:
+    """The collaboration mode's instructions (``None`` when it has none: no fragment)."""
+    mode = settings.collaboration_mode
+    raw = mode.get("settings") if mode is not None else None
+    text = (
+        cast("dict[str, Any]", raw).get("developer_instructions") if isinstance(raw, dict) else None
+    )
+    return text if isinstance(text, str) and text else None
 
 
 def _message_text(message: Mapping[str, Any]) -> str:

@@ -28,6 +28,12 @@ from codex_app_bridge.config._catalog import (
     fallback_model_warning,
     model_page,
 )
+from codex_app_bridge.config._collaboration import (
+    MODE_DISPLAY_NAMES,
+    collaboration_mode_kind,
+    default_collaboration_mode,
+    normalize_collaboration_mode,
+)
 from codex_app_bridge.config._errors import ConfigError
 from codex_app_bridge.config._layers import (
     DEFAULT_SYSTEM_CONFIG,
@@ -50,6 +56,7 @@ from codex_app_bridge.config._service import (
 __all__ = [
     "DEFAULT_MODEL",
     "DEFAULT_SYSTEM_CONFIG",
+    "MODE_DISPLAY_NAMES",
     "CatalogPageError",
     "ConfigEdit",
     "ConfigError",
@@ -63,10 +70,13 @@ __all__ = [
     "built_in_providers",
     "catalog",
     "catalog_model",
+    "collaboration_mode_kind",
+    "default_collaboration_mode",
     "delete_auth",
     "fallback_model_warning",
     "load_layers",
     "model_page",
+    "normalize_collaboration_mode",
     "read_api_key",
     "read_auth",
     "read_config",

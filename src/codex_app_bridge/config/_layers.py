@@ -334,6 +334,9 @@ class EffectiveConfig:
     :func:`apply_turn_overrides` (a model without catalog metadata, every turn)."""
     raw: dict[str, Any] = field(default_factory=dict[str, Any])
     """The merged TOML table (every layer and the thread's ``config`` map)."""
+    collaboration_mode: dict[str, Any] | None = None
+    """The ``collaborationMode`` a ``turn/start`` chose (wire JSON, instructions filled in by
+    ``normalize_collaboration_mode``); ``None``: default mode without instructions."""
 
     def sandbox_policy(self) -> dict[str, Any]:
         """The v2 ``SandboxPolicy`` of :attr:`sandbox_mode`."""
@@ -389,6 +392,7 @@ def apply_turn_overrides(
     sandbox_mode: str | None = None,
     cwd: str | None = None,
     personality: str | None = None,
+    collaboration_mode: dict[str, Any] | None = None,
 ) -> EffectiveConfig:
     """``config`` with ``turn/start``'s overrides (sticky: the result is the thread's config for
     later turns). ``warnings`` then holds what this turn reports: the fallback-metadata warning
@@ -419,6 +423,8 @@ def apply_turn_overrides(
         changes["cwd"] = cwd
     if personality is not None:
         changes["personality"] = personality
+    if collaboration_mode is not None:
+        changes["collaboration_mode"] = collaboration_mode
     del tier_warning  # 0.163.0 warns about the tier at thread start only
     changes["warnings"] = _model_warnings(
         new_model, info, model is not None or config.model_from_config

@@ -61,6 +61,7 @@ from codex_app_bridge.listener._requests import (
     raise_request,
     resolve_request,
 )
+from codex_app_bridge.listener._state import emit
 from codex_app_bridge.mapping import DELTA_ROWS
 from codex_app_bridge.projection import parse_turn_item
 from codex_app_bridge.protocol._base import dump_json
@@ -75,7 +76,11 @@ from codex_app_bridge.protocol.core import (
     parse_event_envelope,
 )
 from codex_app_bridge.protocol.jsonrpc import now_ms
-from codex_app_bridge.protocol.v2 import ThreadTokenUsage
+from codex_app_bridge.protocol.v2 import (
+    ThreadSettings,
+    ThreadSettingsUpdatedNotification,
+    ThreadTokenUsage,
+)
 from codex_app_bridge.rpc.outbox import OutboundNotification, Outbox
 
 __all__ = ["ListenerHub", "ThreadExistsError", "ThreadListener", "UnsubscribeStatus"]
@@ -411,6 +416,20 @@ class ThreadListener:
     def congested(self) -> bool:
         """A recipient of this thread reported congestion since the last :meth:`wait_writable`."""
         return bool(self._congested)
+
+    def announce_settings(self, settings: ThreadSettings) -> None:
+        """``thread/settings/updated`` to the subscribers, for settings the server changed
+        itself (a ``turn/start`` that selects another collaboration mode); the baseline later
+        ``thread_settings_applied`` events are compared with moves to ``settings``."""
+        params = ThreadSettingsUpdatedNotification(
+            thread_id=self._thread_id, thread_settings=settings
+        )
+        self._apply(
+            Reduction(
+                replace(self._state, thread_settings=settings),
+                (emit("thread/settings/updated", params),),
+            )
+        )
 
     async def handle(self, envelope: EventEnvelope) -> None:
         """``process`` one event, then wait for room where it congested a connection."""

@@ -20,12 +20,16 @@ Boundary: what a request means and answers; the turn itself is the thread runtim
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
+from pydantic import JsonValue
+
+from codex_app_bridge.protocol._base import dump_jsonable
 from codex_app_bridge.protocol.core import EventEnvelope, UserInput, WarningEvent
 from codex_app_bridge.protocol.v2 import (
     ThreadCompactStartParams,
     ThreadCompactStartResponse,
+    ThreadSettings,
     Turn,
     TurnInterruptParams,
     TurnInterruptResponse,
@@ -45,10 +49,13 @@ from codex_app_bridge.server._errors import (
 from codex_app_bridge.server._ids import new_uuid7, parse_thread_id
 from codex_app_bridge.server._inputs import core_inputs
 from codex_app_bridge.server._runtime import ThreadRuntime, TurnOrder
+from codex_app_bridge.server._thread_extras import MULTI_AGENT_MODE
 from codex_app_bridge.server._threads import SettingsOverrides, ThreadRecord
+from codex_app_bridge.server._threads import ThreadSettings as ServerThreadSettings
 from codex_app_bridge.sources import input_text
 
 if TYPE_CHECKING:
+    from codex_app_bridge.config import EffectiveConfig
     from codex_app_bridge.server._services import ServerServices
 
 __all__ = ["TurnHandlers"]
@@ -66,6 +73,46 @@ def _pending_turn(turn_id: str) -> Turn:
         started_at=None,
         completed_at=None,
         duration_ms=None,
+    )
+
+
+def _collaboration_mode(params: TurnStartParams) -> dict[str, Any] | None:
+    """The request's ``collaborationMode`` (an experimental field, beyond the schema's params:
+    kept as an extra), ``null`` instructions replaced by the mode's built-in ones (as the
+    0.163.0 app server does)."""
+    extra: dict[str, JsonValue] | None = getattr(params, "model_extra", None)
+    mode = (extra or {}).get("collaborationMode")
+    if not isinstance(mode, dict):
+        return None
+    from codex_app_bridge.config import normalize_collaboration_mode
+
+    return normalize_collaboration_mode(mode)
+
+
+def _v2_settings(settings: ServerThreadSettings, config: EffectiveConfig | None) -> ThreadSettings:
+    """A thread's settings as ``thread/settings/updated`` shows them."""
+    from codex_app_bridge.config import default_collaboration_mode
+
+    mode = settings.collaboration_mode or default_collaboration_mode(
+        settings.model, settings.reasoning_effort
+    )
+    return ThreadSettings.model_validate(
+        {
+            "activePermissionProfile": settings.active_permission_profile,
+            "approvalPolicy": dump_jsonable(settings.approval_policy),
+            "approvalsReviewer": settings.approvals_reviewer,
+            "collaborationMode": mode,
+            "cwd": settings.cwd,
+            "disabledPluginIds": [],
+            "effort": settings.reasoning_effort,
+            "model": settings.model,
+            "modelProvider": settings.model_provider,
+            "multiAgentMode": MULTI_AGENT_MODE,
+            "personality": config.personality if config is not None else None,
+            "sandboxPolicy": dump_jsonable(settings.sandbox),
+            "serviceTier": settings.service_tier,
+            "summary": config.model_reasoning_summary if config is not None else None,
+        }
     )
 
 
@@ -105,8 +152,14 @@ class TurnHandlers:
             sandbox_policy=params.sandbox_policy,
             reasoning_effort=params.effort,
             service_tier=params.service_tier,
+            collaboration_mode=_collaboration_mode(params),
         )
         turn_id = new_uuid7()
+        upcoming = overrides.apply(record.settings)
+        if upcoming.collaboration_mode != record.settings.collaboration_mode:
+            # 0.163.0 tells the thread's clients when a turn switches the collaboration mode,
+            # before the turn's warnings
+            record.listener.announce_settings(_v2_settings(upcoming, record.config))
         if record.config is not None:
             # 0.163.0 warns before every turn/start answer about a model it has no metadata for
             from codex_app_bridge.config import apply_turn_overrides
@@ -162,6 +215,7 @@ class TurnHandlers:
                 sandbox_policy=settings.sandbox,
                 effort=settings.reasoning_effort,
                 service_tier=settings.service_tier,
+                collaboration_mode=settings.collaboration_mode,
             )
         )
 

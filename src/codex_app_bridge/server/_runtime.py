@@ -52,7 +52,7 @@ import math
 from collections import deque
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
-from typing import Final
+from typing import Any, Final
 
 import anyio
 import anyio.abc
@@ -135,6 +135,7 @@ class TurnOrder:
     sandbox_policy: object
     effort: str | None = None
     service_tier: str | None = None
+    collaboration_mode: dict[str, Any] | None = None
 
 
 @dataclass(slots=True)
@@ -211,6 +212,7 @@ class ThreadRuntime:
             model=order.model,
             effort=order.effort,
             service_tier=order.service_tier,
+            collaboration_mode=_json(order.collaboration_mode),
         )
         self._submit(Submission(id=order.turn_id, op=op))
 

@@ -86,6 +86,9 @@ class ThreadSettings:
     service_tier: str | None = None
     active_permission_profile: dict[str, Any] | None = None
     """``{"id": ":read-only", ...}`` when no layer or param chose a sandbox (as 0.163.0)."""
+    collaboration_mode: dict[str, Any] | None = None
+    """The mode a ``turn/start`` chose (wire JSON, instructions filled in); ``None``: the
+    default mode, without instructions."""
 
     def response_fields(self) -> dict[str, Any]:
         """The settings part of a thread/start, thread/resume or thread/fork response."""
@@ -117,6 +120,7 @@ class SettingsOverrides:
     sandbox_policy: Any = None
     reasoning_effort: str | None = None
     service_tier: str | None = None
+    collaboration_mode: dict[str, Any] | None = None
 
     def apply(self, settings: ThreadSettings) -> ThreadSettings:
         cwd = os.path.abspath(self.cwd) if self.cwd else settings.cwd
@@ -129,6 +133,7 @@ class SettingsOverrides:
             approvals_reviewer=self.approvals_reviewer or settings.approvals_reviewer,
             reasoning_effort=self.reasoning_effort or settings.reasoning_effort,
             service_tier=self.service_tier or settings.service_tier,
+            collaboration_mode=self.collaboration_mode or settings.collaboration_mode,
         )
         if self.sandbox_policy is not None:
             updated.sandbox = self.sandbox_policy

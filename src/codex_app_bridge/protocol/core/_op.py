@@ -69,6 +69,8 @@ class UserTurnOp(CoreModel):
     summary: str | None = None
     service_tier: str | None = None
     final_output_json_schema: JsonValue = None
+    collaboration_mode: JsonValue = None
+    """The ``CollaborationMode`` the turn selects (sticky; ``None``: unchanged)."""
 
 
 class ExecApprovalOp(CoreModel):
