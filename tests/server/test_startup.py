@@ -71,6 +71,7 @@ DOMAIN = (
     "codex_app_bridge.server._runtime",
     "codex_app_bridge.transport.listen",
     "codex_app_bridge.cli._demo",
+    "codex_app_bridge.cluster",
 )
 
 

@@ -71,6 +71,7 @@ import os
 import signal
 import sys
 from collections.abc import Callable
+from contextlib import nullcontext
 from dataclasses import dataclass
 from functools import partial
 from pathlib import Path
@@ -91,11 +92,12 @@ from codex_app_bridge.transport import TransportKind, stdio_transport
 # Imported where used: the default ``serve`` (stdio, built-in agent) answers ``initialize``
 # before it needs the sources, the socket transports or the domain behind the handlers.
 if TYPE_CHECKING:
+    from codex_app_bridge.cluster import ClusterNode, ClusterOptions
     from codex_app_bridge.config import ConfigLayers
     from codex_app_bridge.rpc import MethodTable
     from codex_app_bridge.sources import EventSource, Scenario, TurnSource
     from codex_app_bridge.transport.auth import CapabilityToken
-    from codex_app_bridge.transport.listen import ListenError, TcpEndpoint
+    from codex_app_bridge.transport.listen import TcpEndpoint
 
 __all__ = [
     "DEFAULT_AGENT_PACE",
@@ -335,6 +337,32 @@ def _add_arguments(parser: argparse.ArgumentParser) -> None:
         "--strict-config",
         action="store_true",
         help="exit when config.toml (or a -c override) holds a key Codex does not know",
+    )
+    cluster = parser.add_argument_group("cluster (threads shared by many nodes through NATS)")
+    cluster.add_argument(
+        "--cluster",
+        metavar="URL",
+        default=None,
+        help="join the cluster whose NATS JetStream is at URL (nats://HOST:PORT or tls://...; "
+        "several comma-separated): threads are shared with every node of it (README, Cluster)",
+    )
+    cluster.add_argument(
+        "--cluster-name", metavar="NAME", default=None, help="this node's name in NATS"
+    )
+    cluster.add_argument(
+        "--cluster-creds", metavar="FILE", default=None, help="NATS credentials (.creds) file"
+    )
+    cluster.add_argument(
+        "--cluster-nkey", metavar="FILE", default=None, help="file holding an NKey seed"
+    )
+    cluster.add_argument(
+        "--cluster-tls-ca", metavar="FILE", default=None, help="CA bundle to verify NATS with"
+    )
+    cluster.add_argument(
+        "--cluster-tls-cert", metavar="FILE", default=None, help="client certificate (mTLS)"
+    )
+    cluster.add_argument(
+        "--cluster-tls-key", metavar="FILE", default=None, help="client certificate's key"
     )
     add_codex_compat_flags(parser)
     parser.set_defaults(handler=_run)
@@ -652,6 +680,9 @@ class ServeSettings:
     max_message_bytes: int | None = None
     """``--max-message-size``: the largest inbound message on every transport (``None``: each
     transport's default, 64 MiB on stdio, 16 MiB on sockets as the real server)."""
+    cluster: ClusterOptions | None = None
+    """``--cluster URL``: threads shared through NATS JetStream (``cluster``); ``None``: this
+    process's own."""
 
 
 def _auth_settings(args: argparse.Namespace) -> CapabilityToken | None:
@@ -732,7 +763,34 @@ def serve_settings(args: argparse.Namespace) -> ServeSettings:
         codex_home=resolve_codex_home(args.codex_home),
         allow_inject=args.allow_inject,
         max_message_bytes=args.max_message_size,
+        cluster=_cluster_options(args),
     )
+
+
+def _cluster_options(args: argparse.Namespace) -> ClusterOptions | None:
+    """``--cluster`` and its options, checked (``StartError``); the NATS client is not loaded."""
+    if args.cluster is None:
+        named = [f for f in ("cluster_creds", "cluster_tls_ca", "cluster_name") if getattr(args, f)]
+        if named:
+            flag = "--" + named[0].replace("_", "-")
+            raise StartError(f"{flag} needs --cluster URL", EXIT_USAGE)
+        return None
+    if args.allow_inject:
+        raise StartError("--allow-inject cannot be combined with --cluster", EXIT_USAGE)
+    from codex_app_bridge.cluster._options import ClusterOptions
+
+    try:
+        return ClusterOptions.parse(
+            args.cluster,
+            name=args.cluster_name,
+            creds=args.cluster_creds,
+            nkey_seed=args.cluster_nkey,
+            tls_ca=args.cluster_tls_ca,
+            tls_cert=args.cluster_tls_cert,
+            tls_key=args.cluster_tls_key,
+        )
+    except ValueError as exc:
+        raise StartError(str(exc), EXIT_USAGE) from None
 
 
 def _banner(endpoint: TcpEndpoint, loopback: bool) -> str:
@@ -767,7 +825,14 @@ async def run_server(
         # The source is wrapped when the server first needs it, as any source is made.
         source_factory = partial(_injectable_source, source, source_factory)
         source = None
+    node: ClusterNode | None = None
+    if settings.cluster is not None:
+        from codex_app_bridge.cluster import ClusterNode
+
+        node = ClusterNode(settings.cluster)
+        source = node.source(source, source_factory)
     async with (
+        node if node is not None else nullcontext(),
         BridgeServer(
             source,
             default_cwd=default_cwd,
@@ -776,6 +841,7 @@ async def run_server(
             codex_home=settings.codex_home,
             source_factory=source_factory,
             config=config,
+            shared=node,
         ) as server,
         anyio.create_task_group() as tg,
     ):
@@ -821,10 +887,13 @@ async def run_server(
         tg.cancel_scope.cancel()
 
 
-def _start_failure(exc: BaseException) -> ListenError | None:
+def _start_failure(exc: BaseException) -> OSError | None:
     from codex_app_bridge.transport.listen import ListenError
 
     if isinstance(exc, ListenError):
+        return exc
+    if type(exc).__name__ == "ClusterUnavailable":  # not imported: the cluster may be unused
+        assert isinstance(exc, ConnectionError)
         return exc
     if isinstance(exc, BaseExceptionGroup):
         group: BaseExceptionGroup[BaseException] = exc  # pyright: ignore[reportUnknownVariableType]

@@ -38,7 +38,7 @@ import anyio.abc
 from codex_app_bridge.cluster._control import apply_submission
 from codex_app_bridge.cluster._follow import ClusterSource, control_error
 from codex_app_bridge.cluster._meta import meta_of_record, shared_thread
-from codex_app_bridge.cluster._options import ClusterOptions
+from codex_app_bridge.cluster._options import ClusterOptions, ClusterUnavailable
 from codex_app_bridge.cluster._subjects import (
     META_BUCKET,
     STREAM,
@@ -132,8 +132,8 @@ class ClusterNode:
 
     async def __aenter__(self) -> Self:
         import nats
-        from nats.js.api import KeyValueConfig, StorageType, StreamConfig
-        from nats.js.errors import BadRequestError, NotFoundError
+        from nats.js.api import KeyValueConfig, StorageType
+        from nats.js.errors import NotFoundError
 
         options = self.options
         credentials: dict[str, Any] = {}
@@ -144,7 +144,36 @@ class ClusterNode:
         tls = _tls_context(options)
         if tls is not None:
             credentials["tls"] = tls
-        self._nc = nc = await nats.connect(  # pyright: ignore[reportUnknownMemberType]
+        try:
+            # nats-py retries the first connection for ever (it reconnects for ever later)
+            with anyio.fail_after(options.connect_timeout):
+                nc = await self._connect(nats.connect, credentials)  # pyright: ignore[reportUnknownMemberType]
+            js = self._js = nc.jetstream()  # pyright: ignore[reportUnknownMemberType]
+            await self._ensure_stream(js)
+        except ClusterUnavailable:
+            raise
+        except Exception as exc:
+            reason = str(exc) or type(exc).__name__
+            raise ClusterUnavailable(
+                f"cannot join the cluster at {', '.join(options.servers)}: {reason} (is "
+                "nats-server running there, with JetStream: -js?)"
+            ) from exc
+        self._nc = nc
+        try:
+            self._meta = await js.key_value(META_BUCKET)
+        except NotFoundError:
+            self._meta = await js.create_key_value(  # pyright: ignore[reportUnknownMemberType]
+                KeyValueConfig(bucket=META_BUCKET, storage=StorageType.FILE, history=1)
+            )
+        group = self._task_group = anyio.create_task_group()
+        await group.__aenter__()
+        group.start_soon(self._publish_loop, name="cluster publisher")
+        logger.info("cluster: node %s joined %s", self.name, ", ".join(options.servers))
+        return self
+
+    async def _connect(self, connect: Any, credentials: dict[str, Any]) -> Client:
+        options = self.options
+        client: Client = await connect(
             servers=list(options.servers),
             name=self.name,
             connect_timeout=int(max(1, options.connect_timeout)),
@@ -154,7 +183,12 @@ class ClusterNode:
             error_cb=self._nats_error,
             **credentials,
         )
-        js = self._js = nc.jetstream()  # pyright: ignore[reportUnknownMemberType]
+        return client
+
+    async def _ensure_stream(self, js: JetStreamContext) -> None:
+        from nats.js.api import StorageType, StreamConfig
+        from nats.js.errors import BadRequestError, NotFoundError
+
         config = StreamConfig(name=STREAM, subjects=list(STREAM_SUBJECTS), storage=StorageType.FILE)
         try:
             await js.stream_info(STREAM)
@@ -163,17 +197,6 @@ class ClusterNode:
                 await js.add_stream(config)  # pyright: ignore[reportUnknownMemberType]
             except BadRequestError:  # another node created it meanwhile
                 await js.stream_info(STREAM)
-        try:
-            self._meta = await js.key_value(META_BUCKET)
-        except Exception:  # nats-py raises BucketNotFoundError (a NotFoundError)
-            self._meta = await js.create_key_value(  # pyright: ignore[reportUnknownMemberType]
-                KeyValueConfig(bucket=META_BUCKET, storage=StorageType.FILE, history=1)
-            )
-        group = self._task_group = anyio.create_task_group()
-        await group.__aenter__()
-        group.start_soon(self._publish_loop, name="cluster publisher")
-        logger.info("cluster: node %s joined %s", self.name, ", ".join(options.servers))
-        return self
 
     async def __aexit__(
         self,

@@ -12,10 +12,14 @@ from dataclasses import dataclass
 from typing import Final
 from urllib.parse import urlsplit
 
-__all__ = ["SCHEMES", "ClusterOptions"]
+__all__ = ["SCHEMES", "ClusterOptions", "ClusterUnavailable"]
 
 SCHEMES: Final = ("nats", "tls", "ws", "wss")
 """URL schemes the NATS client connects with."""
+
+
+class ClusterUnavailable(ConnectionError):
+    """The NATS servers could not be reached, or JetStream is not enabled on them."""
 
 
 @dataclass(frozen=True, slots=True)
