@@ -10,6 +10,7 @@ Each namespace is a plain class over ``ServerServices`` (``_services``), one mod
   revert;
 * ``TurnHandlers`` (``_handlers_turns``): ``turn/start``, ``turn/steer``, ``turn/interrupt``;
 * ``MachineHandlers`` (``_handlers_machine``): ``command/exec*``, ``fs/*``, ``fuzzyFileSearch``;
+* ``GoalHandlers`` (``_handlers_goals``): ``thread/goal/get``, ``set``, ``clear``;
 
 and ``initialize`` is the server's own. A handler is ``async (ctx, params) -> response model``
 (or a plain function, routed ``Immediate``, when it answers from memory without awaiting) and
@@ -36,6 +37,7 @@ from typing import TYPE_CHECKING, Any
 
 from codex_app_bridge.rpc import RequestContext
 from codex_app_bridge.server._handlers_admin import ThreadAdminHandlers
+from codex_app_bridge.server._handlers_goals import GoalHandlers
 from codex_app_bridge.server._handlers_lists import ThreadListHandlers
 from codex_app_bridge.server._handlers_machine import MachineHandlers
 from codex_app_bridge.server._handlers_pages import HistoryPageHandlers
@@ -83,6 +85,7 @@ class Handlers:
         self.admin = ThreadAdminHandlers(server)
         self.turns = TurnHandlers(server)
         self.machine = MachineHandlers(server)
+        self.goals = GoalHandlers(server)
 
 
 def handler_routes(handlers: Handlers) -> dict[str, Route]:
@@ -130,4 +133,8 @@ def handler_routes(handlers: Handlers) -> dict[str, Route]:
         "fs/unwatch": machine.fs_unwatch,
         "fuzzyFileSearch": machine.fuzzy_file_search,
         "thread/compact/start": turns.thread_compact_start,
+        # thread goals (GoalHandlers)
+        "thread/goal/get": handlers.goals.thread_goal_get,
+        "thread/goal/set": handlers.goals.thread_goal_set,
+        "thread/goal/clear": handlers.goals.thread_goal_clear,
     }

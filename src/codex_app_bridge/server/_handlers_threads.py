@@ -9,8 +9,8 @@ Rules (probed from the 0.163.0 binary, see the errors in ``_errors``):
   ``ThreadRegistry``) and subscribes the caller; a thread loaded by it gets
   ``thread/status/changed`` ``idle`` before the answer. A thread with no turn has no rollout:
   ``no rollout found``, before any deprecation notice. Pending server requests are replayed to
-  the caller after the answer; goals are not kept, so every resume is followed by
-  ``thread/goal/cleared`` to every connection, as the real server does for a thread without one.
+  the caller after the answer; then every connection gets the thread's goal
+  (``thread/goal/updated``, ``turnId: null``), or ``thread/goal/cleared`` when it has none.
 * ``thread/resume`` and ``thread/fork`` replay the thread's last token usage to the caller right
   after the answer (``_token_replay`` says when), before a fork's ``thread/started`` and a
   resume's replay of pending requests.
@@ -60,6 +60,7 @@ from codex_app_bridge.server._errors import (
     no_rollout,
     thread_not_loaded,
 )
+from codex_app_bridge.server._handlers_goals import goal_updated
 from codex_app_bridge.server._history import build_thread_turns, fork_events
 from codex_app_bridge.server._ids import parse_thread_id
 from codex_app_bridge.server._pages import backwards_cursors
@@ -239,9 +240,14 @@ class ThreadHandlers:
         pages = await threads.history_pages(record.id)
         assert pages is not None  # a known thread has a history
         turns_cursor, items_cursor = backwards_cursors(pages)
-        # the bridge keeps no goals: every resume tells every connection there is none
-        cleared = ThreadGoalClearedNotification(thread_id=record.id)
-        ctx.after_response(partial(self.server.hub.broadcast, "thread/goal/cleared", cleared))
+        # every resume tells every connection the thread's goal, or that it has none
+        goal = self.server.goals.get(record.id)
+        hub = self.server.hub
+        if goal is None:
+            cleared = ThreadGoalClearedNotification(thread_id=record.id)
+            ctx.after_response(partial(hub.broadcast, "thread/goal/cleared", cleared))
+        else:
+            ctx.after_response(partial(hub.broadcast, "thread/goal/updated", goal_updated(goal)))
         settings = record.settings
         return ThreadResumeResponse(
             thread=record.thread(turns=turns),

@@ -75,7 +75,7 @@ if TYPE_CHECKING:
     from codex_app_bridge.server._runtime import ThreadRuntime
     from codex_app_bridge.server._shared import SharedThreads
     from codex_app_bridge.server._stored import ThreadStorage
-    from codex_app_bridge.sources import EventSource, TurnSource
+    from codex_app_bridge.sources import EventSource, ThreadGoals, TurnSource
 
 __all__ = ["BridgeServer"]
 
@@ -112,6 +112,7 @@ class BridgeServer:
         self._threads: ThreadRegistry | None = None
         self._storage: ThreadStorage | None = None
         self._handlers: Handlers | None = None
+        self._goals: ThreadGoals | None = None
         self.default_cwd = os.path.abspath(default_cwd or os.getcwd())
         self.outbound_budget = outbound_budget
         """Per-connection backlog budget in bytes (``None``: the rpc layer's default per policy)."""
@@ -213,6 +214,15 @@ class BridgeServer:
 
             self._storage = ThreadStorage(self._codex_home, self.hub.offer_broadcast)
         return self._storage
+
+    @property
+    def goals(self) -> ThreadGoals:
+        """Every thread's goal, kept under ``codex_home`` (in memory without one)."""
+        if self._goals is None:
+            from codex_app_bridge.sources import ThreadGoals
+
+            self._goals = ThreadGoals(self._codex_home)
+        return self._goals
 
     @property
     def handlers(self) -> Handlers:

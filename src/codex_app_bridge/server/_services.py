@@ -19,7 +19,7 @@ from codex_app_bridge.listener import ListenerHub
 from codex_app_bridge.rpc import RequestContext
 from codex_app_bridge.server._handshake import ClientHello
 from codex_app_bridge.server._registry import ThreadRegistry
-from codex_app_bridge.sources import EventSource, TurnSource
+from codex_app_bridge.sources import EventSource, ThreadGoals, TurnSource
 
 __all__ = ["ServerServices"]
 
@@ -46,6 +46,11 @@ class ServerServices(Protocol):
 
     @property
     def hub(self) -> ListenerHub: ...
+
+    @property
+    def goals(self) -> ThreadGoals:
+        """Every thread's goal (the one owner, ``sources.ThreadGoals``)."""
+        ...
 
     @property
     def threads(self) -> ThreadRegistry:

@@ -108,6 +108,9 @@ _SUPPORTED_PARAMS: Final[dict[str, str]] = {
     "fs/unwatch": "FsUnwatchParams",
     "fuzzyFileSearch": "FuzzyFileSearchParams",
     "thread/compact/start": "ThreadCompactStartParams",
+    "thread/goal/get": "ThreadGoalGetParams",
+    "thread/goal/set": "ThreadGoalSetParams",
+    "thread/goal/clear": "ThreadGoalClearParams",
 }
 """Method name -> ``protocol.v2`` name of its params model, for every method implemented here."""
 

@@ -38,6 +38,7 @@ from codex_app_bridge.sources._default import (
     answer_for,
     split_deltas,
 )
+from codex_app_bridge.sources._goals import UNSET, GoalError, ThreadGoals
 from codex_app_bridge.sources._inject import (
     InjectableSource,
     InjectedSession,
@@ -99,9 +100,11 @@ __all__ = [
     "RECORDED",
     "TURN_END_TYPES",
     "TURN_START_TYPES",
+    "UNSET",
     "CoreSession",
     "DefaultAgent",
     "EventSource",
+    "GoalError",
     "InjectableSource",
     "InjectedSession",
     "InjectedSource",
@@ -125,6 +128,7 @@ __all__ = [
     "ScriptSource",
     "SessionConfig",
     "SourceDefaults",
+    "ThreadGoals",
     "TurnPlayer",
     "TurnRequest",
     "TurnSource",
