@@ -51,7 +51,9 @@ async def test_goal_methods_answer_and_refuse_as_the_binary(kind: str) -> None:
         paused = {"threadId": thread_id, "status": "paused"}
         assert _error(await client.call("thread/goal/set", paused)) == (-32600, no_goal)
         for blank in ("", "   "):
-            reply = await client.call("thread/goal/set", {"threadId": thread_id, "objective": blank})
+            reply = await client.call(
+                "thread/goal/set", {"threadId": thread_id, "objective": blank}
+            )
             assert _error(reply) == (-32600, "goal objective must not be empty")
         for budget in (0, -5):
             params = {"threadId": thread_id, "objective": "x", "tokenBudget": budget}
@@ -75,7 +77,8 @@ async def test_goal_methods_answer_and_refuse_as_the_binary(kind: str) -> None:
         got = await client.result("thread/goal/get", {"threadId": thread_id})
         assert got == {"goal": changed}
         cleared_budget = {"threadId": thread_id, "tokenBudget": None}
-        assert (await client.result("thread/goal/set", cleared_budget))["goal"]["tokenBudget"] is None
+        unbudgeted = (await client.result("thread/goal/set", cleared_budget))["goal"]
+        assert unbudgeted["tokenBudget"] is None
 
         assert await client.result("thread/goal/clear", {"threadId": thread_id}) == {
             "cleared": True
