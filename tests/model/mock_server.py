@@ -12,6 +12,7 @@ the server saw the client go away.
 
 from __future__ import annotations
 
+import ssl
 import time
 from collections.abc import AsyncIterator, Sequence
 from contextlib import asynccontextmanager
@@ -22,6 +23,7 @@ import anyio
 import anyio.abc
 import orjson
 from anyio.streams.buffered import BufferedByteReceiveStream
+from anyio.streams.tls import TLSListener
 
 End = Literal["finish", "cut", "hang", "drop", "stall"]
 
@@ -124,13 +126,14 @@ class MockServer:
         self.steps = list(steps)
         self.requests: list[Request] = []
         self.port = 0
+        self.scheme = "http"
         self.connections = 0
         self.arrived = anyio.Event()
         """Set at each request (replaced after each set)."""
 
     @property
     def url(self) -> str:
-        return f"http://127.0.0.1:{self.port}/v1/responses"
+        return f"{self.scheme}://127.0.0.1:{self.port}/v1/responses"
 
     def script(self, *steps: Step) -> None:
         self.steps = list(steps)
@@ -228,10 +231,15 @@ class MockServer:
 
 
 @asynccontextmanager
-async def mock_server(*steps: Step) -> AsyncIterator[MockServer]:
+async def mock_server(*steps: Step, tls: ssl.SSLContext | None = None) -> AsyncIterator[MockServer]:
+    """The server on 127.0.0.1 (``tls``: over TLS with that server context, an ``https`` URL)."""
     server = MockServer(steps or [OK])
-    listener = await anyio.create_tcp_listener(local_host="127.0.0.1", local_port=0)
-    server.port = listener.extra(anyio.abc.SocketAttribute.local_port)
+    tcp = await anyio.create_tcp_listener(local_host="127.0.0.1", local_port=0)
+    server.port = tcp.extra(anyio.abc.SocketAttribute.local_port)
+    listener: anyio.abc.Listener[Any] = tcp
+    if tls is not None:
+        server.scheme = "https"
+        listener = TLSListener(tcp, tls, standard_compatible=False)
     async with listener, anyio.create_task_group() as tg:
         tg.start_soon(listener.serve, server._serve)
         try:

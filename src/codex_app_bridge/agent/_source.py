@@ -6,8 +6,9 @@ sessions share: the HTTP clients (one connection pool per endpoint: URL, headers
 built-in tool handlers (client dynamic tools, ``request_user_input``; ``_builtin``).
 
 The HTTP stack is warmed off the event loop when the source is made (a worker thread imports
-httpx), and a session builds its endpoint's client when it opens, so a thread's first
-``turn/start`` pays neither (issue 20, first-delta latency).
+httpx and, for a provider that is not plain ``http``, loads the CA certificates), and a session
+builds its endpoint's client when it opens, so a thread's first ``turn/start`` pays neither
+(issue 20, first-delta latency).
 
 Boundary: config and model packages below, sources' contract above; no JSON-RPC.
 """
@@ -37,21 +38,33 @@ __all__ = ["ModelSource", "warm"]
 logger = logging.getLogger(__name__)
 
 
-def _warm_http() -> None:
+def _warm_http(tls: bool) -> None:
     try:
         from codex_app_bridge.model import warm_http_stack
 
-        warm_http_stack()
+        warm_http_stack(tls=tls)
     except Exception:  # pragma: no cover - the dependency is declared
         logger.exception("warming the HTTP stack")
 
 
-def warm() -> None:
+def _uses_tls(base_url: str) -> bool:
+    """Whether a provider's requests need the CA certificates (all but plain ``http``)."""
+    return not base_url.lower().startswith("http://")
+
+
+def warm(layers: ConfigLayers | None = None) -> None:
     """Import and build what a first model turn needs (HTTP stack, the machine's tools, the
     core models of recorded items and events), so ``turn/start`` -> first delta pays none of
-    it. Run in a worker thread when ``serve`` picks the model source."""
+    it; the CA certificates only when the configured provider is not plain ``http``. Run in a
+    worker thread when ``serve`` picks the model source."""
     try:
-        _warm_http()
+        tls = True
+        if layers is not None:
+            try:
+                tls = _uses_tls(layers.resolve().provider.base_url)
+            except Exception:  # a broken config.toml fails its request, not the warm-up
+                tls = False
+        _warm_http(tls)
         import codex_app_bridge.machine  # noqa: F401  # pyright: ignore[reportUnusedImport]
         from codex_app_bridge.protocol.core import (
             RESPONSE_ITEM_ADAPTER,
@@ -91,14 +104,16 @@ class ModelSource:
         self._clients: dict[tuple[Any, ...], ResponsesClient] = {}
         self._installation_id: str | None = None
         self._bubblewrap: Bubblewrap | None = None
+        tls = False
         try:
             config = layers.resolve()
             self._defaults = SourceDefaults(
                 model=config.model, model_provider=config.model_provider_id
             )
+            tls = _uses_tls(config.provider.base_url)
         except Exception:
             self._defaults = SourceDefaults(model="gpt-6.1-sol", model_provider="openai")
-        threading.Thread(target=_warm_http, name="warm-httpx", daemon=True).start()
+        threading.Thread(target=_warm_http, args=(tls,), name="warm-httpx", daemon=True).start()
 
     @property
     def defaults(self) -> SourceDefaults:

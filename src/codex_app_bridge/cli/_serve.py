@@ -435,12 +435,12 @@ def _model_source(config: ConfigLayers, codex_home_dir: str | None) -> EventSour
     return ModelSource(config, codex_home=codex_home_dir or codex_home())
 
 
-def _warm_model_source() -> None:
+def _warm_model_source(config: ConfigLayers) -> None:
     """Run in a worker thread when the model source serves: what a first turn would build on
     the event loop (the agent's modules, the HTTP stack, the turn's wire models) is built now."""
     from codex_app_bridge.agent._source import warm
 
-    warm()
+    warm(config)
     try:
         _warm_turn_models()
     except Exception:  # a warm-up never fails the server
@@ -540,7 +540,9 @@ def _choose_source(
         import threading
 
         # the first turn's imports (agent, httpx, machine, the core models) load off the loop
-        threading.Thread(target=_warm_model_source, name="warm-model", daemon=True).start()
+        threading.Thread(
+            target=_warm_model_source, args=(config,), name="warm-model", daemon=True
+        ).start()
         _announce(
             "turns from the model provider configured in "
             f"{Path(codex_home_dir or codex_home()) / 'config.toml'}"

@@ -42,6 +42,8 @@ from ._sse import SSEDecoder
 if TYPE_CHECKING:
     import httpx
 
+    from ._tls import LazyTLSContext
+
 __all__ = ["Endpoint", "ResponseStream", "ResponsesClient", "backoff_s", "warm_http_stack"]
 
 Event = dict[str, Any]
@@ -61,28 +63,31 @@ request); a server that keeps writing loses the connection instead."""
 _WATCHED: Final = frozenset({"response.completed", "response.failed", "response.incomplete"})
 
 
-_SSL: list[Any] = []
+_SSL: list[LazyTLSContext] = []
 
 
-def _ssl_context() -> Any:
-    """The TLS context every client shares (built once: loading the CA bundle is slow)."""
+def _ssl_context() -> LazyTLSContext:
+    """The TLS context every client shares (``_tls``: its CA certificates load on the first TLS
+    connection, or in the warm-up of an ``https`` provider)."""
     if not _SSL:
-        import httpx
+        from ._tls import LazyTLSContext
 
-        _SSL.append(httpx.create_ssl_context())
+        _SSL.append(LazyTLSContext.create())
     return _SSL[0]
 
 
-def warm_http_stack() -> None:
-    """Import the HTTP stack and build the shared TLS context (run off the event loop, so the
-    first request pays neither)."""
+def warm_http_stack(*, tls: bool = False) -> None:
+    """Import the HTTP stack and make the shared TLS context, with its CA certificates when
+    ``tls`` (the provider is ``https``): run off the event loop, so the first request pays
+    none of it."""
     import h11  # noqa: F401  # pyright: ignore[reportUnusedImport]
     import httpcore  # noqa: F401  # pyright: ignore[reportUnusedImport]
     import httpx
 
-    _ssl_context()
     # the modules a first request loads on its way
     httpx.AsyncClient(verify=_ssl_context())
+    if tls:
+        _ssl_context().load()
 
 
 def backoff_s(attempt: int) -> float:
