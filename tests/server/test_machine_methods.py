@@ -388,3 +388,28 @@ async def test_a_sandboxed_command_exec_cannot_write(tmp_path: Path) -> None:
         )
     assert result["stdout"] == "rc=1\n"
     assert not _exists(tmp_path / "x")
+
+
+async def test_shell_command_on_a_thread_that_runs_nothing_fails_its_turn(tmp_path: Path) -> None:
+    # the default agent is no model source: nothing runs on the machine, the turn says why
+    async with _client(tmp_path) as client:
+        thread_id = await client.start_thread(cwd=str(tmp_path))
+        await client.drain_pending()
+        command = {"threadId": thread_id, "command": "touch made.txt"}
+        assert await _ok(client, "thread/shellCommand", command) == {}
+        seen = await client.until(lambda m: m.get("method") == "turn/completed")
+        completed = seen[-1]
+        turn = completed["params"]["turn"]
+        assert turn["status"] == "failed"
+        assert "runs no commands" in turn["error"]["message"]
+        assert not _exists(tmp_path / "made.txt")
+        empty = {"threadId": thread_id, "command": " "}
+        assert await _err(client, "thread/shellCommand", empty) == (
+            -32600,
+            "command must not be empty",
+        )
+        unknown = {"threadId": "00000000-0000-0000-0000-000000000000", "command": "ls"}
+        assert await _err(client, "thread/shellCommand", unknown) == (
+            -32600,
+            "thread not found: 00000000-0000-0000-0000-000000000000",
+        )

@@ -98,6 +98,7 @@ from codex_app_bridge.protocol.core import (
     ReasoningContentDeltaEvent,
     ReasoningItem,
     ReasoningRawContentDeltaEvent,
+    RunUserShellCommandOp,
     ShutdownCompleteEvent,
     ShutdownOp,
     StreamErrorEvent,
@@ -323,6 +324,8 @@ class ModelSession:
                 await self._play(submission.id, op)
             elif isinstance(op, CompactOp):
                 await self._compact(submission.id)
+            elif isinstance(op, RunUserShellCommandOp):
+                await self._user_shell(submission.id, op)
             elif isinstance(op, ShutdownOp):
                 self.emit(submission.id, ShutdownCompleteEvent())
                 self._ended = True
@@ -541,6 +544,52 @@ class ModelSession:
                 }
             )
         return items
+
+    # --- thread/shellCommand (``machine``: the run; here the turn and the history) ------------
+
+    async def _user_shell(self, turn_id: str, op: RunUserShellCommandOp) -> None:
+        """The user's command as a turn of its own, under the thread's sandbox; the model gets
+        it and its output as a ``<user_shell_command>`` user message."""
+        from codex_app_bridge.machine import SandboxPolicy, user_shell_text
+
+        machine = self._machine
+        if machine is None:
+            self._fail_now(turn_id, now_ms(), "the thread's machine tools are closed")
+            return
+        turn = _Turn(turn_id, now_ms(), self.settings, replies=Replies(turn_id))
+        self._turn = turn
+        try:
+            self.emit(turn_id, self._task_started(turn_id, turn.started_at_ms, turn.config))
+            sandbox = SandboxPolicy.from_wire(self.settings.sandbox_policy())
+            result = None
+            with turn.scope:
+                result = await machine.user_shell(
+                    op.command,
+                    thread_id=self.thread_id,
+                    turn_id=turn_id,
+                    cwd=self.cwd,
+                    sandbox=sandbox,
+                    emit=lambda event: self.emit(turn_id, event),
+                    timeout_ms=op.timeout_ms,
+                )
+            if turn.interrupted or result is None:
+                self._abort(turn)
+                return
+            self._record(
+                turn_id,
+                {
+                    "type": "message",
+                    "id": new_response_item_id("msg"),
+                    "role": "user",
+                    "content": [
+                        {"type": "input_text", "text": user_shell_text(op.command, result)}
+                    ],
+                    _PT: passthrough(turn_id, kinds=["shell.user_command"], created=True),
+                },
+            )
+            self.emit(turn_id, self._task_complete(turn_id, turn.started_at_ms, None))
+        finally:
+            self._turn = None
 
     # --- compaction (``_compact``: the request and the history it leaves) ----------------------
 

@@ -8,6 +8,7 @@ A domain package below ``server/``: it knows no connection, JSON-RPC or thread. 
 * ``_sandbox``: sandbox policies and bubblewrap; ``_policy``: approval policies and decisions;
 * ``_commands``: argv, environment, command summaries, ``apply_patch`` through the shell;
 * ``_turn_diff``: ``TurnDiff``, the net diff of a turn's patches (``turn/diff/updated``);
+* ``_user_shell``: ``thread/shellCommand``'s run (a user's command as a turn's item);
 * ``_tools``: ``MachineTools``, the model's local tools of one thread (the agent's table).
 """
 
@@ -52,6 +53,7 @@ from codex_app_bridge.machine._tools import (
     aborted_output,
 )
 from codex_app_bridge.machine._turn_diff import TurnDiff
+from codex_app_bridge.machine._user_shell import UserShellResult, user_shell_text
 
 __all__ = [
     "TOOL_NAMES",
@@ -77,6 +79,7 @@ __all__ = [
     "TurnCancelled",
     "TurnDiff",
     "UpdateFile",
+    "UserShellResult",
     "WrappedCommand",
     "aborted_output",
     "apply_plan",
@@ -90,4 +93,5 @@ __all__ = [
     "plan_patch",
     "spawn",
     "unified_diff",
+    "user_shell_text",
 ]

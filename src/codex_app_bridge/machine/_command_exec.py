@@ -68,6 +68,7 @@ class CommandRun:
     cap: int | None
     wrapped: WrappedCommand | None = None
     terminated: bool = False
+    timed_out: bool = False
     _done: anyio.Event = field(default_factory=anyio.Event)
 
     @classmethod
@@ -127,7 +128,6 @@ class CommandRun:
         streams = [_Stream("stdout", child.stdout_fd, self.cap)]
         if child.stderr_fd is not None:
             streams.append(_Stream("stderr", child.stderr_fd, self.cap))
-        timed_out = False
         try:
             async with anyio.create_task_group() as group:
                 for stream in streams:
@@ -135,7 +135,7 @@ class CommandRun:
                 with anyio.move_on_after(self.timeout_s) as scope:
                     await child.wait()
                 if scope.cancelled_caught:
-                    timed_out = True
+                    self.timed_out = True
                     child.kill()
                     await child.wait()
                 with anyio.move_on_after(0.1):  # a background child may hold a pipe open
@@ -148,7 +148,7 @@ class CommandRun:
             if self.wrapped is not None:
                 self.wrapped.cleanup()
         code = child.returncode if child.returncode is not None else -1
-        if timed_out:
+        if self.timed_out:
             code = TIMEOUT_EXIT
         elif self.terminated:
             code = 1 if child.tty else 128 + signal.SIGKILL

@@ -43,6 +43,7 @@ import anyio
 import orjson
 from anyio.abc import TaskGroup
 
+from codex_app_bridge.machine._command_exec import command_env
 from codex_app_bridge.machine._commands import (
     exec_env,
     intercepted_patch,
@@ -66,6 +67,7 @@ from codex_app_bridge.machine._policy import (
 from codex_app_bridge.machine._proc import ChildProcess, SpawnError, spawn
 from codex_app_bridge.machine._sandbox import Bubblewrap, SandboxPolicy, WrappedCommand
 from codex_app_bridge.machine._turn_diff import TurnDiff, prior_contents
+from codex_app_bridge.machine._user_shell import UserShellResult, run_user_shell
 from codex_app_bridge.protocol.core import (
     ApplyPatchApprovalRequestEvent,
     CommandExecutionItem,
@@ -356,6 +358,31 @@ class MachineTools:
             return await handler(host, call_id, arguments)
         except _ArgsError as exc:
             return str(exc)
+
+    async def user_shell(
+        self,
+        command: str,
+        *,
+        thread_id: str,
+        turn_id: str,
+        cwd: str,
+        sandbox: SandboxPolicy,
+        emit: Callable[[EventMsg], None],
+        timeout_ms: int | None = None,
+    ) -> UserShellResult:
+        """A command the user typed (``thread/shellCommand``; ``_user_shell``), in this
+        thread's environment and sandbox."""
+        return await run_user_shell(
+            command,
+            thread_id=thread_id,
+            turn_id=turn_id,
+            cwd=cwd,
+            sandbox=sandbox,
+            bubblewrap=self.bubblewrap,
+            env=command_env(self.base_env, self.codex_home, None),
+            emit=emit,
+            timeout_ms=timeout_ms,
+        )
 
     # --- exec_command ---------------------------------------------------------------------
 

@@ -137,4 +137,5 @@ def handler_routes(handlers: Handlers) -> dict[str, Route]:
         "thread/goal/get": handlers.goals.thread_goal_get,
         "thread/goal/set": handlers.goals.thread_goal_set,
         "thread/goal/clear": handlers.goals.thread_goal_clear,
+        "thread/shellCommand": turns.thread_shell_command,
     }

@@ -1,5 +1,5 @@
 """The ``turn/*`` handlers: ``turn/start``, ``turn/steer``, ``turn/interrupt``; and
-``thread/compact/start``, which runs a turn.
+``thread/compact/start`` and ``thread/shellCommand``, which run turns.
 
 Rules (probed from the 0.163.0 binary, see the errors in ``_errors``):
 
@@ -13,6 +13,9 @@ Rules (probed from the 0.163.0 binary, see the errors in ``_errors``):
   handler defers its answer to the thread runtime (``ctx.defer()``), which writes it right before
   the terminal notifications, so the request does not hold the thread's request queue while the
   turn winds down (a second interrupt is answered the same way).
+* ``thread/shellCommand`` answers ``{}`` and runs the command as a turn of its own (the source's
+  ``run_user_shell_command``); an empty command is ``command must not be empty``. While a turn
+  runs it is refused (0.163.0 replaces the running turn; ``KNOWN_DIFFERENCES.md``).
 
 Boundary: what a request means and answers; the turn itself is the thread runtime's.
 """
@@ -30,6 +33,8 @@ from codex_app_bridge.protocol.v2 import (
     ThreadCompactStartParams,
     ThreadCompactStartResponse,
     ThreadSettings,
+    ThreadShellCommandParams,
+    ThreadShellCommandResponse,
     Turn,
     TurnInterruptParams,
     TurnInterruptResponse,
@@ -38,7 +43,7 @@ from codex_app_bridge.protocol.v2 import (
     TurnSteerParams,
     TurnSteerResponse,
 )
-from codex_app_bridge.rpc import RequestContext
+from codex_app_bridge.rpc import RequestContext, invalid_request
 from codex_app_bridge.server._errors import (
     active_turn_mismatch,
     empty_input,
@@ -242,6 +247,25 @@ class TurnHandlers:
 
         ctx.after_response(start)
         return ThreadCompactStartResponse()
+
+    async def thread_shell_command(
+        self, ctx: RequestContext, params: ThreadShellCommandParams
+    ) -> ThreadShellCommandResponse:
+        record, runtime = self._loaded(params.thread_id)
+        if not params.command.strip():
+            raise invalid_request("command must not be empty")
+        running = runtime.active_turn_id
+        if running is not None:
+            raise invalid_request(f"thread/shellCommand: turn {running} is still running")
+        command, timeout_ms = params.command, params.timeout_ms
+
+        async def start() -> None:
+            if runtime.active_turn_id is None:
+                record.touch()
+                runtime.shell_command(new_uuid7(), command, timeout_ms)
+
+        ctx.after_response(start)
+        return ThreadShellCommandResponse()
 
     async def turn_interrupt(
         self, ctx: RequestContext, params: TurnInterruptParams

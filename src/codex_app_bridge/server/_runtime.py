@@ -64,6 +64,7 @@ from codex_app_bridge.protocol.core import (
     CompactOp,
     EventEnvelope,
     InterruptOp,
+    RunUserShellCommandOp,
     ShutdownOp,
     Submission,
     UserInput,
@@ -223,6 +224,16 @@ class ThreadRuntime:
             raise RuntimeError(f"turn {self._turn.turn_id} is still running")
         self._turn = _Turn(turn_id, now_ms())
         self._submit(Submission(id=turn_id, op=CompactOp()))
+
+    def shell_command(self, turn_id: str, command: str, timeout_ms: int | None) -> None:
+        """Run a command the user typed as a turn of its own (``thread/shellCommand``; the
+        ``run_user_shell_command`` op; ``RuntimeError`` if a turn is running: handlers check
+        first)."""
+        if self._turn is not None:
+            raise RuntimeError(f"turn {self._turn.turn_id} is still running")
+        self._turn = _Turn(turn_id, now_ms())
+        op = RunUserShellCommandOp(command=command, timeout_ms=timeout_ms)
+        self._submit(Submission(id=turn_id, op=op))
 
     def steer(self, items: Sequence[UserInput]) -> None:
         """Add user input to the running turn (the source takes it as Codex does)."""

@@ -111,6 +111,7 @@ _SUPPORTED_PARAMS: Final[dict[str, str]] = {
     "thread/goal/get": "ThreadGoalGetParams",
     "thread/goal/set": "ThreadGoalSetParams",
     "thread/goal/clear": "ThreadGoalClearParams",
+    "thread/shellCommand": "ThreadShellCommandParams",
 }
 """Method name -> ``protocol.v2`` name of its params model, for every method implemented here."""
 

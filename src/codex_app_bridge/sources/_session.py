@@ -50,15 +50,18 @@ from codex_app_bridge.projection import new_item_id, uuid7
 from codex_app_bridge.protocol.core import (
     CompactOp,
     ContextCompactionItem,
+    ErrorEvent,
     EventEnvelope,
     EventMsg,
     InterruptOp,
     ItemCompletedEvent,
     ItemStartedEvent,
+    RunUserShellCommandOp,
     ShutdownCompleteEvent,
     ShutdownOp,
     Submission,
     TaskCompleteEvent,
+    TaskError,
     TokenCountEvent,
     TokenUsage,
     UserInput,
@@ -93,6 +96,10 @@ __all__ = [
 logger = logging.getLogger(__name__)
 
 EVENT_HIGH_WATER: Final = 1024
+NO_USER_SHELL: Final = (
+    "thread/shellCommand: this thread's source runs no commands on this machine (commands run "
+    "on threads of the model source: serve with a model provider)"
+)
 """Events a session keeps waiting for the runtime before it stops producing."""
 
 
@@ -297,6 +304,8 @@ class TurnPlayer:
                 self._ended = True
             elif isinstance(op, CompactOp):
                 self._compaction_turn(submission.id)
+            elif isinstance(op, RunUserShellCommandOp):
+                self._refused_turn(submission.id, NO_USER_SHELL)
             elif not isinstance(op, InterruptOp):  # an interrupt while idle has nothing to stop
                 logger.debug("%s: ignoring %s (not a turn source's op)", self._config, op.type)
 
@@ -324,6 +333,26 @@ class TurnPlayer:
                 turn_id=turn_id,
                 root_turn_id=turn_id,
                 last_agent_message=None,
+                started_at=started // 1000,
+                completed_at=now_ms() // 1000,
+                duration_ms=max(0, now_ms() - started),
+            ),
+        ):
+            self._emit(EventEnvelope.trusted(turn_id, event))
+
+    def _refused_turn(self, turn_id: str, message: str) -> None:
+        """An op a turn source cannot do (it runs nothing on the machine): a failed turn that
+        says why, so the thread is idle again."""
+        started = now_ms()
+        error = TaskError(message=message, codex_error_info="other")
+        for event in (
+            task_started_event(turn_id, started),
+            ErrorEvent(message=message, codex_error_info="other"),
+            TaskCompleteEvent(
+                turn_id=turn_id,
+                root_turn_id=turn_id,
+                last_agent_message=None,
+                error=error,
                 started_at=started // 1000,
                 completed_at=now_ms() // 1000,
                 duration_ms=max(0, now_ms() - started),

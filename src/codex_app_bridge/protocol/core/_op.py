@@ -33,6 +33,7 @@ __all__ = [
     "PatchApprovalOp",
     "RequestPermissionsResponseOp",
     "ResolveElicitationOp",
+    "RunUserShellCommandOp",
     "ShutdownOp",
     "Submission",
     "UnknownOp",
@@ -140,6 +141,15 @@ class CompactOp(CoreModel):
     type: Literal["compact"] = "compact"
 
 
+class RunUserShellCommandOp(CoreModel):
+    """Run a command the user typed, as a turn of its own (``thread/shellCommand``); the model
+    sees it and its output in its next request (``<user_shell_command>``)."""
+
+    type: Literal["run_user_shell_command"] = "run_user_shell_command"
+    command: str
+    timeout_ms: int | None = None
+
+
 class UnknownOp(CoreModel):
     """An operation this version does not model; every field is kept."""
 
@@ -158,6 +168,7 @@ _OpVariants: TypeAlias = (
     | Annotated[RequestPermissionsResponseOp, Tag("request_permissions_response")]
     | Annotated[ShutdownOp, Tag("shutdown")]
     | Annotated[CompactOp, Tag("compact")]
+    | Annotated[RunUserShellCommandOp, Tag("run_user_shell_command")]
     | Annotated[UnknownOp, Tag(UNKNOWN_TAG)]
 )
 Op = Annotated[_OpVariants, tagged_discriminator(_OpVariants, "Op")]
