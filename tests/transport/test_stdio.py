@@ -6,6 +6,7 @@ import contextlib
 import os
 import subprocess
 import sys
+import time
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -120,7 +121,7 @@ def test_stdio_server_exits_0_on_eof_and_writes_only_protocol_lines() -> None:
     assert proc.returncode == 0, proc.stderr.decode()
     lines = proc.stdout.splitlines()
     replies = {reply["id"]: reply for reply in map(orjson.loads, lines)}
-    assert len(lines) == len(replies) == 4
+    assert len(lines) == len(replies) == 4, proc.stderr.decode()
     assert replies[1] == {"id": 1, "result": {"a": 1}}
     assert replies["p"] == {"id": "p", "result": "printed"}
     assert replies[4] == {"id": 4, "result": {}}
@@ -147,3 +148,34 @@ def test_stdio_server_with_no_input_exits_0_silently() -> None:
     proc = _run_server(b"")
     assert proc.returncode == 0, proc.stderr.decode()
     assert proc.stdout == b""
+
+
+@pytest.mark.anyio
+async def test_the_exit_flush_waits_for_a_slow_reader_that_keeps_reading(
+    pipes: tuple[int, int, int, int],
+) -> None:
+    # A busy machine (or a slow client) may take longer than flush_timeout to read everything
+    # queued at exit: as long as batches keep being written, nothing is dropped.
+    in_r, in_w, out_r, out_w = pipes
+    message = {"method": "n", "params": {"pad": "z" * 60_000}}
+    count = 40  # ~2.4 MB in 1 MiB batches: dozens of pipe-buffer fills, read 40 ms apart
+    received = bytearray()
+
+    def slow_reader() -> None:
+        while chunk := os.read(out_r, 1 << 16):
+            received.extend(chunk)
+            time.sleep(0.04)
+
+    with anyio.fail_after(TIMEOUT):
+        async with anyio.create_task_group() as tg:
+            tg.start_soon(anyio.to_thread.run_sync, slow_reader)
+            async with stdio_transport(
+                stdin_fd=in_r, stdout_fd=out_w, capacity=count, flush_timeout=0.3
+            ) as (_read, write):
+                for _ in range(count):
+                    await write.send(message)
+            os.close(out_w)
+    os.close(in_w)
+    lines = bytes(received).splitlines()
+    assert len(lines) == count
+    assert all(orjson.loads(line) == message for line in lines)

@@ -11,8 +11,10 @@ stderr (stray ``print`` or child-process output lands there) and descriptor 0 at
 the wire is served from private duplicates, and both descriptors are restored on exit. Passing
 explicit ``stdin_fd`` / ``stdout_fd`` skips that diversion (tests use pipes this way).
 
-On exit, messages already written to the write stream are flushed (bounded by ``flush_timeout``),
-so closing the write stream after the last response is enough to deliver it.
+On exit, messages already written to the write stream are flushed, for as long as the peer keeps
+reading: only ``flush_timeout`` seconds without a byte written ends the wait (a busy machine may
+take seconds per batch; a peer that stopped reading must not keep the process), so closing the
+write stream after the last response is enough to deliver it.
 """
 
 from __future__ import annotations
@@ -46,6 +48,7 @@ logger = logging.getLogger(__name__)
 
 _READ_CHUNK = 1 << 20
 _WRITE_BATCH = 1 << 20  # bytes joined into one write when several messages are queued
+_PIPE_CHUNK = 1 << 16  # bytes per write call: a Linux pipe's default buffer
 _INBOUND_CAPACITY = 256  # decoded lines waiting for the connection (a chunk's worth, no hop each)
 
 
@@ -58,14 +61,17 @@ def _read_some(fd: int) -> bytes:
             select.select([fd], [], [])
 
 
-def _write_all(fd: int, data: bytes) -> None:
+def _write_all(fd: int, data: bytes, progress: list[int]) -> None:
+    """Write all of ``data``, adding each write's byte count to ``progress[0]`` (at most a pipe
+    buffer per write, so that a slow reader's progress shows while a big batch is written)."""
     view = memoryview(data)
     while view:
         try:
-            written = os.write(fd, view)
+            written = os.write(fd, view[:_PIPE_CHUNK])
         except BlockingIOError:
             select.select([], [fd], [])
             continue
+        progress[0] += written
         view = view[written:]
 
 
@@ -100,6 +106,7 @@ def _writer_thread(
     next_batch: Callable[[], Awaitable[bytes | None]],
     on_broken: Callable[[], None],
     on_done: Callable[[], None],
+    progress: list[int],
 ) -> None:
     try:
         while True:
@@ -110,7 +117,7 @@ def _writer_thread(
             if batch is None:
                 return
             try:
-                _write_all(fd, batch)
+                _write_all(fd, batch, progress)
             except OSError as exc:
                 logger.info("stdout closed by the peer: %s", exc)
                 _call(portal, on_broken)
@@ -195,6 +202,7 @@ async def stdio_transport(
     outbound_send, outbound_recv = anyio.create_memory_object_stream[OutboundItem](capacity)
     chunks_send, chunks_recv = anyio.create_memory_object_stream[bytes](0)
     flushed = anyio.Event()
+    written = [0]  # bytes the writer thread has written (only it adds; the exit flush reads)
 
     async def next_batch() -> bytes | None:
         try:
@@ -225,7 +233,7 @@ async def stdio_transport(
             )
             writer = threading.Thread(
                 target=_writer_thread,
-                args=(out_fd, portal, next_batch, outbound_recv.close, flushed.set),
+                args=(out_fd, portal, next_batch, outbound_recv.close, flushed.set, written),
                 name="codex-app-bridge stdout",
                 daemon=True,
             )
@@ -236,8 +244,11 @@ async def stdio_transport(
             finally:
                 # Deliver what the caller queued, then stop reading.
                 outbound_send.close()
-                with anyio.move_on_after(flush_timeout, shield=True):
-                    await flushed.wait()
+                seen = -1
+                while not flushed.is_set() and written[0] != seen:
+                    seen = written[0]
+                    with anyio.move_on_after(flush_timeout, shield=True):
+                        await flushed.wait()
                 outbound_recv.close()
                 inbound_recv.close()
                 chunks_recv.close()
