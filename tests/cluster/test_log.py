@@ -97,3 +97,45 @@ async def test_clients_on_two_nodes_see_one_thread_and_start_turns_from_either(
                 )
                 assert [t["id"] for t in read_a["thread"]["turns"]] == [first, second, third]
                 assert _strip(read_b["thread"]["turns"]) == _strip(read_a["thread"]["turns"])
+
+
+APPROVAL = "item/commandExecution/requestApproval"
+
+
+def _completed_commands(messages: list[Message]) -> list[dict[str, Any]]:
+    return [
+        m["params"]["item"]
+        for m in messages
+        if m.get("method") == "item/completed" and m["params"]["item"]["type"] == "commandExecution"
+    ]
+
+
+async def test_an_approval_raised_on_the_owner_is_answered_from_another_node(
+    nats_server: NatsServer,
+) -> None:
+    with anyio.fail_after(TIMEOUT):
+        async with open_node(nats_server.url, "node-a") as (bridge_a, _):
+            alice = await bridge_a.connect()
+            await alice.initialize(name="alice")
+            thread_id = await alice.start_thread()
+            await alice.run_turn(thread_id, "first")
+            async with open_node(nats_server.url, "node-b") as (bridge_b, _):
+                bob = await bridge_b.connect()
+                await bob.initialize(name="bob")
+                await bob.result("thread/resume", {"threadId": thread_id, "excludeTurns": True})
+                await bob.drain_pending()
+                await alice.drain_pending()
+
+                turn = await alice.start_turn(thread_id, "approve: ls -la")
+                asked_a = (await alice.until(lambda m: m.get("method") == APPROVAL))[-1]
+                asked_b = (await bob.until(lambda m: m.get("method") == APPROVAL))[-1]
+                assert asked_b["params"] == asked_a["params"]  # the same request on both nodes
+                await bob.send({"id": asked_b["id"], "result": {"decision": "accept"}})
+
+                seen_a = await alice.until(is_turn_completed(turn))
+                seen_b = await bob.until(is_turn_completed(turn))
+                for seen in (seen_a, seen_b):
+                    [command] = _completed_commands(seen)
+                    assert command["status"] == "completed"
+                    assert command["aggregatedOutput"] == "ran: ls -la\n"
+                    assert seen[-1]["params"]["turn"]["status"] == "completed"
