@@ -304,6 +304,7 @@ async def test_each_turn_stores_its_settings_and_a_restart_resumes_with_them(
         resumed = await client.result("thread/resume", {"threadId": thread_id})
         assert (resumed["model"], resumed["thread"]["model"]) == ("chosen-model",) * 2
         assert (resumed["approvalPolicy"], resumed["approvalsReviewer"]) == ("never", "auto_review")
+        assert resumed["sandbox"]["type"] == "workspaceWrite"  # the turn's, not the default
         assert resumed["collaborationMode"] == {
             "mode": "default",
             "settings": {

@@ -117,6 +117,7 @@ def _stored(stored: StoredThread) -> dict[str, Any]:
             "name",
             "approval_policy",
             "approvals_reviewer",
+            "sandbox_mode",
             "first_completed",
             "last_completed",
             "next_ordinal",

@@ -265,7 +265,8 @@ class ModelSession:
         self._turn: _Turn | None = None
         self._ended = False
         self._info: TokenUsageInfo | None = None
-        self._totals = TokenUsage()
+        self._totals = config.token_total or TokenUsage()
+        """The thread's running total (seeded from its history on resume and fork, as core)."""
         self._context_window_id = _uuid7()
         self._window_number = 0
         self._history_initialization = config.history_initialization
@@ -889,6 +890,7 @@ class ModelSession:
 
     def _meta(self, turn: _Turn, request_kind: str = "turn") -> RequestMeta:
         source = self._source
+        forked = self._config.forked_from
         return RequestMeta(
             thread_id=self.thread_id,
             turn_id=turn.turn_id,
@@ -902,6 +904,8 @@ class ModelSession:
             window_number=self._window_number,
             request_kind=request_kind,
             history_initialization=self._history_initialization,
+            forked_from_thread_id=forked[0] if forked is not None else None,
+            forked_from_ordinal_exclusive=forked[1] if forked is not None else None,
         )
 
     def _body(self, turn: _Turn, meta: RequestMeta, metadata: str) -> bytes:

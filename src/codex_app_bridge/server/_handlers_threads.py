@@ -286,6 +286,7 @@ class ThreadHandlers:
             raw_events=source.raw_events,
         )
         record.config = config
+        record.forked_from_ordinal = len(events)
         record.listener.subscribe(ctx.connection, raw_events=record.raw_events)
         turns = None if exclude_turns else build_thread_turns(events)
         if turns is not None:

@@ -45,13 +45,18 @@ import anyio.to_thread
 from codex_app_bridge.listener import read_state_of_history, read_state_of_turns
 from codex_app_bridge.projection import model_history_json, model_history_of_events
 from codex_app_bridge.protocol import core
-from codex_app_bridge.protocol.v2 import AskForApproval, GitInfo, Thread, Turn
+from codex_app_bridge.protocol.v2 import AskForApproval, GitInfo, SandboxMode, Thread, Turn
 from codex_app_bridge.server._ids import new_uuid7
 from codex_app_bridge.server._pages import HistoryPages, positioned_events
 from codex_app_bridge.server._runtime import HISTORY_EVENT_TYPES, ThreadRuntime
 from codex_app_bridge.server._stored import byte_offset_of, envelopes_of
 from codex_app_bridge.server._thread_extras import read_state_json
-from codex_app_bridge.server._threads import ThreadRecord, ThreadSettings, stored_thread_object
+from codex_app_bridge.server._threads import (
+    ThreadRecord,
+    ThreadSettings,
+    sandbox_policy,
+    stored_thread_object,
+)
 from codex_app_bridge.sources import TURN_START_TYPES, SessionConfig, open_session
 
 if TYPE_CHECKING:
@@ -96,6 +101,8 @@ def _stored_settings(stored: StoredThread, defaults: SourceDefaults) -> ThreadSe
         settings.approval_policy = cast("AskForApproval", stored.approval_policy)
     if stored.approvals_reviewer is not None:
         settings.approvals_reviewer = stored.approvals_reviewer
+    if stored.sandbox_mode is not None:
+        settings.sandbox = sandbox_policy(cast("SandboxMode", stored.sandbox_mode), stored.cwd)
     return settings
 
 
@@ -381,6 +388,13 @@ class ThreadRegistry:
             prior_items=model_history_json(model_history_of_events(record.history)),
             history_initialization=record.history_initialization,
             token_total=_last_token_total(record.history),
+            forked_from=(
+                (record.forked_from_id, record.forked_from_ordinal)
+                if record.history_initialization == "warm_fork"
+                and record.forked_from_id is not None
+                and record.forked_from_ordinal is not None
+                else None
+            ),
         )
         return open_session(self.source, config)
 

@@ -171,14 +171,16 @@ class ThreadRecord:
     dynamic_tools: list[dict[str, Any]] = field(default_factory=list[dict[str, Any]])
     """thread/start ``dynamicTools``: the client's own tools, offered to the model."""
     config: EffectiveConfig | None = None
-    history_initialization: str = "new"
-    """How the thread's history came to this server, as core's turn metadata names it: ``new``,
-    ``cold_resume`` (read back from its rollout, or reloaded or cut by a revert) or
-    ``warm_fork`` (forked from a thread this server holds)."""
     """The thread's effective config (``config.EffectiveConfig``), resolved by thread/start,
     resume and fork before its runtime opens a session; ``None`` for a thread read back from
     storage and not resumed yet. ``turn/start``'s sticky overrides are the model source's to
     apply (``config.apply_turn_overrides``)."""
+    history_initialization: str = "new"
+    """How the thread's history came to this server, as core's turn metadata names it: ``new``,
+    ``cold_resume`` (read back from its rollout, or reloaded or cut by a revert) or
+    ``warm_fork`` (forked from a thread this server holds)."""
+    forked_from_ordinal: int | None = None
+    """A fork's end of the parent's history log it copied (exclusive): see ``SessionConfig``."""
 
     def __post_init__(self) -> None:
         if not self.updated_at:

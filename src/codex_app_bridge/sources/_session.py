@@ -135,6 +135,9 @@ class SessionConfig:
     token_total: TokenUsage | None = None
     """The ``total_token_usage`` of the last ``token_count`` in the thread's history before
     this session opened (core seeds its usage from it on resume and fork); ``None``: none."""
+    forked_from: tuple[str, int] | None = None
+    """A ``warm_fork``'s parent: ``(thread id, end of the copied history, exclusive)``, the end
+    counted in the parent's history log (what the turn metadata's ``forked_from_*`` carry)."""
 
 
 @runtime_checkable

@@ -213,6 +213,9 @@ class StoredThread:
     """The last ``turn_context``'s ``approval_policy`` when it is a plain mode (not granular)."""
     approvals_reviewer: str | None = None
     """The last ``turn_context``'s ``approvals_reviewer``."""
+    sandbox_mode: str | None = None
+    """The last ``turn_context``'s sandbox mode (``read-only``, ``workspace-write``,
+    ``danger-full-access``)."""
     first_completed: str | None = None
     """The first turn that ended (``task_complete``): the read state's first unread."""
     last_completed: str | None = None
@@ -629,6 +632,7 @@ class ThreadCatalog:
             name=self._name(thread_id),
             approval_policy=summary.approval_policy,
             approvals_reviewer=summary.approvals_reviewer,
+            sandbox_mode=summary.sandbox_mode,
             first_completed=summary.first_completed,
             last_completed=summary.last_completed,
             next_ordinal=facts.view().next_ordinal,

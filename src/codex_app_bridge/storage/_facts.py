@@ -3,7 +3,8 @@
 :class:`RolloutFacts` is a fold over a file's own lines (its history bases are not followed): the
 first ``session_meta`` (without its large ``base_instructions``; ``history_base`` apart), the
 first user message (``preview``), the newest model and reasoning effort (``turn_context``,
-``thread_settings_applied``), the last ``turn_context``'s approval policy and reviewer, the first
+``thread_settings_applied``), the last ``turn_context``'s approval policy, reviewer and sandbox
+mode, the first
 and last turn that ended (``task_complete``: the read state) and the ordinal the next appended
 line gets. A fold has no memory of the lines it saw beyond these values, so a file that grew is
 read from where the last fold stopped (``scanned``, always a line boundary): rollouts are
@@ -86,6 +87,9 @@ def _reasoning_effort(settings: Mapping[str, Any], current: str | None) -> str |
     return current
 
 
+_SANDBOX_MODES: Final = frozenset({"read-only", "workspace-write", "danger-full-access"})
+
+
 def _session_meta(payload: object) -> dict[str, Any] | None:
     """A ``session_meta`` payload the reader would accept, with the fields the index keeps."""
     if not isinstance(payload, dict):
@@ -136,6 +140,9 @@ class RolloutFacts:
     effort: str | None = None
     approval_policy: str | None = None
     approvals_reviewer: str | None = None
+    sandbox_mode: str | None = None
+    """The last ``turn_context``'s ``sandbox_policy.type`` (``read-only``, ``workspace-write``,
+    ``danger-full-access``)."""
     first_completed: str | None = None
     """The first ended turn's id (``""`` when it named none): the read state's first unread."""
     last_completed: str | None = None
@@ -165,6 +172,7 @@ class RolloutFacts:
                 self.effort,
                 self.approval_policy,
                 self.approvals_reviewer,
+                self.sandbox_mode,
                 self.first_completed,
                 self.last_completed,
             ]
@@ -177,7 +185,7 @@ class RolloutFacts:
             values = orjson.loads(data)
         except orjson.JSONDecodeError as exc:
             raise ValueError(str(exc)) from None
-        if not isinstance(values, list) or len(cast("list[object]", values)) != 14:
+        if not isinstance(values, list) or len(cast("list[object]", values)) != 15:
             raise ValueError("not stored facts")
         (
             size,
@@ -210,8 +218,9 @@ class RolloutFacts:
             effort=strings[2],
             approval_policy=strings[3],
             approvals_reviewer=strings[4],
-            first_completed=strings[5],
-            last_completed=strings[6],
+            sandbox_mode=strings[5],
+            first_completed=strings[6],
+            last_completed=strings[7],
         )
         if facts.meta is not None:
             facts.history_base = meta_history_base(facts.meta)
@@ -302,6 +311,9 @@ class RolloutFacts:
             self.effort = effort
         self.approval_policy = _str_or_none(context.get("approval_policy"))
         self.approvals_reviewer = _str_or_none(context.get("approvals_reviewer"))
+        policy = context.get("sandbox_policy")
+        kind = cast("dict[str, Any]", policy).get("type") if isinstance(policy, dict) else None
+        self.sandbox_mode = kind if kind in _SANDBOX_MODES else None
 
     def fold_bytes(self, data: bytes, *, until_listed: bool = False) -> int:
         """Fold the whole lines of ``data`` (which starts at ``scanned``); returns how many

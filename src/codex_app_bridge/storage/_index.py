@@ -67,7 +67,7 @@ _log = logging.getLogger(__name__)
 
 RACY_NS: Final = 2_000_000_000
 """A directory modified this close to its listing is listed again next time."""
-INDEX_VERSION: Final = "3"
+INDEX_VERSION: Final = "4"
 
 UNREAD: Final = 0
 """A file listed, never read: its thread has no row until it is (``fill``)."""
