@@ -7,7 +7,8 @@ threads now and then, close. Every request's latency is measured (send -> respon
 ``--interval`` seconds a line reports the server's RSS, its open descriptors, the requests
 answered and p50/p99 latency in that interval. After the clients leave, the script waits until
 every thread is unloaded (``thread/loaded/list`` empty, ``--idle-unload`` later) and reports RSS
-and descriptors against the baseline measured after one warm-up client.
+and descriptors against the baseline measured after a warm-up (one client, then one that
+resumes its thread).
 
 The run fails (exit 1) on a crash (the server exits), an unanswered request (60 s) or a turn that
 does not complete.
@@ -91,11 +92,14 @@ class Client:
                     return message["params"]["turn"]
 
 
-async def session(url: str, stats: Stats, mine: list[str], rng: random.Random) -> None:
+async def session(
+    url: str, stats: Stats, mine: list[str], rng: random.Random, *, resume: float = 0.3
+) -> None:
+    """One client's visit; it resumes one of its earlier threads with probability ``resume``."""
     async with connect(url, max_size=None) as ws:
         client = Client(ws, stats)
         await client.call("initialize", {"clientInfo": {"name": "soak", "version": "1"}})
-        if mine and rng.random() < 0.3:
+        if mine and rng.random() < resume:
             await client.call("thread/resume", {"threadId": rng.choice(mine)})
         thread = (await client.call("thread/start", {}))["thread"]["id"]
         text = " ".join(rng.choice(["alpha", "beta", "gamma", "delta"]) for _ in range(40))
@@ -182,8 +186,13 @@ def main() -> int:
 
 async def soak(url: str, process: subprocess.Popen[bytes], args: argparse.Namespace) -> int:
     stats = Stats()
-    await session(url, stats, [], random.Random(0))  # warm-up: every module loaded
-    await wait_unloaded(url, process)
+    # Warm-up: every path the clients take once, so that what the server builds or opens
+    # once (modules, models, the thread index: 3 descriptors) is in the baseline: a thread
+    # played and unloaded, then resumed from its rollout and unloaded again.
+    warm: list[str] = []
+    for resume in (0.0, 1.0):
+        await session(url, stats, warm, random.Random(0), resume=resume)
+        await wait_unloaded(url, process)
     base_rss, base_fds = rss_kb(process.pid), fds(process.pid)
     print(f"baseline: rss {base_rss / 1024:.1f} MB, fds {base_fds}", flush=True)
     stats.take()
