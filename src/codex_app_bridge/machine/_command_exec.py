@@ -69,6 +69,8 @@ class CommandRun:
     wrapped: WrappedCommand | None = None
     terminated: bool = False
     timed_out: bool = False
+    cap_reached: dict[str, bool] = field(default_factory=dict[str, bool])
+    """Stream name -> whether its output reached the cap (what is beyond was dropped)."""
     _done: anyio.Event = field(default_factory=anyio.Event)
 
     @classmethod
@@ -167,6 +169,8 @@ class CommandRun:
                 if not chunk:
                     break
                 part, reached = stream.take(chunk)
+                if reached or len(part) < len(chunk):
+                    self.cap_reached[stream.name] = True
                 if self.streaming and on_delta is not None:
                     if part:
                         await on_delta(stream.name, part, reached)

@@ -132,6 +132,13 @@ def handler_routes(handlers: Handlers) -> dict[str, Route]:
         "fs/watch": machine.fs_watch,
         "fs/unwatch": machine.fs_unwatch,
         "fuzzyFileSearch": machine.fuzzy_file_search,
+        "fuzzyFileSearch/sessionStart": machine.fuzzy_session_start,
+        "fuzzyFileSearch/sessionUpdate": machine.fuzzy_session_update,
+        "fuzzyFileSearch/sessionStop": machine.fuzzy_session_stop,
+        "process/spawn": machine.process_spawn,
+        "process/writeStdin": machine.process_write_stdin,
+        "process/kill": machine.process_kill,
+        "process/resizePty": machine.process_resize_pty,
         "thread/compact/start": turns.thread_compact_start,
         # thread goals (GoalHandlers)
         "thread/goal/get": handlers.goals.thread_goal_get,

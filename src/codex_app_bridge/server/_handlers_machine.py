@@ -1,6 +1,6 @@
 """Handlers of the methods that act on the machine: ``command/exec`` (+ ``write``,
-``terminate``, ``resize``), ``fs/*`` and ``fuzzyFileSearch``, shaped and erroring as 0.163.0
-(probed, ``spec/machine-tools.md`` §7).
+``terminate``, ``resize``), ``process/*``, ``fs/*``, ``fuzzyFileSearch`` and its sessions,
+shaped and erroring as 0.163.0 (probed, ``spec/machine-tools.md`` §7).
 
 Role: validate the params and word the errors as the real server; the work is the ``machine``
 package's (``CommandRun``, ``_fs``, ``Watcher``, ``fuzzy_search``). File-system calls run in a
@@ -9,7 +9,14 @@ that made them: ``connection_closed`` kills the connection's processes and drops
 
 Where 0.163.0 is unsafe this is not, keeping the wire shape (``KNOWN_DIFFERENCES.md``): a
 ``command/exec`` whose sandbox cannot be made here is not run unconfined (exit 1, the reason on
-stderr).
+stderr); ``process/spawn``, which 0.163.0 runs with no sandbox at all, runs under the config's
+sandbox as ``command/exec`` does (and likewise never unconfined).
+
+``process/spawn`` answers ``{}`` at once; the process then sends ``process/outputDelta`` (when
+streaming) and ``process/exited`` to the connection that spawned it, whose handles they are.
+A fuzzy-search session (``fuzzyFileSearch/sessionStart``) keeps its roots; each
+``sessionUpdate`` answers ``{}``, then ``fuzzyFileSearch/sessionUpdated`` with the files and
+``fuzzyFileSearch/sessionCompleted``.
 
 Boundary: sees the server through ``ServerServices``.
 """
@@ -54,6 +61,15 @@ from codex_app_bridge.protocol.v2 import (
     FuzzyFileSearchParams,
 )
 from codex_app_bridge.rpc import INTERNAL_ERROR, RequestContext, RpcError, invalid_request
+from codex_app_bridge.server._machine_params import (
+    FuzzyFileSearchSessionStartParams,
+    FuzzyFileSearchSessionStopParams,
+    FuzzyFileSearchSessionUpdateParams,
+    ProcessKillParams,
+    ProcessResizePtyParams,
+    ProcessSpawnParams,
+    ProcessWriteStdinParams,
+)
 
 if TYPE_CHECKING:
     from codex_app_bridge.rpc._context import ContextConnection
@@ -99,6 +115,8 @@ class MachineHandlers:
         self._bubblewrap: Bubblewrap | None = None
         self._execs: dict[tuple[int, str], _Exec] = {}
         self._watchers: dict[int, tuple[Watcher, anyio.CancelScope]] = {}
+        self._processes: dict[tuple[int, str], _Exec] = {}
+        self._fuzzy: dict[tuple[int, str], list[str]] = {}
 
     @property
     def bubblewrap(self) -> Bubblewrap:
@@ -110,6 +128,10 @@ class MachineHandlers:
         """Kill the connection's ``command/exec`` processes and drop its watches."""
         for key in [k for k in self._execs if k[0] == connection_id]:
             self._execs.pop(key).run.terminate()
+        for key in [k for k in self._processes if k[0] == connection_id]:
+            self._processes.pop(key).run.terminate()
+        for key in [k for k in self._fuzzy if k[0] == connection_id]:
+            del self._fuzzy[key]
         found = self._watchers.pop(connection_id, None)
         if found is not None:
             watcher, scope = found
@@ -256,6 +278,134 @@ class MachineHandlers:
         active.run.resize(params.size.rows, params.size.cols)
         return {}
 
+    # --- process/* (experimental) -----------------------------------------------------------
+
+    async def process_spawn(
+        self, ctx: RequestContext, params: ProcessSpawnParams
+    ) -> dict[str, Any]:
+        if not params.command:
+            raise invalid_request("command must not be empty")
+        _absolute(params.cwd)
+        tty = bool(params.tty)
+        connection = ctx.connection
+        handle = params.process_handle
+        key = (connection.connection_id, handle)
+        if key in self._processes:
+            raise invalid_request(
+                f"duplicate active process handle: {orjson.dumps(handle).decode()}"
+            )
+        env = command_env(os.environ, str(self.server.config.codex_home), params.env)
+        size = (params.size.rows, params.size.cols) if params.size is not None else None
+        cap = params.output_bytes_cap if params.output_bytes_cap is not None else DEFAULT_CAP
+        streaming = bool(params.stream_stdout_stderr)
+        try:
+            run = CommandRun.start(
+                params.command,
+                cwd=params.cwd,
+                env=env,
+                sandbox=self._config_sandbox(),
+                bubblewrap=self.bubblewrap,
+                tty=tty,
+                size=size,
+                stream_stdin=bool(params.stream_stdin),
+                streaming=streaming,
+                timeout_ms=params.timeout_ms,
+                cap=cap,
+            )
+        except SandboxUnavailable as exc:
+            refused = {
+                "processHandle": handle,
+                "exitCode": 1,
+                "stdout": "",
+                "stdoutCapReached": False,
+                "stderr": f"sandbox unavailable: {exc}\n",
+                "stderrCapReached": False,
+            }
+
+            async def say_refused() -> None:
+                await connection.notify("process/exited", orjson.dumps(refused))
+
+            ctx.after_response(say_refused)
+            return {}
+        except SpawnError as exc:
+            raise RpcError(INTERNAL_ERROR, f"failed to spawn process: {exc.rust_text}") from None
+        self._processes[key] = _Exec(run, tty)
+
+        async def delta(stream: str, data: bytes, cap_reached: bool) -> None:
+            await connection.notify(
+                "process/outputDelta",
+                orjson.dumps(
+                    {
+                        "processHandle": handle,
+                        "stream": stream,
+                        "deltaBase64": base64.b64encode(data).decode("ascii"),
+                        "capReached": cap_reached,
+                    }
+                ),
+            )
+
+        async def watch() -> None:
+            try:
+                code, stdout, stderr = await run.finish(delta if streaming else None)
+            finally:
+                if self._processes.get(key) is not None and self._processes[key].run is run:
+                    del self._processes[key]
+            await connection.notify(
+                "process/exited",
+                orjson.dumps(
+                    {
+                        "processHandle": handle,
+                        "exitCode": code,
+                        "stdout": stdout,
+                        "stdoutCapReached": run.cap_reached.get("stdout", False),
+                        "stderr": stderr,
+                        "stderrCapReached": run.cap_reached.get("stderr", False),
+                    }
+                ),
+            )
+
+        ctx.after_response(_background(self.server, watch))
+        return {}
+
+    def _process(self, ctx: RequestContext, handle: str) -> _Exec:
+        found = self._processes.get((ctx.connection.connection_id, handle))
+        if found is None:
+            raise invalid_request(
+                f"no active process for process handle {orjson.dumps(handle).decode()}"
+            )
+        return found
+
+    async def process_write_stdin(
+        self, ctx: RequestContext, params: ProcessWriteStdinParams
+    ) -> dict[str, Any]:
+        active = self._process(ctx, params.process_handle)
+        if not active.run.stream_stdin and not active.tty:
+            raise invalid_request("stdin streaming is not enabled for this process")
+        data = b""
+        if params.delta_base64:
+            try:
+                data = base64.b64decode(params.delta_base64, validate=True)
+            except binascii.Error as exc:
+                raise invalid_request(f"invalid deltaBase64: {exc}") from None
+        try:
+            await active.run.write(data, bool(params.close_stdin))
+        except OSError as exc:
+            raise RpcError(INTERNAL_ERROR, f"failed to write stdin: {exc}") from None
+        return {}
+
+    async def process_kill(self, ctx: RequestContext, params: ProcessKillParams) -> dict[str, Any]:
+        self._process(ctx, params.process_handle).run.terminate()
+        return {}
+
+    async def process_resize_pty(
+        self, ctx: RequestContext, params: ProcessResizePtyParams
+    ) -> dict[str, Any]:
+        active = self._process(ctx, params.process_handle)
+        if not active.tty:
+            raise invalid_request("failed to resize PTY: process is not attached to a PTY")
+        active.run.resize(params.size.rows, params.size.cols)
+        return {}
+
     # --- fs/* -------------------------------------------------------------------------------
 
     async def fs_read_file(self, ctx: RequestContext, params: FsReadFileParams) -> dict[str, Any]:
@@ -346,6 +496,37 @@ class MachineHandlers:
         roots = list(params.roots)
         files = await anyio.to_thread.run_sync(lambda: fuzzy_search(params.query, roots))
         return {"files": files}
+
+    async def fuzzy_session_start(
+        self, ctx: RequestContext, params: FuzzyFileSearchSessionStartParams
+    ) -> dict[str, Any]:
+        self._fuzzy[(ctx.connection.connection_id, params.session_id)] = list(params.roots)
+        return {}
+
+    async def fuzzy_session_update(
+        self, ctx: RequestContext, params: FuzzyFileSearchSessionUpdateParams
+    ) -> dict[str, Any]:
+        session_id, query = params.session_id, params.query
+        roots = self._fuzzy.get((ctx.connection.connection_id, session_id))
+        if roots is None:
+            raise invalid_request(f"fuzzy file search session not found: {session_id}")
+        connection = ctx.connection
+
+        async def search() -> None:
+            files = await anyio.to_thread.run_sync(lambda: fuzzy_search(query, roots))
+            updated = {"sessionId": session_id, "query": query, "files": files}
+            await connection.notify("fuzzyFileSearch/sessionUpdated", orjson.dumps(updated))
+            completed = {"sessionId": session_id}
+            await connection.notify("fuzzyFileSearch/sessionCompleted", orjson.dumps(completed))
+
+        ctx.after_response(_background(self.server, search))
+        return {}
+
+    async def fuzzy_session_stop(
+        self, ctx: RequestContext, params: FuzzyFileSearchSessionStopParams
+    ) -> dict[str, Any]:
+        self._fuzzy.pop((ctx.connection.connection_id, params.session_id), None)
+        return {}
 
 
 def _decode_base64(text: str) -> bytes:

@@ -112,6 +112,14 @@ _SUPPORTED_PARAMS: Final[dict[str, str]] = {
     "thread/goal/set": "ThreadGoalSetParams",
     "thread/goal/clear": "ThreadGoalClearParams",
     "thread/shellCommand": "ThreadShellCommandParams",
+    # experimental, params not in 0.163.0's exported schemas (_machine_params)
+    "process/spawn": "ProcessSpawnParams",
+    "process/writeStdin": "ProcessWriteStdinParams",
+    "process/kill": "ProcessKillParams",
+    "process/resizePty": "ProcessResizePtyParams",
+    "fuzzyFileSearch/sessionStart": "FuzzyFileSearchSessionStartParams",
+    "fuzzyFileSearch/sessionUpdate": "FuzzyFileSearchSessionUpdateParams",
+    "fuzzyFileSearch/sessionStop": "FuzzyFileSearchSessionStopParams",
 }
 """Method name -> ``protocol.v2`` name of its params model, for every method implemented here."""
 
@@ -127,10 +135,12 @@ def __getattr__(name: str) -> dict[str, type[BaseModel] | None]:
     if name != "SUPPORTED_METHODS":
         raise AttributeError(f"module {__name__!r} has no attribute {name!r}", name=name)
     from codex_app_bridge.protocol import v2
+    from codex_app_bridge.server import _machine_params
     from codex_app_bridge.server._config_methods import CONFIG_METHODS
 
     models: dict[str, type[BaseModel] | None] = {
-        method: getattr(v2, model) for method, model in _SUPPORTED_PARAMS.items()
+        method: getattr(v2, model, None) or getattr(_machine_params, model)
+        for method, model in _SUPPORTED_PARAMS.items()
     }
     models.update(dict.fromkeys(CONFIG_METHODS))
     globals()[name] = models
