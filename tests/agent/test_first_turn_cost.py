@@ -1,4 +1,5 @@
-"""A model turn builds no validator for the unions of every event and line type.
+"""A model turn builds no validator for the unions of every event and line type, and the warm-up
+builds what turn/start itself needs.
 
 Pydantic builds a model's validator and serializer on first use, and the unions of every core
 event (``EventEnvelope.msg``, an ``event_msg`` line's payload) and of every rollout line are the
@@ -11,13 +12,13 @@ and ``dump_rollout_record``. A validating constructor brought back on that path 
 from __future__ import annotations
 
 import json
+import subprocess
 import sys
 
 import pytest
 
 from tests.agent._harness import run_turns
-
-pytestmark = pytest.mark.anyio
+from tests.conftest import bridge_env
 
 # ``serve`` as the harness starts it, reporting at exit which of the big unions were built
 # (and the kinds of line its rollout holds: the scratch CODEX_HOME is gone when the test reads)
@@ -44,6 +45,7 @@ sys.exit(main(["serve"]))
 """
 
 
+@pytest.mark.anyio
 async def test_a_model_turn_and_its_rollout_build_neither_event_union() -> None:
     probe = [sys.executable, "-c", PROBE]
     run = await run_turns("reasoning", ["Think, then answer."], command=probe)
@@ -57,3 +59,27 @@ async def test_a_model_turn_and_its_rollout_build_neither_event_union() -> None:
         "RolloutLine": False,
         "rollouts": [["event_msg", "response_item", "session_meta", "turn_context"]],
     }
+
+
+# a fresh interpreter: which of turn/start's own models are built before and after the warm-up
+WARM_PROBE = """
+import json
+from codex_app_bridge.protocol import core, v2
+models = [v2.TurnStartParams, v2.TurnStartResponse, core.Submission, core.TurnContextItem]
+before = [m.__pydantic_complete__ for m in models]
+from codex_app_bridge.cli._serve import _warm_turn_models
+_warm_turn_models()
+print(json.dumps({"before": before, "after": [m.__pydantic_complete__ for m in models]}))
+"""
+
+
+def test_the_warm_up_builds_what_turn_start_builds_before_it_comes() -> None:
+    out = subprocess.run(
+        [sys.executable, "-c", WARM_PROBE],
+        capture_output=True,
+        text=True,
+        env=bridge_env({"LOG_LEVEL": "ERROR"}),
+        timeout=120,
+        check=True,
+    )
+    assert json.loads(out.stdout) == {"before": [False] * 4, "after": [True] * 4}

@@ -92,6 +92,8 @@ from codex_app_bridge.transport import TransportKind, stdio_transport
 # Imported where used: the default ``serve`` (stdio, built-in agent) answers ``initialize``
 # before it needs the sources, the socket transports or the domain behind the handlers.
 if TYPE_CHECKING:
+    from pydantic import BaseModel
+
     from codex_app_bridge.cluster import ClusterNode, ClusterOptions
     from codex_app_bridge.config import ConfigLayers
     from codex_app_bridge.rpc import MethodTable
@@ -452,9 +454,24 @@ def _warm_turn_models() -> None:
     before the first real one (pydantic builds a model on first use, on the event loop)."""
     from codex_app_bridge.listener import ListenerHub
     from codex_app_bridge.mapping import item_event_to_server_notification
-    from codex_app_bridge.protocol import core
+    from codex_app_bridge.protocol import core, v2
     from codex_app_bridge.protocol.v2 import dump_json
 
+    # first what turn/start itself builds: its params and answer, the model warning, the op it
+    # submits, the turn's attribution and the first lines of the thread's rollout
+    turn_start: tuple[type[BaseModel], ...] = (
+        v2.TurnStartParams,
+        v2.TurnStartResponse,
+        v2.WarningNotification,
+        core.WarningEvent,
+        core.UserTurnOp,
+        core.Submission,
+        core.TurnAttribution,
+        core.SessionMeta,
+        core.TurnContextItem,
+    )
+    for model in turn_start:
+        model.model_rebuild()
     thread, turn = "00000000-0000-7000-8000-000000000000", "00000000-0000-7000-8000-000000000001"
     user = core.UserMessageItem(id="u", content=[core.TextUserInput(text="")])
     agent = core.AgentMessageItem(id="m", content=[core.TextAgentMessageContent(text="")])
