@@ -16,6 +16,9 @@ from codex_app_bridge.cli import main
 from tests.conftest import bridge_command, bridge_env
 
 TIMEOUT = 60
+HANG = 300
+"""Seconds before a subprocess is taken for hung: its start-up, run and exit together (a loaded
+2-core CI machine took over a minute for all three)."""
 
 
 @pytest.mark.parametrize(
@@ -147,19 +150,20 @@ def test_ctrl_c_during_a_paced_replay_is_one_line_and_status_130(tmp_path: Path)
         [*bridge_command(), "replay", "--pace", "recorded:0.01", str(script)],
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
-        env=bridge_env(),
+        env={**bridge_env(), "PYTHONFAULTHANDLER": "1"},
     )
     assert proc.stdout is not None
-    guard = threading.Timer(TIMEOUT, proc.kill)  # a hang ends the reads below with EOF
+    # a hang ends the reads below with EOF, its threads' stacks on stderr (faulthandler, SIGABRT)
+    guard = threading.Timer(HANG, proc.send_signal, (signal.SIGABRT,))
     guard.start()
     try:
         for line in proc.stdout:
             if b'"turn/started"' in line:  # the recorded gap is being waited out now
                 proc.send_signal(signal.SIGINT)
                 break
-        _, stderr = proc.communicate(timeout=TIMEOUT)
+        _, stderr = proc.communicate(timeout=HANG)
     finally:
         guard.cancel()
         proc.kill()
-    assert proc.returncode == 130
+    assert proc.returncode == 130, stderr.decode(errors="replace")
     assert stderr == b"codex-app-bridge: interrupted\n"
