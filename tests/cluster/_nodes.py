@@ -1,5 +1,6 @@
 """Bridge nodes in the test's event loop, each a ``BridgeServer`` joined to one NATS server.
 
+``spawn_node(url, name)`` runs a ``serve --cluster`` process instead, which a test may kill.
 ``open_node(url, name)`` yields an e2e ``Bridge`` (``tests.e2e._harness``: in-memory client
 sessions, every message checked against the 0.163.0 schemas) whose server shares its threads
 through a ``ClusterNode``; the node leaves the cluster when the block ends.
@@ -7,13 +8,24 @@ through a ``ClusterNode``; the node leaves the cluster when the block ends.
 
 from __future__ import annotations
 
+import subprocess
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from typing import Any
 
+import anyio
+from anyio.abc import Process
+
 from codex_app_bridge.cluster import ClusterNode, ClusterOptions
 from codex_app_bridge.sources import DefaultAgent, EventSource, TurnSource
-from tests.e2e._harness import Bridge, _memory_bridge  # pyright: ignore[reportPrivateUsage]
+from tests.conftest import bridge_command, bridge_env
+from tests.e2e._harness import (
+    TIMEOUT,
+    Bridge,
+    Session,
+    _memory_bridge,  # pyright: ignore[reportPrivateUsage]
+    _pump_lines,  # pyright: ignore[reportPrivateUsage]
+)
 
 
 @asynccontextmanager
@@ -24,3 +36,31 @@ async def open_node(
         wrapped = node.source(source or DefaultAgent(delay=0.0), None)
         async with _memory_bridge(wrapped, shared=node, **server_options) as bridge:  # pyright: ignore[reportArgumentType]
             yield bridge, node
+
+
+@asynccontextmanager
+async def spawn_node(url: str, name: str, *args: str) -> AsyncIterator[tuple[Process, Session]]:
+    """A ``serve --cluster`` process on stdio and its one client session; the test may
+    ``kill -9`` it (the process is killed, if still running, when the block ends)."""
+    command = [*bridge_command(), "serve", "--cluster", url, "--cluster-name", name, *args]
+    process = await anyio.open_process(
+        command,
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.DEVNULL,
+        env=bridge_env(),
+    )
+    async with process, anyio.create_task_group() as tg:
+        assert process.stdin is not None
+        assert process.stdout is not None
+        lines_send, lines_recv = anyio.create_memory_object_stream[bytes](1 << 16)
+        tg.start_soon(_pump_lines, process.stdout, lines_send)
+        try:
+            yield process, Session(process.stdin.send, lines_recv, _close=process.stdin.aclose)
+        finally:
+            if process.returncode is None:
+                process.kill()
+            with anyio.fail_after(TIMEOUT):
+                await process.wait()
+            lines_recv.close()
+            tg.cancel_scope.cancel()

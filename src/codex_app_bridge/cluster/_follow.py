@@ -36,11 +36,14 @@ from codex_app_bridge.protocol.core import (
 )
 from codex_app_bridge.protocol.jsonrpc import now_ms
 from codex_app_bridge.sources import (
+    TURN_END_TYPES,
+    TURN_START_TYPES,
     CoreSession,
     EventSource,
     SessionConfig,
     SourceDefaults,
     TurnSource,
+    aborted_turn,
     failed_turn,
     open_session,
 )
@@ -67,6 +70,10 @@ class LogNode(Protocol):
 
     def stop_consuming(self, thread_id: str) -> None: ...
 
+    def opened(self, session: FollowerSession) -> None:
+        """A followed thread's session was opened (the node may end it: ``take_over``)."""
+        ...
+
     async def send_control(self, thread_id: str, data: bytes, seconds: float) -> str | None:
         """Send a submission to the thread's owner; ``None`` once taken, else why not."""
         ...
@@ -84,6 +91,8 @@ class FollowerSession:
         """Set when a submission waits (``_forward``)."""
         self._done: anyio.Event | None = None
         self._ended = False
+        self._running: tuple[str, int] | None = None
+        """The turn of the log that has started and not ended (id, when it was seen)."""
 
     # --- the contract -------------------------------------------------------------------------
 
@@ -124,9 +133,28 @@ class FollowerSession:
         except ValueError:
             logger.warning("thread %s: an event of the log could not be read", self.thread_id)
             return
+        kind = envelope.msg.type
+        if kind in TURN_START_TYPES:
+            self._running = (envelope.id, now_ms())
+        elif kind in TURN_END_TYPES and self._running and self._running[0] == envelope.id:
+            self._running = None
         self._queue.emit(envelope)
         if self._queue.full:
             await self._queue.wait_for_room(lambda: self._ended)
+
+    def take_over(self) -> None:
+        """This node owns the thread now (its owner died) and has the whole log: the turn
+        that was in flight ends as a turn cut by a crash reads back in Codex (interrupted), and
+        the session ends; the next submission opens one of the node's own source."""
+        running, self._running = self._running, None
+        if running is not None:
+            turn_id, started = running
+            self._queue.emit(
+                EventEnvelope(id=turn_id, msg=aborted_turn(turn_id, started, now_ms()))
+            )
+        self._ended = True
+        if self._done is not None:
+            self._done.set()
 
     # --- submissions --------------------------------------------------------------------------
 
@@ -186,5 +214,7 @@ class ClusterSource:
 
     def open_session(self, config: SessionConfig) -> CoreSession:
         if self._node.follows(config.thread_id):
-            return FollowerSession(self._node, config.thread_id)
+            session = FollowerSession(self._node, config.thread_id)
+            self._node.opened(session)
+            return session
         return open_session(self.inner, config)

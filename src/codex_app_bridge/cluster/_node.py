@@ -28,6 +28,7 @@ from __future__ import annotations
 import asyncio
 import logging
 import ssl
+import uuid
 from collections.abc import Awaitable, Callable
 from types import TracebackType
 from typing import TYPE_CHECKING, Any, Final, Self
@@ -36,10 +37,12 @@ import anyio
 import anyio.abc
 
 from codex_app_bridge.cluster._control import apply_submission
-from codex_app_bridge.cluster._follow import ClusterSource, control_error
+from codex_app_bridge.cluster._follow import ClusterSource, FollowerSession, control_error
 from codex_app_bridge.cluster._meta import meta_of_record, shared_thread
 from codex_app_bridge.cluster._options import ClusterOptions, ClusterUnavailable
 from codex_app_bridge.cluster._subjects import (
+    LEASE_BUCKET,
+    LEASE_TTL,
     META_BUCKET,
     STREAM,
     STREAM_SUBJECTS,
@@ -127,6 +130,15 @@ class ClusterNode:
         self._after: dict[str, int] = {}
         """Followed threads -> the last sequence of the log this node has (read or taken)."""
         self._consumers: dict[str, Subscription] = {}
+        self.holder = f"{self.name}/{uuid.uuid4().hex[:12]}"
+        """This process in the lease bucket (a restarted node is another holder)."""
+        self._leases_kv: KeyValue | None = None
+        self._leases: dict[str, int] = {}
+        """Owned threads -> the revision of their lease this node last wrote."""
+        self._following: dict[str, ThreadRecord] = {}
+        """Followed threads loaded here: this node has interest and may take them over."""
+        self._sessions: dict[str, FollowerSession] = {}
+        self._caught_up: dict[str, tuple[int, anyio.Event]] = {}
 
     # --- life ---------------------------------------------------------------------------------
 
@@ -165,9 +177,18 @@ class ClusterNode:
             self._meta = await js.create_key_value(  # pyright: ignore[reportUnknownMemberType]
                 KeyValueConfig(bucket=META_BUCKET, storage=StorageType.FILE, history=1)
             )
+        try:
+            self._leases_kv = await js.key_value(LEASE_BUCKET)
+        except NotFoundError:
+            self._leases_kv = await js.create_key_value(  # pyright: ignore[reportUnknownMemberType]
+                KeyValueConfig(
+                    bucket=LEASE_BUCKET, storage=StorageType.FILE, history=1, ttl=LEASE_TTL
+                )
+            )
         group = self._task_group = anyio.create_task_group()
         await group.__aenter__()
         group.start_soon(self._publish_loop, name="cluster publisher")
+        group.start_soon(self._lease_loop, name="cluster leases")
         logger.info("cluster: node %s joined %s", self.name, ", ".join(options.servers))
         return self
 
@@ -209,6 +230,7 @@ class ClusterNode:
         self._task_group = None
         with anyio.CancelScope(shield=True), anyio.move_on_after(5):
             await self.flush()
+            await self._release_leases()
         group.cancel_scope.cancel()
         try:
             return await group.__aexit__(exc_type, exc, tb)
@@ -252,6 +274,7 @@ class ClusterNode:
         runtime = record.runtime
         assert runtime is not None
         if record.id in self._after:
+            self._following[record.id] = record
             runtime.follow()
             return
         if record.ephemeral:
@@ -304,7 +327,21 @@ class ClusterNode:
     # --- the owner ----------------------------------------------------------------------------
 
     async def _own(self, record: ThreadRecord) -> None:
-        """Announce an owned thread: its metadata, and an answer on its control subject."""
+        """Take an owned thread's lease and announce it: its metadata, and an answer on its
+        control subject."""
+        from nats.js.errors import KeyWrongLastSequenceError
+
+        assert self._leases_kv is not None
+        if record.id not in self._leases:
+            try:
+                self._leases[record.id] = await self._leases_kv.create(
+                    record.id, self.holder.encode()
+                )
+            except KeyWrongLastSequenceError:
+                logger.warning("cluster: thread %s is held by another node", record.id)
+        await self._announce(record)
+
+    async def _announce(self, record: ThreadRecord) -> None:
         assert self._nc is not None
         await self._put_meta(record)
 
@@ -381,6 +418,117 @@ class ClusterNode:
             await self._idle.wait()
         await js.publish_async_completed()
 
+    # --- leases -------------------------------------------------------------------------------
+
+    async def _lease_loop(self) -> None:
+        """Renew the owned threads' leases; take over a followed thread whose lease lapsed."""
+        while True:
+            await anyio.sleep(LEASE_TTL / 3)
+            await self._renew()
+            await self._claim()
+
+    async def _renew(self) -> None:
+        from nats.js.errors import KeyWrongLastSequenceError
+
+        kv = self._leases_kv
+        assert kv is not None
+        for thread_id, revision in list(self._leases.items()):
+            try:
+                self._leases[thread_id] = await kv.update(
+                    thread_id, self.holder.encode(), last=revision
+                )
+            except KeyWrongLastSequenceError:
+                self._lose(thread_id)
+            except Exception as exc:  # NATS away: the lease may lapse, renewed when it is back
+                logger.warning("cluster: thread %s: lease not renewed: %s", thread_id, exc)
+
+    def _lose(self, thread_id: str) -> None:
+        """Another node took the thread (this one was cut off longer than a lease): stop
+        publishing and answering for it, so that the log has one writer."""
+        logger.error(
+            "cluster: thread %s: lease lost to another node; no longer its owner", thread_id
+        )
+        self._leases.pop(thread_id, None)
+        record = self._owned.pop(thread_id, None)
+        if record is not None and record.runtime is not None:
+            record.runtime.tap = None
+        sub = self._control.pop(thread_id, None)
+        if sub is not None:
+            self._group.start_soon(sub.unsubscribe)
+
+    async def _claim(self) -> None:
+        from nats.js.errors import KeyNotFoundError, KeyWrongLastSequenceError
+
+        kv = self._leases_kv
+        assert kv is not None
+        for thread_id, record in list(self._following.items()):
+            try:
+                await kv.get(thread_id)
+                continue  # held
+            except KeyNotFoundError:
+                pass
+            except Exception as exc:
+                logger.warning("cluster: thread %s: lease not read: %s", thread_id, exc)
+                continue
+            try:
+                revision = await kv.create(thread_id, self.holder.encode())
+            except KeyWrongLastSequenceError:
+                continue  # another node was first
+            except Exception as exc:
+                logger.warning("cluster: thread %s: lease not taken: %s", thread_id, exc)
+                continue
+            await self._take_over(record, revision)
+
+    async def _take_over(self, record: ThreadRecord, revision: int) -> None:
+        """This node owns a followed thread now: read the log to its end, end the turn that was
+        in flight, publish from here on and answer the control subject."""
+        thread_id = record.id
+        logger.warning(
+            "cluster: thread %s: its owner is gone; node %s takes it", thread_id, self.name
+        )
+        self._leases[thread_id] = revision
+        self._following.pop(thread_id, None)
+        await self._catch_up(thread_id)
+        self._after.pop(thread_id, None)
+        runtime = record.runtime
+        if runtime is None:
+            return
+        self._owned[thread_id] = record
+        runtime.tap = _Log(self, record).append
+        session = self._sessions.pop(thread_id, None)
+        if session is not None:
+            session.take_over()
+        await self._announce(record)
+
+    async def _catch_up(self, thread_id: str) -> None:
+        """Wait until the followed thread's consumer has delivered the log's last event."""
+        from nats.js.errors import NotFoundError
+
+        assert self._js is not None
+        try:
+            last = (await self._js.get_last_msg(STREAM, events_subject(thread_id))).seq or 0
+        except NotFoundError:
+            return
+        if self._after.get(thread_id, 0) >= last or thread_id not in self._consumers:
+            return
+        event = anyio.Event()
+        self._caught_up[thread_id] = (last, event)
+        with anyio.move_on_after(HISTORY_READ_TIMEOUT):
+            await event.wait()
+        self._caught_up.pop(thread_id, None)
+
+    async def _release_leases(self) -> None:
+        """Leaving: let other nodes take this node's threads at once."""
+        kv = self._leases_kv
+        if kv is None:
+            return
+        for thread_id in list(self._leases):
+            try:
+                await kv.delete(thread_id)
+            except Exception as exc:
+                logger.warning("cluster: thread %s: lease not released: %s", thread_id, exc)
+        self._leases.clear()
+
     # --- the follower -------------------------------------------------------------------------
 
     async def consume(self, thread_id: str, receive: Callable[[bytes], Awaitable[None]]) -> None:
@@ -390,8 +538,11 @@ class ClusterNode:
         assert self._js is not None
 
         async def on_event(msg: Msg) -> None:
-            self._after[thread_id] = msg.metadata.sequence.stream
+            sequence = self._after[thread_id] = msg.metadata.sequence.stream
             await receive(msg.data)
+            waiting = self._caught_up.get(thread_id)
+            if waiting is not None and sequence >= waiting[0]:
+                waiting[1].set()
 
         config = ConsumerConfig(
             deliver_policy=DeliverPolicy.BY_START_SEQUENCE,
@@ -400,6 +551,9 @@ class ClusterNode:
         self._consumers[thread_id] = await self._js.subscribe(
             events_subject(thread_id), cb=on_event, ordered_consumer=True, config=config
         )
+
+    def opened(self, session: FollowerSession) -> None:
+        self._sessions[session.thread_id] = session
 
     def stop_consuming(self, thread_id: str) -> None:
         sub = self._consumers.pop(thread_id, None)

@@ -10,6 +10,8 @@ from typing import Any, Final
 __all__ = [
     "CONTROL_PREFIX",
     "EVENTS_PREFIX",
+    "LEASE_BUCKET",
+    "LEASE_TTL",
     "META_BUCKET",
     "STREAM",
     "control_subject",
@@ -21,6 +23,10 @@ STREAM: Final = "CODEX_THREADS"
 EVENTS_PREFIX: Final = "codex.thread."
 META_BUCKET: Final = "codex_threads"
 """KV bucket: thread id -> the thread's metadata (``_meta``)."""
+LEASE_BUCKET: Final = "codex_leases"
+"""KV bucket: thread id -> the node that owns it, while it renews the lease (``LEASE_TTL``)."""
+LEASE_TTL: Final = 3.0
+"""Seconds a lease lives unless renewed (the owner renews it three times as often)."""
 CONTROL_PREFIX: Final = EVENTS_PREFIX
 
 STREAM_SUBJECTS: Final = ("codex.thread.*.events",)

@@ -1,0 +1,53 @@
+"""Failover (issue 24.4): when a thread's owner dies, a node that follows the thread takes its
+lease, ends the turn that was in flight as Codex shows a turn cut by a crash (interrupted), and
+serves on: its clients lose nothing of the log and start the next turn there."""
+
+from __future__ import annotations
+
+import signal
+
+import anyio
+import pytest
+
+from tests.cluster._nodes import open_node, spawn_node
+from tests.cluster.conftest import NatsServer
+from tests.e2e._harness import TIMEOUT, is_turn_completed
+
+pytestmark = pytest.mark.anyio
+
+LONG = " ".join(f"word{i}" for i in range(400))
+"""An input the built-in agent echoes as hundreds of paced deltas: a turn that lasts."""
+
+
+async def test_a_follower_takes_over_a_thread_whose_owner_was_killed_mid_turn(
+    nats_server: NatsServer,
+) -> None:
+    with anyio.fail_after(TIMEOUT * 2):
+        async with spawn_node(nats_server.url, "owner", "--pace", "0.02") as (owner, alice):
+            await alice.initialize(name="alice")
+            thread_id = await alice.start_thread()
+            first, _ = await alice.run_turn(thread_id, "before the crash")
+            async with open_node(nats_server.url, "survivor") as (bridge, _):
+                bob = await bridge.connect()
+                await bob.initialize(name="bob")
+                await bob.result("thread/resume", {"threadId": thread_id, "excludeTurns": True})
+                await bob.drain_pending()
+
+                cut = await alice.start_turn(thread_id, LONG)
+                await bob.until(lambda m: m.get("method") == "item/agentMessage/delta")
+                owner.send_signal(signal.SIGKILL)
+
+                # the survivor takes the lease and ends the turn the owner was playing
+                ended = (await bob.until(is_turn_completed(cut)))[-1]
+                assert ended["params"]["turn"]["status"] == "interrupted"
+
+                # and serves on: the next turn is played by the survivor
+                after, seen = await bob.run_turn(thread_id, "after the crash")
+                assert seen[-1]["params"]["turn"]["status"] == "completed"
+                read = await bob.result(
+                    "thread/read", {"threadId": thread_id, "includeTurns": True}
+                )
+                turns = read["thread"]["turns"]
+                assert [t["id"] for t in turns] == [first, cut, after]
+                assert [t["status"] for t in turns] == ["completed", "interrupted", "completed"]
+                assert all(t["items"] for t in turns)
