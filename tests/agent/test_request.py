@@ -106,3 +106,20 @@ def test_error_info_is_spelled_as_core_spells_it() -> None:
     assert core_error_info({"httpConnectionFailed": {"httpStatusCode": 502}}) == {
         "http_connection_failed": {"http_status_code": 502}
     }
+
+
+def test_a_compaction_request_names_its_compaction_instead_of_the_model() -> None:
+    from codex_app_bridge.agent._session import MANUAL_COMPACTION
+
+    meta = dataclasses.replace(META, request_kind="compaction", compaction=MANUAL_COMPACTION)
+    fields = json.loads(turn_metadata(meta))
+    assert "model" not in fields
+    assert list(fields)[-2:] == ["analytics_enabled", "compaction"]  # 0.163.0's order (probed)
+    assert fields["compaction"] == {
+        "trigger": "manual",
+        "reason": "user_requested",
+        "implementation": "responses",
+        "phase": "standalone_turn",
+        "strategy": "memento",
+    }
+    assert list(json.loads(turn_metadata(META)))[-1] == "model"

@@ -8,6 +8,7 @@ of ``POST {base_url}/responses`` (spec/model-turn.md §2, ``captures/*/model_req
   endpoint's, ``config.ProviderInfo.auth_headers``);
 * :func:`request_body` - ``model, stream, input, tools, tool_choice, parallel_tool_calls,
   reasoning, store, include, prompt_cache_key, client_metadata`` (+ ``text``, ``service_tier``);
+  a compaction request's metadata carries ``compaction`` where a turn's carries ``model``;
 * :func:`request_input` - the base-instructions message + history, with the fields a custom
   provider is not sent (``internal_chat_message_metadata_passthrough``) left out.
 
@@ -58,6 +59,9 @@ class RequestMeta:
     history_initialization: str = "new"
     forked_from_thread_id: str | None = None
     forked_from_ordinal_exclusive: int | None = None
+    compaction: Mapping[str, str] | None = None
+    """A compaction request's ``compaction`` metadata (``trigger``, ``reason``,
+    ``implementation``, ``phase``, ``strategy``); such a request names no ``model``."""
 
     @property
     def window_id(self) -> str:
@@ -91,9 +95,12 @@ def turn_metadata(meta: RequestMeta) -> str:
             "node_repl_disabled": False,
             "turn_started_at_unix_ms": meta.turn_started_at_ms,
             "analytics_enabled": False,
-            "model": meta.model,
         }
     )
+    if meta.compaction is not None:
+        fields["compaction"] = dict(meta.compaction)
+    else:
+        fields["model"] = meta.model
     return orjson.dumps(fields).decode()
 
 

@@ -39,7 +39,7 @@ import logging
 import math
 import time
 from collections import deque
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Final, Protocol, cast
 
@@ -77,7 +77,7 @@ from codex_app_bridge.agent._tools import (
     unsupported_output,
 )
 from codex_app_bridge.config import collaboration_mode_kind
-from codex_app_bridge.projection import new_item_id, new_response_item_id
+from codex_app_bridge.projection import approx_token_count, new_item_id, new_response_item_id
 from codex_app_bridge.protocol.core import (
     RESPONSE_ITEM_ADAPTER,
     AgentMessageContentDeltaEvent,
@@ -133,6 +133,15 @@ if TYPE_CHECKING:
 __all__ = ["ModelSession", "SessionServices"]
 
 logger = logging.getLogger(__name__)
+
+MANUAL_COMPACTION: Final = {
+    "trigger": "manual",
+    "reason": "user_requested",
+    "implementation": "responses",
+    "phase": "standalone_turn",
+    "strategy": "memento",
+}
+"""The ``compaction`` turn metadata of ``thread/compact/start``'s request (0.163.0, probed)."""
 
 NETWORK_WAIT_FIRST_S: Final = 5.0
 NETWORK_WAIT_MAX_S: Final = 60.0
@@ -270,6 +279,8 @@ class ModelSession:
         self._context_window_id = _uuid7()
         self._window_number = 0
         self._history_initialization = config.history_initialization
+        self._rate_limits = RateLimitSnapshot(limit_id="codex")
+        """The last rate-limit snapshot a response brought (core's, before any: no limits)."""
         self._mode_recorded: str | None = None
         """The collaboration-mode instructions the history's context holds."""
         self.broken: str | None = None
@@ -615,6 +626,8 @@ class ModelSession:
                 thread_id=self.thread_id, turn_id=turn_id, item=item, started_at_ms=started
             ),
         )
+        # core reports the usage as it stands before the request (0.163.0, probed)
+        self.emit(turn_id, TokenCountEvent(info=self._info, rate_limits=self._rate_limits))
         summary: str | None = None
         failure: ModelError | None = None
         config_failure: str | None = None
@@ -654,6 +667,8 @@ class ModelSession:
         )
         self.history = history
         self._context_key = self._key(settings, settings.cwd or self.cwd)
+        self._mode_recorded = _mode_instructions(settings)
+        self._report_estimate(turn)
         self._window_number += 1
         self._context_window_id = _uuid7()
         self.emit(
@@ -680,7 +695,7 @@ class ModelSession:
         max_retries = settings.provider.stream_max_retries
         attempt = 0
         while True:
-            meta = self._meta(turn, "compaction")
+            meta = self._meta(turn, "compaction", MANUAL_COMPACTION)
             metadata = turn_metadata(meta)
             base = base_instructions_message(
                 self.thread_id, self._source.base_instructions(settings)
@@ -858,6 +873,22 @@ class ModelSession:
             ),
         )
 
+    def _report_estimate(self, turn: _Turn) -> None:
+        """After a compaction, core reports the new history's estimated size as the last usage
+        (``total_tokens`` only; the thread's total unchanged), with the rate limits as they
+        stand: a token per four bytes of the base instructions and of every text the history
+        holds."""
+        base = self._source.base_instructions(turn.config)
+        estimate = approx_token_count(base) + sum(
+            approx_token_count(text) for text in _item_texts(self.history)
+        )
+        self._info = TokenUsageInfo(
+            total_token_usage=self._totals,
+            last_token_usage=TokenUsage(total_tokens=estimate),
+            model_context_window=self._context_window(turn.config),
+        )
+        self.emit(turn.turn_id, TokenCountEvent(info=self._info, rate_limits=self._rate_limits))
+
     def _flush_rate_limits(self, turn: _Turn) -> None:
         snapshot = turn.pending_rate_limits
         if snapshot is not None:
@@ -888,7 +919,12 @@ class ModelSession:
 
     # --- sampling ---------------------------------------------------------------------------
 
-    def _meta(self, turn: _Turn, request_kind: str = "turn") -> RequestMeta:
+    def _meta(
+        self,
+        turn: _Turn,
+        request_kind: str = "turn",
+        compaction: Mapping[str, str] | None = None,
+    ) -> RequestMeta:
         source = self._source
         forked = self._config.forked_from
         return RequestMeta(
@@ -906,6 +942,7 @@ class ModelSession:
             history_initialization=self._history_initialization,
             forked_from_thread_id=forked[0] if forked is not None else None,
             forked_from_ordinal_exclusive=forked[1] if forked is not None else None,
+            compaction=compaction,
         )
 
     def _body(self, turn: _Turn, meta: RequestMeta, metadata: str) -> bytes:
@@ -1038,6 +1075,8 @@ class ModelSession:
             )
         snapshot = turn.pending_rate_limits
         turn.pending_rate_limits = None
+        if snapshot is not None:
+            self._rate_limits = snapshot
         if usage is None and snapshot is None:
             return
         self.emit(
@@ -1389,6 +1428,30 @@ class _ConfigFailure(Exception):
     def __init__(self, message: str) -> None:
         super().__init__(message)
         self.message = message
+
+
+def _item_texts(items: Sequence[Mapping[str, Any]]) -> Iterable[str]:
+    """Every text a history holds: message parts, reasoning summaries, tool arguments and
+    outputs."""
+    for item in items:
+        content = item.get("content")
+        if isinstance(content, list):
+            for part in cast("list[object]", content):
+                if isinstance(part, dict):
+                    text = cast("dict[str, Any]", part).get("text")
+                    if isinstance(text, str):
+                        yield text
+        for key in ("arguments", "output", "input"):
+            value = item.get(key)
+            if isinstance(value, str):
+                yield value
+        summary = item.get("summary")
+        if isinstance(summary, list):
+            for part in cast("list[object]", summary):
+                if isinstance(part, dict):
+                    text = cast("dict[str, Any]", part).get("text")
+                    if isinstance(text, str):
+                        yield text
 
 
 def _mode_instructions(settings: EffectiveConfig) -> str | None:

@@ -253,6 +253,17 @@ async def _fork(ctx: ModelContext) -> None:
     await ctx.run_turn(thread_id, "Third question, on the original")
 
 
+async def _compact(ctx: ModelContext) -> None:
+    """A turn, ``thread/compact/start`` (its own turn: one compaction request), a turn on the
+    compacted history."""
+    thread_id = await ctx.start_thread()
+    await ctx.run_turn(thread_id, "First question")
+    done = ctx.peer.expect(_turn_completed(thread_id))
+    await ctx.peer.request("thread/compact/start", {"threadId": thread_id})
+    await ctx.peer.wait(done, TURN_TIMEOUT_S)
+    await ctx.run_turn(thread_id, "Second question, after the compaction")
+
+
 async def _answer_user_input(message: JsonObject) -> JsonObject:
     if message.get("method") == "item/tool/requestUserInput":
         return {"result": {"answers": {"colour": {"answers": ["Green (Recommended)"]}}}}
@@ -401,6 +412,13 @@ MODEL_SCENARIOS: Final[tuple[ModelScenario, ...]] = (
         {},
         "two turns, thread/fork, a turn on the fork and one on the original",
         _fork,
+    ),
+    ModelScenario(
+        "compact",
+        "multi_turn",
+        {},
+        "a turn, thread/compact/start, a turn on the compacted history",
+        _compact,
     ),
 )
 
@@ -608,6 +626,64 @@ _BODY_FIELDS: Final = (
 )
 
 
+def _request_kind(raw: object) -> object:
+    try:
+        meta = json.loads(raw) if isinstance(raw, str) else None
+    except ValueError:
+        return None
+    return cast(JsonObject, meta).get("request_kind") if isinstance(meta, dict) else None
+
+
+def _user_message(item: object) -> JsonObject | None:
+    if isinstance(item, dict):
+        obj = cast(JsonObject, item)
+        if obj.get("type") == "message" and obj.get("role") == "user":
+            return obj
+    return None
+
+
+def _masked_text(item: JsonObject, kind: str) -> JsonObject:
+    parts = cast(list[object], item.get("content") or [])
+    return {
+        **item,
+        "content": [
+            {**cast(JsonObject, p), "text": kind} if isinstance(p, dict) else p for p in parts
+        ],
+    }
+
+
+def _mask_compaction_prompt(items: list[object]) -> list[object]:
+    """A compaction request ends with the user message asking for the summary: each server's
+    own prose."""
+    last = _user_message(items[-1]) if items else None
+    if last is None:
+        return items
+    return [*items[:-1], _masked_text(last, "<compaction prompt>")]
+
+
+def _mask_summary(items: list[object], compaction: list[object]) -> list[object]:
+    """The request after a compaction holds the summary as a user message the compaction
+    request did not have (prefix + the model's summary, which answered each server's own
+    prompt): masked. The request's last item (its new input) is kept."""
+    out = list(items)
+    for i, item in enumerate(items[:-1]):
+        message = _user_message(item)
+        if message is not None and not _is_masked_context(message) and item not in compaction:
+            out[i] = _masked_text(message, "<compaction summary>")
+    return out
+
+
+def _is_masked_context(message: JsonObject) -> bool:
+    parts = cast(list[object], message.get("content") or [])
+    return any(
+        isinstance(p, dict)
+        and isinstance(cast(JsonObject, p).get("text"), str)
+        and str(cast(JsonObject, p)["text"]).startswith("<")
+        and str(cast(JsonObject, p)["text"]).endswith(">…")
+        for p in parts
+    )
+
+
 def _turn_metadata(raw: str | None, normaliser: Normaliser) -> object:
     if raw is None:
         return None
@@ -629,15 +705,21 @@ def request_units(
     """(input units, field units): one of each per request, in order."""
     inputs: list[JsonObject] = []
     fields: list[JsonObject] = []
+    before_compaction: list[object] | None = None
     for n, record in enumerate(requests):
         body = record.get("body")
         body_obj: JsonObject = cast(JsonObject, body) if isinstance(body, dict) else {}
         raw_input = body_obj.get("input")
         items: list[object] = cast(list[object], raw_input) if isinstance(raw_input, list) else []
-        inputs.append(
-            {"request": n, "input": cast(list[object], normaliser.value(mask_input(items)))}
-        )
         headers = cast(JsonObject, record.get("headers") or {})
+        masked = mask_input(items)
+        compaction = _request_kind(headers.get("x-codex-turn-metadata")) == "compaction"
+        if compaction:
+            masked = _mask_compaction_prompt(masked)
+        elif before_compaction is not None:
+            masked = _mask_summary(masked, before_compaction)
+        before_compaction = masked if compaction else None
+        inputs.append({"request": n, "input": cast(list[object], normaliser.value(masked))})
         tools: list[object] = []
         raw_tools = body_obj.get("tools")
         for tool in cast(list[object], raw_tools) if isinstance(raw_tools, list) else []:
