@@ -73,12 +73,18 @@ RUNS: dict[str, list[str]] = {
         *("--servers", "bridge"),
     ],
     "model_turn": ["model_turn.py", "--deltas", "300", "--rounds", "1", "--servers", "bridge"],
+    "command_exec": [
+        *("command_exec.py", "--runs", "3", "--mb", "1", "--rounds", "1", "--servers", "bridge"),
+    ],
     "soak": [
         *("soak.py", "--clients", "3", "--seconds", "2", "--interval", "1"),
         *("--idle-unload", "0.2"),
     ],
 }
 REAL_RUNS: dict[str, list[str]] = {
+    "command_exec": [
+        *("command_exec.py", "--runs", "3", "--mb", "1", "--rounds", "1", "--servers", "real"),
+    ],
     "stored_threads": [
         *("stored_threads.py", "--threads", "300", "--turns", "1", "--rounds", "1"),
         *("--servers", "real"),
@@ -180,6 +186,13 @@ def test_model_turn_streams_from_the_mock_and_closes_the_stream_on_interrupt(
     assert re.search(r"^  bridge +[\d,]+ deltas/s .* ms interrupt to closed$", out, re.M)
 
 
+def test_command_exec_times_the_bridge_and_counts_every_streamed_byte(output: Read) -> None:
+    """The script checks that the streamed deltas add up to the bytes the command printed."""
+    out = output("command_exec")
+    assert re.search(r"^0\s+bridge\s+[\d.]+\s+[\d.]+\s+[\d.]+\s+[\d.]+\s+[\d.]+$", out, re.M)
+    assert re.search(r"^  bridge +overhead [\d.]+ ms, output [\d.]+ MB/s", out, re.M)
+
+
 def test_model_stream_client_reads_every_delta_with_each_http_stack(output: Read) -> None:
     out = output("model_stream_client")
     for candidate in ("bridge", "bridge-batches", "httpx-sse", "openai", "floor"):
@@ -245,6 +258,7 @@ def test_fanout_delivers_to_every_subscriber(output: Read) -> None:
         ("requests", r"^0\s+real(\s+[\d,]+){5}\s+0$"),  # every request answered or dropped
         ("memory", r"^\s+1\s+\d+ MB$"),
         ("stored_threads", r"^    thread/resume, not loaded \(next\) +real +[\d.]+ \("),
+        ("command_exec", r"^  real +overhead [\d.]+ ms, output [\d.]+ MB/s"),
     ],
 )
 def test_real_server_parts_run(output: Read, name: str, expected: str) -> None:
