@@ -482,3 +482,20 @@ def test_importing_the_package_leaves_the_http_stack_unloaded() -> None:
         check=True,
     )
     assert out.stdout.strip() == "[]"
+
+
+def test_the_http_stack_loads_without_the_command_line_of_httpx() -> None:
+    # click and pygments are installed with the test tools: httpx would import them
+    code = (
+        "import sys, codex_app_bridge.model as m; m.warm_http_stack(); import httpx; "
+        "print(sorted({'httpx', 'httpcore', 'click', 'pygments', 'rich'} & set(sys.modules)))"
+    )
+    out = subprocess.run(
+        [sys.executable, "-c", code],
+        capture_output=True,
+        text=True,
+        env=bridge_env(),
+        timeout=60,
+        check=True,
+    )
+    assert out.stdout.strip() == "['httpcore', 'httpx']"

@@ -21,6 +21,8 @@ await: a network chunk's events are all decoded at once, then handed out from a 
 from __future__ import annotations
 
 import random
+import sys
+import types
 from collections.abc import AsyncGenerator, AsyncIterator, Mapping
 from contextlib import asynccontextmanager
 from dataclasses import dataclass, field
@@ -76,10 +78,27 @@ def _ssl_context() -> LazyTLSContext:
     return _SSL[0]
 
 
+def _without_httpx_cli() -> None:
+    """Before httpx is first imported: its command line module (``httpx._main``) imports
+    click, pygments and rich whenever they are installed, about a third of httpx's import time
+    (100 ms of CPU on a loaded machine, in a cold start's warm-up), for a ``main`` this process
+    never runs. A stand-in takes its place; its ``main`` says why it does nothing."""
+    if "httpx" in sys.modules or "httpx._main" in sys.modules:
+        return
+    stand_in = types.ModuleType("httpx._main")
+
+    def main(*_args: object, **_kwargs: object) -> None:
+        raise SystemExit("httpx's command line is not loaded in a codex-app-bridge process")
+
+    stand_in.main = main  # type: ignore[attr-defined]
+    sys.modules["httpx._main"] = stand_in
+
+
 def warm_http_stack(*, tls: bool = False) -> None:
     """Import the HTTP stack and make the shared TLS context, with its CA certificates when
     ``tls`` (the provider is ``https``): run off the event loop, so the first request pays
     none of it."""
+    _without_httpx_cli()
     import h11  # noqa: F401  # pyright: ignore[reportUnusedImport]
     import httpcore  # noqa: F401  # pyright: ignore[reportUnusedImport]
     import httpx
@@ -278,6 +297,7 @@ class ResponsesClient:
 
     def _client(self) -> httpx.AsyncClient:
         if self._http is None:
+            _without_httpx_cli()
             import httpx
 
             client = httpx.AsyncClient(
