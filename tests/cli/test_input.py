@@ -110,6 +110,7 @@ def test_progress_shows_the_bytes_read_when_stderr_is_a_terminal(
 ) -> None:
     terminal = _Terminal()
     monkeypatch.setattr(sys, "stderr", terminal)
+    monkeypatch.setattr(_input, "SHOW_AFTER", 0)  # a reading that lasts
     path = tmp_path / "in.jsonl"
     path.write_bytes(b"".join(LINES))
     with path.open("rb") as stream:
@@ -117,6 +118,18 @@ def test_progress_shows_the_bytes_read_when_stderr_is_a_terminal(
     shown = terminal.getvalue()
     assert "history: in.jsonl: 100%" in shown
     assert "40.0/40.0" in shown  # bytes read / the file's size
+
+
+def test_a_reading_that_ends_at_once_shows_no_bar_even_on_a_terminal(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    terminal = _Terminal()
+    monkeypatch.setattr(sys, "stderr", terminal)
+    path = tmp_path / "in.jsonl"
+    path.write_bytes(b"".join(LINES))
+    with path.open("rb") as stream:
+        assert list(InputFile(stream, str(path)).lines(progress="history: in.jsonl")) == LINES
+    assert terminal.getvalue() == ""
 
 
 def test_progress_prints_nothing_when_stderr_is_not_a_terminal(

@@ -13,13 +13,14 @@ from __future__ import annotations
 import argparse
 import importlib
 import os
+import re
 import sys
 from collections.abc import Sequence
 from typing import Any, Protocol, cast
 
 from codex_app_bridge._gc import tune_collector
 from codex_app_bridge._version import CODEX_PROTOCOL_VERSION, __version__
-from codex_app_bridge.cli._flags import add_codex_compat_flags
+from codex_app_bridge.cli._flags import EXIT_USAGE, add_codex_compat_flags
 from codex_app_bridge.cli._logging import configure_logging
 
 
@@ -61,17 +62,64 @@ def _command_word(argv: Sequence[str]) -> str | None:
     return None
 
 
+_MARKUP = re.compile(r"``(.+?)``|:[a-z]+:`~?([^`]+)`")
+
+
+def _plain(text: str) -> str:
+    """``text`` without reST markup: ````code```` and ``:role:`name``` become their text."""
+    return _MARKUP.sub(lambda m: m.group(1) or m.group(2), text)
+
+
+class _Formatter(argparse.HelpFormatter):
+    """Help made from docstrings, shown without their reST markup (before it is wrapped)."""
+
+    def _format_text(self, text: str) -> str:
+        return super()._format_text(_plain(text))
+
+    def _expand_help(self, action: argparse.Action) -> str:
+        return _plain(super()._expand_help(action))
+
+
+class _Parser(argparse.ArgumentParser):
+    """The CLI's parsers: no abbreviated flags (``serve --list`` is not ``--listen``), help
+    without the reST markup of the docstrings it is made from."""
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        kwargs.setdefault("allow_abbrev", False)
+        kwargs.setdefault("formatter_class", _Formatter)
+        super().__init__(*args, **kwargs)
+
+
+class _CommandParser(_Parser):
+    """A command's parser: an argument it does not know is an error with its own usage (the
+    top-level parser would show the top-level usage, naming no flag of the command)."""
+
+    def parse_known_args(  # type: ignore[override]
+        self, args: Sequence[str] | None = None, namespace: argparse.Namespace | None = None
+    ) -> tuple[argparse.Namespace, list[str]]:
+        parsed, extras = super().parse_known_args(args, namespace)
+        if extras:
+            self.error(f"unrecognized arguments: {' '.join(extras)}")
+        return cast("argparse.Namespace", parsed), extras
+
+
+VERSION = f"codex-app-bridge {__version__} (codex app-server {CODEX_PROTOCOL_VERSION})"
+"""What ``--version`` prints: this program's version and the codex version it is compatible with."""
+
+
 def build_parser(commands: Sequence[str] = _COMMANDS) -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(
+    parser = _Parser(
         prog="codex-app-bridge",
         description=(
             "A Python codex app-server bridge, wire-compatible with codex app-server "
             f"{CODEX_PROTOCOL_VERSION}."
         ),
     )
-    parser.add_argument("--version", action="version", version=f"codex-app-bridge {__version__}")
+    parser.add_argument("--version", action="version", version=VERSION)
     add_codex_compat_flags(parser, prefix="top")
-    subparsers = parser.add_subparsers(dest="command", metavar="COMMAND")
+    subparsers = parser.add_subparsers(
+        dest="command", metavar="COMMAND", parser_class=_CommandParser
+    )
     for name in commands:
         _command_module(name).register(subparsers)
     return parser
@@ -79,7 +127,11 @@ def build_parser(commands: Sequence[str] = _COMMANDS) -> argparse.ArgumentParser
 
 def main(argv: Sequence[str] | None = None) -> int:
     """Run the CLI; returns the process exit code."""
-    configure_logging()
+    try:
+        configure_logging()
+    except ValueError as exc:
+        print(f"codex-app-bridge: {exc}", file=sys.stderr)
+        return EXIT_USAGE
     arguments = list(sys.argv[1:] if argv is None else argv)
     # ``serve`` parses the same with only its own sub-parser (the top-level usage names no
     # command), and the other command modules import much of the package: not loading them

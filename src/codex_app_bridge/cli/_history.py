@@ -63,9 +63,12 @@ class _Reader:
 
     def __init__(self) -> None:
         self.failed = False
+        self.lines = 0
+        """Lines read (bad ones too)."""
 
     def parse(self, given: InputFile, label: str, progress: str) -> Iterator[RolloutLine]:
         for number, raw in numbered(given.lines(progress=progress)):
+            self.lines += 1
             try:
                 yield parse_rollout_line(raw)
             except ValidationError as exc:
@@ -193,6 +196,10 @@ def _rebuild(args: argparse.Namespace, source: str, sessions: Path, given: Input
         builder = ThreadHistoryBuilder(args.history_mode)
         builder.handle_rollout_lines(iter_rollout_history(chain, own, read))
 
+    if reader.lines == 0:
+        name = "standard input" if source == "-" else source
+        warn(f"{_COMMAND}: {name} is empty: expected a rollout (rollout-*.jsonl)")
+        return EXIT_BAD_INPUT
     turns = builder.turns(items_view=args.items_view, interrupt_stale=not args.keep_in_progress)
     document: dict[str, Any] = {"turns": [dump_dict(turn) for turn in turns]}
     sys.stdout.buffer.write(orjson.dumps(document) + b"\n")

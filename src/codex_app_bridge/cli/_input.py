@@ -7,8 +7,8 @@ seekable input is read again from where it started, standard input from a pipe i
 spool file during the first reading (on disk past ``SPOOL_IN_MEMORY`` bytes) and replayed from
 there. A reading may stop early.
 
-Progress: while a reading runs and standard error is a terminal, a ``tqdm`` bar on standard error
-shows the bytes read (and the input's size when it is a regular file); when standard error is not
+Progress: while a reading runs (once it has lasted ``SHOW_AFTER`` seconds) and standard error is
+a terminal, a ``tqdm`` bar on standard error shows the bytes read (and the input's size when it is a regular file); when standard error is not
 a terminal nothing is printed. Messages printed during a reading go through :func:`warn` so they
 do not tear the bar.
 
@@ -27,10 +27,13 @@ from typing import IO, TYPE_CHECKING, BinaryIO, Final, Never, Self
 if TYPE_CHECKING:
     from tqdm import tqdm
 
-__all__ = ["SPOOL_IN_MEMORY", "InputFile", "Progress", "numbered", "warn"]
+__all__ = ["SHOW_AFTER", "SPOOL_IN_MEMORY", "InputFile", "Progress", "numbered", "warn"]
 
 SPOOL_IN_MEMORY: Final = 1 << 20
 """Bytes of a piped input kept in memory for a second reading before the spool goes to disk."""
+
+SHOW_AFTER: Final = 1.0
+"""Seconds a reading lasts before its bar appears: a bar only for work that lasts."""
 
 _UPDATE_EVERY: Final = 1 << 16
 """Bytes read between two updates of the bar (an update per line would cost more than reading)."""
@@ -63,6 +66,7 @@ class Progress:
                 unit_divisor=1024,
                 file=sys.stderr,
                 dynamic_ncols=True,
+                delay=SHOW_AFTER,
             )
             self._bar = bar
             _active.append(bar)

@@ -10,8 +10,8 @@
   lines out, byte for byte.
 
 For ``turn-items`` and ``boundaries`` a rollout ``response_item`` line is also accepted (its
-``payload`` is used), so a rollout file can be inspected directly; other rollout lines are not
-ResponseItems of a known type and give ``null`` / ``false``.
+``payload`` is used); a rollout's other lines are not ResponseItems: the first is reported (the
+input is a rollout), none gives an output line, and the command exits 1.
 
 Line numbers and indices count physical lines of the input (blank lines are skipped but counted).
 A line that is not JSON, or not the expected shape, is reported on stderr with its line number and
@@ -35,6 +35,7 @@ from typing import Any, cast
 import orjson
 from pydantic import ValidationError
 
+from codex_app_bridge._scriptfile import is_rollout_line
 from codex_app_bridge.cli._common import (
     EXIT_BAD_INPUT,
     describe_validation_error,
@@ -79,7 +80,9 @@ def _write(data: bytes) -> None:
 
 
 def _response_items(command: str, given: InputFile) -> Iterator[ResponseItem | None]:
-    """Each line's ResponseItem, or ``None`` for a line already reported as bad."""
+    """Each line's ResponseItem, or ``None`` for a line already reported as bad (a rollout's
+    other lines: once, at the first, and the command fails)."""
+    rollout_said = False
     for number, line in numbered(given.lines(progress=command)):
         try:
             data: Any = orjson.loads(line)
@@ -87,10 +90,23 @@ def _response_items(command: str, given: InputFile) -> Iterator[ResponseItem | N
             report_bad_line(command, number, f"not JSON: {exc}")
             yield None
             continue
-        if isinstance(data, dict):
+        if is_rollout_line(data):
             wrapper = cast("dict[str, Any]", data)
-            if wrapper.get("type") == "response_item" and isinstance(wrapper.get("payload"), dict):
-                data = wrapper["payload"]
+            payload: Any = wrapper["payload"]
+            if wrapper["type"] == "response_item" and isinstance(payload, dict):
+                data = cast("dict[str, Any]", payload)
+            else:
+                if not rollout_said:
+                    rollout_said = True
+                    report_bad_line(
+                        command,
+                        number,
+                        f"a rollout's {wrapper['type']!r} line, not a ResponseItem: this input "
+                        "is a rollout; only its response_item lines are read (the others are "
+                        "skipped without a line out)",
+                    )
+                yield None
+                continue
         try:
             yield RESPONSE_ITEM_ADAPTER.validate_python(data)
         except ValidationError as exc:

@@ -1,6 +1,6 @@
 """Logging set-up for every command: logs go to stderr only, never stdout.
 
-``LOG_LEVEL`` (default ``WARNING``) sets the level; ``LOG_FORMAT=json`` switches to one JSON object
+``LOG_LEVEL`` (default ``WARNING``; one of ``LEVELS``, any case) sets the level; ``LOG_FORMAT=json`` switches to one JSON object
 per line.
 """
 
@@ -26,9 +26,16 @@ class _JsonFormatter(logging.Formatter):
         return orjson.dumps(entry).decode()
 
 
+LEVELS = ("DEBUG", "INFO", "WARNING", "ERROR", "CRITICAL")
+
+
 def configure_logging() -> None:
-    level_name = os.environ.get("LOG_LEVEL", "WARNING").upper()
-    level = logging.getLevelNamesMapping().get(level_name, logging.WARNING)
+    """Send logs to stderr at ``LOG_LEVEL``; ``ValueError`` (saying what is expected) when it
+    names no level."""
+    text = os.environ.get("LOG_LEVEL", "").strip() or "WARNING"
+    level = logging.getLevelNamesMapping().get(text.upper())
+    if level is None or text.upper() == "NOTSET":
+        raise ValueError(f"LOG_LEVEL={text} is not a level: expected one of {', '.join(LEVELS)}")
     handler = logging.StreamHandler(sys.stderr)
     if os.environ.get("LOG_FORMAT", "").lower() == "json":
         handler.setFormatter(_JsonFormatter())

@@ -366,6 +366,18 @@ def _add_arguments(parser: argparse.ArgumentParser) -> None:
     cluster.add_argument(
         "--cluster-tls-key", metavar="FILE", default=None, help="client certificate's key"
     )
+    compat = parser.add_argument_group("codex app-server flags accepted and ignored")
+    compat.add_argument(
+        "--analytics-default-enabled",
+        action="store_true",
+        help="as codex app-server (IDE extensions pass it); codex-app-bridge sends no analytics",
+    )
+    compat.add_argument(
+        "--code-mode-host",
+        metavar="URL",
+        default=None,
+        help="as codex app-server; codex-app-bridge has no code-mode host and ignores it",
+    )
     add_codex_compat_flags(parser)
     parser.set_defaults(handler=_run)
 
@@ -747,6 +759,34 @@ def _auth_settings(args: argparse.Namespace) -> CapabilityToken | None:
     )
 
 
+def check_codex_home(path: str | None) -> None:
+    """Refuse a CODEX_HOME (``--codex-home`` or the variable) that cannot be a directory, in the
+    real binary's words (``StartError``, status 1); one that does not exist yet is created when
+    the first thread is stored."""
+    if path is None:
+        return
+    home = Path(path)
+    if home.exists() and not home.is_dir():
+        raise StartError(
+            f'CODEX_HOME points to "{path}", but that path is not a directory', EXIT_START_FAILED
+        )
+    for parent in home.parents:
+        if parent.exists():
+            if not parent.is_dir():
+                raise StartError(
+                    f'failed to read CODEX_HOME "{path}": Not a directory (os error 20)',
+                    EXIT_START_FAILED,
+                )
+            break
+
+
+def check_cwd(path: str | None) -> None:
+    """``--cwd`` must name a directory (threads started without a cwd run there)."""
+    if path is not None and not Path(path).is_dir():
+        reason = "is not a directory" if Path(path).exists() else "does not exist"
+        raise StartError(f"--cwd {path} {reason}", EXIT_USAGE)
+
+
 def serve_settings(args: argparse.Namespace) -> ServeSettings:
     """Check the transport flags together (raises ``StartError``); warns on stderr."""
     listen: ListenTarget = args.listen
@@ -772,6 +812,7 @@ def serve_settings(args: argparse.Namespace) -> ServeSettings:
             "(--allow-unauthenticated): anyone who can reach it can drive this server",
             file=sys.stderr,
         )
+    check_cwd(args.cwd)
     if not 0 <= args.idle_unload < float("inf"):
         raise StartError(f"invalid --idle-unload {args.idle_unload}: seconds >= 0", EXIT_USAGE)
     return ServeSettings(
@@ -933,6 +974,11 @@ def _run(args: argparse.Namespace) -> int:
         settings = serve_settings(args)
     except StartError as exc:
         print(f"codex-app-bridge serve: {exc}", file=sys.stderr)
+        return exc.code
+    try:
+        check_codex_home(settings.codex_home)
+    except StartError as exc:
+        print(f"Error: {exc}", file=sys.stderr)  # the real binary's words and form
         return exc.code
     config = serve_config(args, settings.codex_home)
     refused = config.startup_error(strict=args.strict_config)
