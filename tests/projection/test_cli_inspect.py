@@ -101,10 +101,14 @@ def test_truncate_to_last_fork_turn_keeps_the_second_turn() -> None:
 
 
 def test_turn_items_of_a_rollout_match_the_items_codex_persisted() -> None:
+    # a rollout is not ResponseItem JSONL: said once, status 1 (issue 22.5); its response_item
+    # lines are still read, one line out each
     proc = _inspect("turn-items", str(MAIN))
-    assert proc.returncode == 0, proc.stderr
+    assert proc.returncode == 1, proc.stderr
+    assert proc.stderr.count(b"\n") == 1
+    assert b"this input is a rollout" in proc.stderr
     out = proc.stdout.splitlines()
-    assert len(out) == len(MAIN.read_bytes().splitlines())
+    assert len(out) == sum(b'"response_item"' in line for line in MAIN.read_bytes().splitlines())
     items = [orjson.loads(raw) for raw in out if raw != b"null"]
     assert [i["type"] for i in items] == [
         "UserMessage",
