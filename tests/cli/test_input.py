@@ -110,7 +110,7 @@ def test_progress_shows_the_bytes_read_when_stderr_is_a_terminal(
 ) -> None:
     terminal = _Terminal()
     monkeypatch.setattr(sys, "stderr", terminal)
-    monkeypatch.setattr(_input, "SHOW_AFTER", 0)  # a reading that lasts
+    monkeypatch.setenv("CODEX_APP_BRIDGE_PROGRESS_AFTER", "0")  # as for a reading that lasts
     path = tmp_path / "in.jsonl"
     path.write_bytes(b"".join(LINES))
     with path.open("rb") as stream:
@@ -125,6 +125,7 @@ def test_a_reading_that_ends_at_once_shows_no_bar_even_on_a_terminal(
 ) -> None:
     terminal = _Terminal()
     monkeypatch.setattr(sys, "stderr", terminal)
+    monkeypatch.delenv("CODEX_APP_BRIDGE_PROGRESS_AFTER", raising=False)
     path = tmp_path / "in.jsonl"
     path.write_bytes(b"".join(LINES))
     with path.open("rb") as stream:

@@ -81,13 +81,14 @@ def write_rollout(path: Path, deltas: int) -> Path:
     return path
 
 
-def traced_peak(argv: list[str], monkeypatch: pytest.MonkeyPatch) -> int:
-    """Peak bytes allocated while ``codex-app-bridge ARGV`` runs in process, output discarded."""
+def traced_peak(argv: list[str], monkeypatch: pytest.MonkeyPatch, status: int = 0) -> int:
+    """Peak bytes allocated while ``codex-app-bridge ARGV`` runs in process (exiting with
+    ``status``), output discarded."""
     with open(os.devnull, "w") as devnull:
         monkeypatch.setattr(sys, "stdout", devnull)
         tracemalloc.start()
         try:
-            assert main(argv) == 0
+            assert main(argv) == status
             return tracemalloc.get_traced_memory()[1]
         finally:
             tracemalloc.stop()
@@ -113,9 +114,11 @@ def test_ten_times_the_deltas_do_not_grow_what_the_command_holds(
     small = write_rollout(tmp_path / "small.jsonl", 500)
     large = write_rollout(tmp_path / "large.jsonl", 5_000)
     argv = COMMANDS[name]
-    traced_peak([*argv, str(small)], monkeypatch)  # imports and first-use model builds
-    small_peak = traced_peak([*argv, str(small)], monkeypatch)
-    large_peak = traced_peak([*argv, str(large)], monkeypatch)
+    # turn-items reads a rollout's response items and says the input is a rollout (status 1)
+    status = 1 if name == "inspect turn-items" else 0
+    traced_peak([*argv, str(small)], monkeypatch, status)  # imports and first-use model builds
+    small_peak = traced_peak([*argv, str(small)], monkeypatch, status)
+    large_peak = traced_peak([*argv, str(large)], monkeypatch, status)
     # Holding the lines would add well over 1 KB per delta line: 4.5 MB here.
     assert large_peak < small_peak + 128 * 1024, (small_peak, large_peak)
 
@@ -159,7 +162,10 @@ def _run(argv: list[str], *, terminal: bool, cwd: Path) -> tuple[bytes, bytes, i
             stdin=subprocess.DEVNULL,
             stdout=subprocess.PIPE,
             stderr=slave,
-            env=bridge_env({"CODEX_HOME": str(cwd / "home")}),
+            # a bar at once: these readings end before the default second
+            env=bridge_env(
+                {"CODEX_HOME": str(cwd / "home"), "CODEX_APP_BRIDGE_PROGRESS_AFTER": "0"}
+            ),
         ) as proc:
             os.close(slave)
             slave = -1

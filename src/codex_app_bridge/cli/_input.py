@@ -33,7 +33,8 @@ SPOOL_IN_MEMORY: Final = 1 << 20
 """Bytes of a piped input kept in memory for a second reading before the spool goes to disk."""
 
 SHOW_AFTER: Final = 1.0
-"""Seconds a reading lasts before its bar appears: a bar only for work that lasts."""
+"""Seconds a reading lasts before its bar appears: a bar only for work that lasts
+(``CODEX_APP_BRIDGE_PROGRESS_AFTER`` sets others, 0 for a bar at once)."""
 
 _UPDATE_EVERY: Final = 1 << 16
 """Bytes read between two updates of the bar (an update per line would cost more than reading)."""
@@ -47,6 +48,15 @@ def warn(message: str) -> None:
         _active[-1].write(message, file=sys.stderr)
     else:
         print(message, file=sys.stderr)
+
+
+def _show_after() -> float:
+    text = os.environ.get("CODEX_APP_BRIDGE_PROGRESS_AFTER", "")
+    try:
+        seconds = float(text) if text else SHOW_AFTER
+    except ValueError:
+        return SHOW_AFTER
+    return seconds if 0 <= seconds < float("inf") else SHOW_AFTER
 
 
 class Progress:
@@ -66,7 +76,7 @@ class Progress:
                 unit_divisor=1024,
                 file=sys.stderr,
                 dynamic_ncols=True,
-                delay=SHOW_AFTER,
+                delay=_show_after(),
             )
             self._bar = bar
             _active.append(bar)
