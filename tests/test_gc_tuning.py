@@ -5,8 +5,12 @@ from __future__ import annotations
 
 import subprocess
 import sys
+from pathlib import Path
 
 from codex_app_bridge._gc import YOUNG_THRESHOLD
+
+# history needs a rollout (an empty input is refused)
+_ROLLOUT = Path(__file__).resolve().parent / "data" / "captures" / "plain" / "rollout.jsonl"
 
 _PROBE = """
 import gc, sys
@@ -30,7 +34,7 @@ def _probe(command: str, argv: str) -> list[str]:
 
 
 def test_the_process_command_tunes_the_collector() -> None:
-    code, before, after, frozen = _probe('"history"', "")
+    code, before, after, frozen = _probe(f'"history", "{_ROLLOUT}"', "")
     assert code == "0"
     assert int(before) < YOUNG_THRESHOLD
     assert int(after) == YOUNG_THRESHOLD
@@ -38,7 +42,7 @@ def test_the_process_command_tunes_the_collector() -> None:
 
 
 def test_an_embedding_caller_keeps_its_settings() -> None:
-    code, before, after, frozen = _probe('"history"', '["history"]')
+    code, before, after, frozen = _probe('"history"', f'["history", "{_ROLLOUT}"]')
     assert code == "0"
     assert after == before
     assert frozen == "False"
