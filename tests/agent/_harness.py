@@ -64,6 +64,7 @@ async def run_turns(
     thread_params: dict[str, Any] | None = None,
     turn_params: dict[str, Any] | None = None,
     extra_config: str = "",
+    top_config: str = "",
     driver: Driver | None = None,
     handler: Any = default_server_request_handler,
     command: Sequence[str] | None = None,
@@ -73,7 +74,7 @@ async def run_turns(
         home = Path(scratch) / "home"
         work = Path(scratch) / "work"
         work.mkdir()
-        write_codex_config(home, mock.base_url, extra_config)
+        write_codex_config(home, mock.base_url, extra_config, top_config)
         env = codex_env(home, extra={k: v for k, v in bridge_env().items() if k == "PYTHONPATH"})
         stderr = Path(scratch) / "stderr.log"
         with anyio.fail_after(TIMEOUT * (1 + len(turns))):

@@ -177,3 +177,45 @@ async def _unknown_thread_error() -> JsonObject:
             "thread/compact/start", {"threadId": "01a229f2-bbfe-7a20-9d7f-35a05b666f52"}
         )
     return reply["error"]
+
+
+async def test_a_turn_over_the_auto_compact_limit_compacts_before_its_user_message() -> None:
+    from codex_app_bridge.agent._session import AUTO_PRE_TURN_COMPACTION
+    from tests.agent._harness import run_turns
+
+    # the mock reports 120 tokens per response: the second turn starts over the limit
+    run = await run_turns(
+        "multi_turn",
+        ["First question", "Second question"],
+        top_config="model_auto_compact_token_limit = 100\n",
+    )
+    one, compact, two = run.requests
+    assert [_metadata(r)["request_kind"] for r in (one, compact, two)] == [
+        "turn",
+        "compaction",
+        "turn",
+    ]
+    assert _metadata(compact)["compaction"] == AUTO_PRE_TURN_COMPACTION
+    assert [_metadata(r)["window_number"] for r in (one, compact, two)] == [0, 0, 1]
+    # the compaction request does not hold the new message; the turn's request starts afresh
+    texts = [json.dumps(i) for i in compact["body"]["input"]]
+    assert not any("Second question" in t for t in texts)
+    assert [i["role"] for i in two["body"]["input"][-3:]] == ["user", "user", "user"]
+    assert two["body"]["input"][-1]["content"][0]["text"] == "Second question"
+    # clients see the compaction item before the turn's user message, in the same turn
+    second = [m for m in run.received if m.get("method") in ("item/started", "turn/started")]
+    kinds = [m["params"].get("item", {}).get("type", m["method"]) for m in second]
+    assert kinds[-4:] == ["turn/started", "contextCompaction", "userMessage", "agentMessage"]
+    usage = [m for m in run.received if m.get("method") == "thread/tokenUsage/updated"]
+    assert len(usage) == 1 + 3 + 1  # first turn; before, after and the estimate; second turn
+
+
+async def test_under_the_limit_nothing_is_compacted() -> None:
+    from tests.agent._harness import run_turns
+
+    run = await run_turns(
+        "multi_turn",
+        ["First question", "Second question"],
+        top_config="model_auto_compact_token_limit = 1000\n",
+    )
+    assert [_metadata(r)["request_kind"] for r in run.requests] == ["turn", "turn"]

@@ -57,6 +57,13 @@ KNOWN: dict[str, list[Known]] = {
         # the bridge counts the compaction turn as unread activity; the binary does not
         ("extra", "thread/readState/changed", None),
     ],
+    "auto_compact": [
+        (
+            "changed",
+            "thread/tokenUsage/updated",
+            r"params\.tokenUsage\.last\.totalTokens: real \d+ != bridge \d+",
+        ),
+    ],
 }
 
 

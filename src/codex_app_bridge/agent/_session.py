@@ -143,6 +143,18 @@ MANUAL_COMPACTION: Final = {
 }
 """The ``compaction`` turn metadata of ``thread/compact/start``'s request (0.163.0, probed)."""
 
+AUTO_PRE_TURN_COMPACTION: Final = {
+    "trigger": "auto",
+    "reason": "context_limit",
+    "implementation": "responses",
+    "phase": "pre_turn",
+    "strategy": "memento",
+}
+"""The metadata of an automatic compaction before a turn's first request (0.163.0, probed)."""
+
+FALLBACK_CONTEXT_WINDOW: Final = 272_000
+"""The context window of a model without catalog metadata (reported as 95 %: 258,400)."""
+
 NETWORK_WAIT_FIRST_S: Final = 5.0
 NETWORK_WAIT_MAX_S: Final = 60.0
 WAITING_FOR_NETWORK: Final = "Reconnecting... waiting for network"
@@ -618,22 +630,13 @@ class ModelSession:
 
         turn_id = turn.turn_id
         self.emit(turn_id, self._task_started(turn_id, turn.started_at_ms, turn.config))
-        item = ContextCompactionItem(id=new_item_id())
-        started = now_ms()
-        self.emit(
-            turn_id,
-            ItemStartedEvent(
-                thread_id=self.thread_id, turn_id=turn_id, item=item, started_at_ms=started
-            ),
-        )
-        # core reports the usage as it stands before the request (0.163.0, probed)
-        self.emit(turn_id, TokenCountEvent(info=self._info, rate_limits=self._rate_limits))
-        summary: str | None = None
         failure: ModelError | None = None
         config_failure: str | None = None
+        done = False
         with turn.scope:
             try:
-                summary = await self._compaction_request(turn)
+                await self._compact_history(turn, MANUAL_COMPACTION)
+                done = True
             except ModelError as exc:
                 failure = exc
             except _ConfigFailure as exc:
@@ -641,7 +644,7 @@ class ModelSession:
         if turn.interrupted:
             self._abort(turn)
             return
-        if failure is not None or config_failure is not None or summary is None:
+        if not done:
             message = config_failure or (failure.message if failure is not None else "")
             info = "other" if failure is None else core_error_info(failure.codex_error_info)
             self.emit(turn_id, ErrorEvent(message=message, codex_error_info=info))
@@ -655,6 +658,24 @@ class ModelSession:
                 ),
             )
             return
+        self.emit(turn_id, self._task_complete(turn_id, turn.started_at_ms, None))
+
+    async def _compact_history(self, turn: _Turn, compaction: Mapping[str, str]) -> None:
+        """One compaction inside ``turn``: the ``contextCompaction`` item, the usage before the
+        request, the request (``ModelError`` / ``_ConfigFailure`` when it fails), the history
+        replaced, the estimate, the item completed and core's warning."""
+        turn_id = turn.turn_id
+        item = ContextCompactionItem(id=new_item_id())
+        started = now_ms()
+        self.emit(
+            turn_id,
+            ItemStartedEvent(
+                thread_id=self.thread_id, turn_id=turn_id, item=item, started_at_ms=started
+            ),
+        )
+        # core reports the usage as it stands before the request (0.163.0, probed)
+        self.emit(turn_id, TokenCountEvent(info=self._info, rate_limits=self._rate_limits))
+        summary = await self._compaction_request(turn, compaction)
         settings = turn.config
         context = self._context_items(turn, first=True)
         history = replacement_history(context, self.history, summary)
@@ -682,9 +703,21 @@ class ModelSession:
             ),
         )
         self.emit(turn_id, WarningEvent(message=COMPACTION_WARNING))
-        self.emit(turn_id, self._task_complete(turn_id, turn.started_at_ms, None))
 
-    async def _compaction_request(self, turn: _Turn) -> str:
+    def _over_compaction_limit(self, settings: EffectiveConfig) -> bool:
+        """Whether the last response's tokens reached the automatic compaction limit:
+        ``model_auto_compact_token_limit`` capped at 90 % of the model's context window."""
+        info = self._info
+        if info is None:
+            return False
+        window = settings.model_context_window or FALLBACK_CONTEXT_WINDOW
+        limit = window * 9 // 10
+        configured = settings.model_auto_compact_token_limit
+        if configured is not None and configured > 0:
+            limit = min(limit, configured)
+        return info.last_token_usage.total_tokens >= limit
+
+    async def _compaction_request(self, turn: _Turn, compaction: Mapping[str, str]) -> str:
         """The summary the model writes (its last message), with the turn-level retries."""
         from codex_app_bridge.model import ModelError, backoff_s, rate_limits_from_headers
 
@@ -695,7 +728,7 @@ class ModelSession:
         max_retries = settings.provider.stream_max_retries
         attempt = 0
         while True:
-            meta = self._meta(turn, "compaction", MANUAL_COMPACTION)
+            meta = self._meta(turn, "compaction", compaction)
             metadata = turn_metadata(meta)
             base = base_instructions_message(
                 self.thread_id, self._source.base_instructions(settings)
@@ -820,11 +853,14 @@ class ModelSession:
         turn_id = turn.turn_id
         self.emit(turn_id, self._task_started(turn_id, turn.started_at_ms, turn.config))
         self._record_context(turn)
-        self._record_user(turn, inputs)
         failure: ModelError | None = None
         config_failure: str | None = None
         with turn.scope:
             try:
+                if self._over_compaction_limit(turn.config):
+                    # 0.163.0 compacts inside the turn, before its user message is recorded
+                    await self._compact_history(turn, AUTO_PRE_TURN_COMPACTION)
+                self._record_user(turn, inputs)
                 while True:
                     follow_up = await self._sample(turn)
                     if turn.steers:

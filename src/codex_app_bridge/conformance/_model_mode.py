@@ -139,6 +139,8 @@ class ModelScenario:
     """The whole session's bound (every wait inside has its own)."""
     idle_timeout_ms: int | None = None
     """The provider's ``stream_idle_timeout_ms`` when not the default config's 60 s."""
+    extra_config: str = ""
+    """TOML appended to the scenario's ``config.toml`` (top-level keys)."""
     volatile: frozenset[str] = frozenset()
     """Labels of units whose content depends on timing (the text streamed before an
     interrupt): a change in them is listed but not counted against a re-check of the
@@ -262,6 +264,12 @@ async def _compact(ctx: ModelContext) -> None:
     await ctx.peer.request("thread/compact/start", {"threadId": thread_id})
     await ctx.peer.wait(done, TURN_TIMEOUT_S)
     await ctx.run_turn(thread_id, "Second question, after the compaction")
+
+
+async def _two_turns(ctx: ModelContext) -> None:
+    thread_id = await ctx.start_thread()
+    await ctx.run_turn(thread_id, "First question")
+    await ctx.run_turn(thread_id, "Second question")
 
 
 async def _answer_user_input(message: JsonObject) -> JsonObject:
@@ -420,6 +428,14 @@ MODEL_SCENARIOS: Final[tuple[ModelScenario, ...]] = (
         "a turn, thread/compact/start, a turn on the compacted history",
         _compact,
     ),
+    ModelScenario(
+        "auto_compact",
+        "multi_turn",
+        {},
+        "model_auto_compact_token_limit = 100: the second turn compacts before its request",
+        _two_turns,
+        extra_config="model_auto_compact_token_limit = 100\n",
+    ),
 )
 
 
@@ -477,7 +493,7 @@ async def run_server(
     work.mkdir(parents=True)
     home.mkdir(parents=True)
     base_url = mock.base_url if spec.mock is not None else f"http://127.0.0.1:{_closed_port()}/v1"
-    config = write_codex_config(home, base_url)
+    config = write_codex_config(home, base_url, top=spec.extra_config)
     if spec.idle_timeout_ms is not None:
         text = config.read_text(encoding="utf-8")
         wanted = f"stream_idle_timeout_ms = {spec.idle_timeout_ms}"

@@ -79,14 +79,17 @@ enabled = false
 {extra}"""
 
 
-def write_codex_config(codex_home: str | os.PathLike[str], base_url: str, extra: str = "") -> Path:
+def write_codex_config(
+    codex_home: str | os.PathLike[str], base_url: str, extra: str = "", top: str = ""
+) -> Path:
     """Write ``config.toml`` for the mock provider at ``base_url`` (``MockResponses.base_url``,
     ending in ``/v1``). ``supports_websockets = false`` stops Codex trying ``wss://`` first;
-    retries are few so failing scenarios end quickly. ``extra`` is appended TOML."""
+    retries are few so failing scenarios end quickly. ``extra`` is appended TOML (tables);
+    ``top`` goes first (top-level keys)."""
     home = Path(codex_home)
     home.mkdir(parents=True, exist_ok=True)
     path = home / "config.toml"
-    path.write_text(_CONFIG.format(base_url=base_url, extra=extra), encoding="utf-8")
+    path.write_text(top + _CONFIG.format(base_url=base_url, extra=extra), encoding="utf-8")
     return path
 
 
