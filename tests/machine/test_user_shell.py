@@ -142,3 +142,22 @@ async def test_the_threads_sandbox_confines_it(tmp_path: Path) -> None:
     )
     assert "Read-only file system" in result.output
     assert not (tmp_path / "made.txt").exists()
+
+
+def test_output_pipes_are_widened_for_large_reads(tmp_path: Path) -> None:
+    import fcntl
+
+    from codex_app_bridge.machine import spawn
+
+    get_size = getattr(fcntl, "F_GETPIPE_SZ", None)
+    if get_size is None:
+        pytest.skip("no F_GETPIPE_SZ here")
+    child = spawn(["true"], cwd=str(tmp_path), env=dict(os.environ), tty=False, merge_stderr=False)
+    try:
+        assert child.stdout_fd is not None
+        assert child.stderr_fd is not None
+        for fd in (child.stdout_fd, child.stderr_fd):
+            assert fcntl.fcntl(fd, get_size) >= 256 * 1024
+    finally:
+        child.kill()
+        child.close()

@@ -19,6 +19,7 @@ from dataclasses import dataclass, field
 from typing import Final
 
 import anyio
+import anyio.lowlevel
 
 from codex_app_bridge.machine._proc import ChildProcess, spawn
 from codex_app_bridge.machine._sandbox import Bubblewrap, SandboxPolicy, WrappedCommand
@@ -174,6 +175,9 @@ class CommandRun:
                 if self.streaming and on_delta is not None:
                     if part:
                         await on_delta(stream.name, part, reached)
+                    # a pipe that always has data never makes ``read`` wait: let the loop run
+                    # (the connection flushes what was offered and can then push back)
+                    await anyio.lowlevel.checkpoint()
                 elif part:
                     stream.data += part
         except OSError:
