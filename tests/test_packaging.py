@@ -61,3 +61,13 @@ def test_dockerfile_passes_hadolint() -> None:
         [HADOLINT, str(DOCKERFILE)], capture_output=True, text=True, timeout=60, check=False
     )
     assert proc.returncode == 0, proc.stdout + proc.stderr
+
+
+def test_dockerfile_exposes_the_websocket_port_and_keeps_codex_home_in_a_volume() -> None:
+    text = DOCKERFILE.read_text()
+    assert re.search(r"^EXPOSE 8765$", text, re.M)
+    assert "ENV CODEX_HOME=/home/bridge/.codex" in text
+    assert 'VOLUME ["/home/bridge/.codex"]' in text
+    readme = (ROOT / "README.md").read_text()
+    assert "--listen ws://0.0.0.0:8765 --ws-auth capability-token" in readme
+    assert "-v codex-home:/home/bridge/.codex" in readme
