@@ -64,7 +64,6 @@ def warm(layers: ConfigLayers | None = None) -> None:
                 tls = _uses_tls(layers.resolve().provider.base_url)
             except Exception:  # a broken config.toml fails its request, not the warm-up
                 tls = False
-        _warm_http(tls)
         import codex_app_bridge.machine  # noqa: F401  # pyright: ignore[reportUnusedImport]
         from codex_app_bridge.protocol.core import (
             RESPONSE_ITEM_ADAPTER,
@@ -84,6 +83,9 @@ def warm(layers: ConfigLayers | None = None) -> None:
         UserMessageItem(id="", content=[])
         TaskStartedEvent(turn_id="")
         TokenCountEvent()
+        # last: a thread's session builds its HTTP client when it opens, so thread/start waits
+        # for this import; what comes before is ready once thread/start is answered
+        _warm_http(tls)
     except Exception:  # a warm-up never fails the server
         logger.exception("warming the model source")
 

@@ -451,14 +451,17 @@ def _model_source(config: ConfigLayers, codex_home_dir: str | None) -> EventSour
 
 def _warm_model_source(config: ConfigLayers) -> None:
     """Run in a worker thread when the model source serves: what a first turn would build on
-    the event loop (the agent's modules, the HTTP stack, the turn's wire models) is built now."""
+    the event loop (the turn's wire models, the agent's modules, the HTTP stack) is built now,
+    the HTTP stack last (``agent._source.warm``): a thread's session needs it when it opens, so
+    the rest is built before ``thread/start`` is answered and the first ``turn/start`` finds
+    nothing left to build."""
     from codex_app_bridge.agent._source import warm
 
-    warm(config)
     try:
         _warm_turn_models()
     except Exception:  # a warm-up never fails the server
         logger.exception("warming the turn's models")
+    warm(config)
 
 
 def _warm_turn_models() -> None:
