@@ -219,3 +219,26 @@ async def test_under_the_limit_nothing_is_compacted() -> None:
         top_config="model_auto_compact_token_limit = 1000\n",
     )
     assert [_metadata(r)["request_kind"] for r in run.requests] == ["turn", "turn"]
+
+
+async def test_a_tool_call_over_the_limit_compacts_before_its_follow_up() -> None:
+    from codex_app_bridge.agent._session import AUTO_MID_TURN_COMPACTION
+    from tests.agent._harness import run_turns
+
+    run = await run_turns(
+        "unknown_tool", ["Use frobnicate."], top_config="model_auto_compact_token_limit = 100\n"
+    )
+    _, compact, follow_up = run.requests
+    assert _metadata(compact)["compaction"] == AUTO_MID_TURN_COMPACTION
+    assert [i["type"] for i in compact["body"]["input"]][-3:] == [
+        "function_call",
+        "function_call_output",
+        "message",
+    ]
+    # the follow-up goes on from the compacted history: the call and its output are gone
+    kinds = [i["type"] for i in follow_up["body"]["input"]]
+    assert "function_call" not in kinds
+    assert "function_call_output" not in kinds
+    assert _metadata(follow_up)["window_number"] == 1
+    (completed,) = [m for m in run.received if m.get("method") == "turn/completed"]
+    assert completed["params"]["turn"]["status"] == "completed"

@@ -64,6 +64,13 @@ KNOWN: dict[str, list[Known]] = {
             r"params\.tokenUsage\.last\.totalTokens: real \d+ != bridge \d+",
         ),
     ],
+    "auto_compact_mid_turn": [
+        (
+            "changed",
+            "thread/tokenUsage/updated",
+            r"params\.tokenUsage\.last\.totalTokens: real \d+ != bridge \d+",
+        ),
+    ],
 }
 
 

@@ -152,6 +152,9 @@ AUTO_PRE_TURN_COMPACTION: Final = {
 }
 """The metadata of an automatic compaction before a turn's first request (0.163.0, probed)."""
 
+AUTO_MID_TURN_COMPACTION: Final = {**AUTO_PRE_TURN_COMPACTION, "phase": "mid_turn"}
+"""The metadata of an automatic compaction between a tool call and its follow-up (probed)."""
+
 FALLBACK_CONTEXT_WINDOW: Final = 272_000
 """The context window of a model without catalog metadata (reported as 95 %: 258,400)."""
 
@@ -863,6 +866,9 @@ class ModelSession:
                 self._record_user(turn, inputs)
                 while True:
                     follow_up = await self._sample(turn)
+                    if follow_up and self._over_compaction_limit(turn.config):
+                        # a follow-up over the limit goes on from the compacted history
+                        await self._compact_history(turn, AUTO_MID_TURN_COMPACTION)
                     if turn.steers:
                         while turn.steers:
                             self._record_user(turn, turn.steers.pop(0))

@@ -436,6 +436,15 @@ MODEL_SCENARIOS: Final[tuple[ModelScenario, ...]] = (
         _two_turns,
         extra_config="model_auto_compact_token_limit = 100\n",
     ),
+    ModelScenario(
+        "auto_compact_mid_turn",
+        "unknown_tool",
+        {},
+        "model_auto_compact_token_limit = 100: a tool call over the limit compacts before the "
+        "follow-up request",
+        _single("Use the frobnicate tool."),
+        extra_config="model_auto_compact_token_limit = 100\n",
+    ),
 )
 
 
@@ -678,14 +687,15 @@ def _mask_compaction_prompt(items: list[object]) -> list[object]:
 
 
 def _mask_summary(items: list[object], compaction: list[object]) -> list[object]:
-    """The request after a compaction holds the summary as a user message the compaction
-    request did not have (prefix + the model's summary, which answered each server's own
-    prompt): masked. The request's last item (its new input) is kept."""
+    """The request after a compaction holds the summary as the first user message the
+    compaction request did not have (prefix + the model's summary, which answered each server's
+    own prompt): masked. A new user message after it is kept."""
     out = list(items)
-    for i, item in enumerate(items[:-1]):
+    for i, item in enumerate(items):
         message = _user_message(item)
         if message is not None and not _is_masked_context(message) and item not in compaction:
             out[i] = _masked_text(message, "<compaction summary>")
+            break
     return out
 
 
