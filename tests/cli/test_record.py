@@ -5,6 +5,8 @@ bridge to the same client flow with the same turn notifications (conformance nor
 from __future__ import annotations
 
 import json
+import signal
+import subprocess
 import sys
 from pathlib import Path
 from typing import Any, cast
@@ -101,3 +103,33 @@ def test_record_of_a_missing_program_says_so(
 ) -> None:
     assert main(["record", "--out", str(tmp_path / "r"), "--", str(tmp_path / "nope")]) == 2
     assert f"cannot run {tmp_path / 'nope'}: No such file or directory" in capsys.readouterr().err
+
+
+def test_ctrl_c_while_recording_keeps_the_transcript_and_is_one_line(tmp_path: Path) -> None:
+    out = tmp_path / "r"
+    echo = "import sys\nfor line in sys.stdin:\n    print(line, end='', flush=True)\n"
+    record = [sys.executable, "-m", "codex_app_bridge", "record", "--out", str(out), "--"]
+    proc = subprocess.Popen(
+        [*record, sys.executable, "-c", echo],
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        env=bridge_env(),
+    )
+    try:
+        assert proc.stdin is not None
+        assert proc.stdout is not None
+        proc.stdin.write(b'{"id":1,"method":"ping"}\n')
+        proc.stdin.flush()
+        assert proc.stdout.readline() == b'{"id":1,"method":"ping"}\n'  # through, unchanged
+        proc.send_signal(signal.SIGINT)
+        _, err = proc.communicate(timeout=TIMEOUT)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait(timeout=TIMEOUT)
+    assert proc.returncode == 130
+    assert b"Traceback" not in err
+    assert err.splitlines()[-1] == b"record: interrupted"
+    assert _lines(out / "transcript.jsonl", "c2s") == [{"id": 1, "method": "ping"}]
+    assert _lines(out / "transcript.jsonl", "s2c") == [{"id": 1, "method": "ping"}]
