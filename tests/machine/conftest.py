@@ -31,6 +31,7 @@ class FakeHost:
     requests: list[EventMsg] = field(default_factory=list[EventMsg])
     changed: anyio.Event = field(default_factory=anyio.Event)
     diff: TurnDiff = field(init=False)
+    room_waits: int = 0
 
     def __post_init__(self) -> None:
         self.diff = TurnDiff(self.cwd)
@@ -39,6 +40,9 @@ class FakeHost:
         self.events.append(event)
         self.changed.set()
         self.changed = anyio.Event()
+
+    async def wait_for_room(self) -> None:
+        self.room_waits += 1
 
     async def request_approval(self, request: EventMsg) -> object:
         self.requests.append(request)

@@ -308,3 +308,17 @@ async def test_view_image_attaches_the_image_or_says_why_not(tmp_path: Path, wor
             f"image path `{work}` is not a file"
         )
     assert [e["item"]["type"] for e in host.of_type("item_completed")] == ["ImageView"]
+
+
+async def test_output_deltas_wait_for_room_and_stay_small(tmp_path: Path, work: Path) -> None:
+    """Each streamed chunk asks the host for room (the thread's event queue is bounded: output
+    faster than the client reads waits in the pipe) and holds at most 64 KiB."""
+    host = FakeHost(str(work))
+    cmd = "sleep 0.3; head -c 3000000 /dev/zero"
+    async with _tools(tmp_path) as tools:
+        out = _parse(await tools.call(host, "exec_command", "c1", _args(cmd=cmd)))
+    assert out["code"] == "0"
+    chunks = [base64.b64decode(d["chunk"]) for d in host.of_type("exec_command_output_delta")]
+    assert sum(map(len, chunks)) == 3_000_000
+    assert max(map(len, chunks)) <= 64 * 1024
+    assert host.room_waits == len(chunks)

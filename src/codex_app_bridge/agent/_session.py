@@ -1455,6 +1455,11 @@ class _MachineHost(_Context):
             turn.diff = TurnDiff(self.cwd)
         return turn.diff
 
+    async def wait_for_room(self) -> None:
+        queue = self._session._queue  # pyright: ignore[reportPrivateUsage]
+        if queue.full:
+            await queue.wait_for_room()
+
     async def request_approval(self, request: EventMsg) -> object:
         answer = await self.ask(request)
         return getattr(answer, "decision", "denied")

@@ -115,11 +115,12 @@ class ChildProcess:
 
     # --- output ---------------------------------------------------------------------------
 
-    async def read(self, fd: int) -> bytes:
-        """The next chunk of ``fd``'s output, ``b""`` at its end (EOF or PTY hang-up)."""
+    async def read(self, fd: int, size: int = _READ_SIZE) -> bytes:
+        """The next chunk of ``fd``'s output (at most ``size`` bytes), ``b""`` at its end (EOF
+        or PTY hang-up)."""
         while True:
             try:
-                return os.read(fd, _READ_SIZE)
+                return os.read(fd, size)
             except BlockingIOError:
                 await anyio.wait_readable(fd)
             except OSError as exc:

@@ -102,6 +102,9 @@ DELTA_HOLD_S: Final = 0.15
 """Output read this soon after the spawn is not streamed (it is in the item and the model's
 text): 0.163.0 starts streaming once its item has started, ~150 ms after the spawn, so a quick
 command's output reaches the client only in ``aggregatedOutput``."""
+DELTA_READ_SIZE: Final = 64 * 1024
+"""At most this much output per ``exec_command_output_delta`` (the thread's event queue is
+bounded in events, so this bounds it in bytes too)."""
 _EXIT_DRAIN_S: Final = 0.1
 """After the process exits, how long its output pipe may stay open (a background child holding
 it) before the call answers with what was read."""
@@ -133,6 +136,12 @@ class ToolHost(Protocol):
 
     def emit(self, event: EventMsg) -> None:
         """Send a core event of this turn (also after the turn ended)."""
+        ...
+
+    async def wait_for_room(self) -> None:
+        """Return once the thread's events may go on (the queue to the client has room): a
+        command's output deltas wait here, so output faster than the client reads waits in
+        the command's pipe, not in the server's memory."""
         ...
 
     async def request_approval(self, request: EventMsg) -> object:
@@ -217,6 +226,7 @@ class _Session:
     parsed: list[dict[str, Any]]
     child: ChildProcess
     emit: Callable[[EventMsg], None]
+    room: Callable[[], Awaitable[None]]
     wrapped: WrappedCommand | None
     started_at: float = field(default_factory=time.monotonic)
     started_at_ms: int = field(default_factory=now_ms)
@@ -251,13 +261,14 @@ class _Session:
         fd = self.child.stdout_fd
         try:
             while fd is not None:
-                data = await self.child.read(fd)
+                data = await self.child.read(fd, DELTA_READ_SIZE)
                 if not data:
                     break
                 self.pending.append(data)
                 self.aggregate.append(data)
                 if time.monotonic() - self.started_at >= DELTA_HOLD_S:
                     self.emit(ExecCommandOutputDeltaEvent.from_bytes(self.call_id, "stdout", data))
+                    await self.room()
         except OSError:
             pass
         finally:
@@ -538,6 +549,7 @@ class MachineTools:
             parsed=parsed,
             child=child,
             emit=host.emit,
+            room=host.wait_for_room,
             wrapped=wrapped,
         )
         self.sessions[session.id] = session
