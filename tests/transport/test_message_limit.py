@@ -4,13 +4,27 @@ connection goes on."""
 
 from __future__ import annotations
 
+import os
+import signal
 import subprocess
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
+from pathlib import Path
+from typing import Any
 
+import anyio
 import orjson
+import pytest
+from websockets.asyncio.client import ClientConnection, connect, unix_connect
+from websockets.exceptions import ConnectionClosed
 
 from codex_app_bridge.transport import DecodeError, LineSplitter, decode_line
 from codex_app_bridge.transport._framing import OversizedLine
 from tests.conftest import bridge_command, bridge_env
+
+TIMEOUT = 60
+INIT = {"id": 1, "method": "initialize", "params": {"clientInfo": {"name": "t", "version": "1"}}}
+LOADED = {"id": 3, "method": "thread/loaded/list", "params": {}}
 
 
 def test_the_splitter_keeps_only_the_head_of_a_line_past_its_limit() -> None:
@@ -79,3 +93,80 @@ def test_serve_answers_an_oversized_request_with_the_reason_and_goes_on() -> Non
     assert answers[3]["result"] == {"data": [], "nextCursor": None}
     assert b"exceeds the maximum message size" in result.stderr
     assert b"Traceback" not in result.stderr
+
+
+@pytest.mark.anyio
+@pytest.mark.parametrize("kind", ["ws", "unix"])
+async def test_a_socket_message_past_the_limit_closes_that_client_with_1009(
+    kind: str,
+) -> None:
+    """A message past the limit (the real server's is 16 MiB; here the configured one) closes
+    its connection with 1009 ("message too big") and a reason naming the limit, on both socket
+    transports (issue 23.7); the client next to it is served on."""
+    path = Path("/tmp") / f"cab-limit-{os.getpid()}.sock"  # short: a socket path has a limit
+    listen = "ws://127.0.0.1:0" if kind == "ws" else f"unix://{path}"
+
+    def connection(url: str) -> connect:
+        if kind == "ws":
+            return connect(url)
+        return unix_connect(str(path), uri="ws://localhost/")
+
+    try:
+        async with (
+            serving(["--listen", listen, "--max-message-size", "1K"]) as url,
+            connection(url) as bystander,
+            connection(url) as sender,
+        ):
+            await bystander.send(orjson.dumps(INIT), text=True)
+            await sender.send(orjson.dumps(INIT), text=True)
+            with anyio.fail_after(TIMEOUT):
+                assert orjson.loads(await sender.recv())["id"] == 1
+                assert orjson.loads(await bystander.recv())["id"] == 1
+            big = {"id": 2, "method": "thread/start", "params": {"x": "y" * 2000}}
+            await sender.send(orjson.dumps(big), text=True)
+            with anyio.fail_after(TIMEOUT), pytest.raises(ConnectionClosed) as closed:
+                await _answer(sender, 2)
+            assert closed.value.rcvd is not None
+            assert closed.value.rcvd.code == 1009
+            assert closed.value.rcvd.reason.endswith("exceeds limit of 1024 bytes")
+            await bystander.send(orjson.dumps(LOADED), text=True)
+            with anyio.fail_after(TIMEOUT):
+                answer = await _answer(bystander, 3)
+            assert answer == {"id": 3, "result": {"data": [], "nextCursor": None}}
+    finally:
+        path.unlink(missing_ok=True)
+
+
+async def _answer(client: ClientConnection, request_id: int) -> dict[str, Any]:
+    """The answer to ``request_id``, past the notifications before it."""
+    while True:
+        message = orjson.loads(await client.recv())
+        if message.get("id") == request_id:
+            return message
+
+
+@asynccontextmanager
+async def serving(args: list[str]) -> AsyncIterator[str]:
+    """A ``serve`` process and the address its banner names; SIGTERM at the end exits 0."""
+    process = await anyio.open_process(
+        [*bridge_command(), "serve", *args],
+        stdin=subprocess.DEVNULL,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.PIPE,
+        env=bridge_env({"LOG_LEVEL": "ERROR"}),
+    )
+    async with process:
+        assert process.stderr is not None
+        banner = b""
+        with anyio.fail_after(TIMEOUT):
+            while b"listening on: " not in banner or not banner.endswith(b"\n"):
+                banner += await process.stderr.receive()
+        line = next(x for x in banner.decode().splitlines() if "listening on: " in x)
+        try:
+            yield line.split(": ")[1]
+        except BaseException:
+            process.kill()  # a failed check: the process goes, the failure is reported
+            raise
+        process.send_signal(signal.SIGTERM)
+        with anyio.fail_after(TIMEOUT):
+            assert await process.wait() == 0
