@@ -28,15 +28,9 @@ pytestmark = pytest.mark.conformance
 
 REFERENCE = Path(__file__).resolve().parents[1] / "data" / "model_mode" / "clients"
 
-# (kind, label pattern, detail pattern) as in test_model_mode_bridge.py
-KNOWN: list[tuple[str, str, str]] = [
-    # the initial developer message lacks its `<skills_instructions>` part
-    ("changed", r"request \d+", r"input\[1\]\.content: 2 elements in real, 1 in bridge"),
-    # a fork, and a thread resumed after a restart, do not send the model their history: the
-    # mock's answer counts one user message, and the request is short
-    ("changed", r"step (fork|resume_after_restart)", r"final: real .* != bridge .*"),
-    ("changed", r"request \d+", r"input: \d+ elements in real, 4 in bridge"),
-]
+# (kind, label pattern, detail pattern) as in test_model_mode_bridge.py: none left (the
+# skills fragment, and the history of forks and resumed threads, are as the real binary's)
+KNOWN: list[tuple[str, str, str]] = []
 
 
 def known(difference: Difference) -> bool:
