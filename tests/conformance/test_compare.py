@@ -278,3 +278,16 @@ def test_report_table_totals_scenarios_and_clients() -> None:
     official = next(r for r in rows if r.startswith("official")).split()
     assert official[:4] == ["official", "13", "9", "69.2%"]
     assert rows[-1].split() == ["TOTAL", "30", "23", "76.7%"]
+
+
+def test_a_comparison_is_stored_as_counts_and_differences() -> None:
+    found = compare([{"label": "a", "x": 1}], [{"label": "a", "x": 2}])
+    assert found.to_json() == {
+        "compared": 1,
+        "equal": 0,
+        "differences": [
+            {"kind": d.kind, "label": d.label, "details": list(d.details)}
+            for d in found.differences
+        ],
+    }
+    assert [d["kind"] for d in found.to_json()["differences"]] == ["changed"]

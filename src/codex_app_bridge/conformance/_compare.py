@@ -396,6 +396,17 @@ class Comparison:
     def percent(self) -> float:
         return 100.0 * self.equal / self.compared if self.compared else 100.0
 
+    def to_json(self) -> JsonObject:
+        """The comparison as a results file stores it."""
+        return {
+            "compared": self.compared,
+            "equal": self.equal,
+            "differences": [
+                {"kind": d.kind, "label": d.label, "details": list(d.details)}
+                for d in self.differences
+            ],
+        }
+
 
 def _key(unit: JsonObject) -> str:
     return json.dumps(unit, sort_keys=True)

@@ -905,23 +905,13 @@ class ModelResult:
         )
 
     def to_json(self) -> JsonObject:
-        def one(c: Comparison) -> JsonObject:
-            return {
-                "compared": c.compared,
-                "equal": c.equal,
-                "differences": [
-                    {"kind": d.kind, "label": d.label, "details": list(d.details)}
-                    for d in c.differences
-                ],
-            }
-
         return {
             "name": self.name,
             "description": self.description,
-            "stream": one(self.stream),
-            "reads": one(self.reads),
-            "inputs": one(self.inputs),
-            "fields": one(self.fields),
+            "stream": self.stream.to_json(),
+            "reads": self.reads.to_json(),
+            "inputs": self.inputs.to_json(),
+            "fields": self.fields.to_json(),
             "request_counts": list(self.request_counts),
             "notes": self.notes,
         }

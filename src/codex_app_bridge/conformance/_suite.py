@@ -69,23 +69,13 @@ class ScenarioResult:
         return both
 
     def to_json(self) -> JsonObject:
-        def one(c: Comparison) -> JsonObject:
-            return {
-                "compared": c.compared,
-                "equal": c.equal,
-                "differences": [
-                    {"kind": d.kind, "label": d.label, "details": list(d.details)}
-                    for d in c.differences
-                ],
-            }
-
         return {
             "name": self.name,
             "description": self.description,
-            "stream": one(self.stream),
-            "reads": one(self.reads),
+            "stream": self.stream.to_json(),
+            "reads": self.reads.to_json(),
             "notes": self.notes,
-            "clients": {name: one(c) for name, c in self.clients.items()},
+            "clients": {name: c.to_json() for name, c in self.clients.items()},
         }
 
 
