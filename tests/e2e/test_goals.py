@@ -4,8 +4,8 @@ is announced by ``thread/resume``."""
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from pathlib import Path
-from typing import Any
 
 import pytest
 
@@ -30,8 +30,11 @@ def _error(reply: Message) -> tuple[int, str]:
     return reply["error"]["code"], reply["error"]["message"]
 
 
-def _is(method: str) -> Any:
-    return lambda m: m.get("method") == method
+def _is(method: str) -> Callable[[Message], bool]:
+    def match(message: Message) -> bool:
+        return message.get("method") == method
+
+    return match
 
 
 @pytest.mark.parametrize("kind", ["stdio"])
