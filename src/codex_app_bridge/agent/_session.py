@@ -41,6 +41,7 @@ import time
 from collections import deque
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
+from functools import partial
 from typing import TYPE_CHECKING, Any, Final, Protocol, cast
 
 import anyio
@@ -53,6 +54,7 @@ from codex_app_bridge.agent._compact import (
     summary_text,
 )
 from codex_app_bridge.agent._events import core_error_info, dicts, passthrough, trusted
+from codex_app_bridge.agent._goals import GOAL_TOOL_NAMES, GoalSession, is_goal_context
 from codex_app_bridge.agent._prompt import (
     TURN_ABORTED_TEXT,
     base_instructions_message,
@@ -217,7 +219,15 @@ class _Turn:
 class _Step:
     """What one sampling request produced (reset on a retry, minus what was recorded)."""
 
-    __slots__ = ("calls", "completed", "open_message", "open_reasoning", "outputs", "usage")
+    __slots__ = (
+        "calls",
+        "completed",
+        "counted",
+        "open_message",
+        "open_reasoning",
+        "outputs",
+        "usage",
+    )
 
     def __init__(self) -> None:
         self.open_message: str | None = None
@@ -225,6 +235,8 @@ class _Step:
         self.calls: list[ToolCall] = []
         self.outputs: dict[str, ToolOutput] = {}
         self.usage: Mapping[str, Any] | None = None
+        self.counted = False
+        """``usage`` is in the session's totals."""
         self.completed = False
 
 
@@ -291,6 +303,8 @@ class ModelSession:
         self._info: TokenUsageInfo | None = None
         self._totals = config.token_total or TokenUsage()
         """The thread's running total (seeded from its history on resume and fork, as core)."""
+        self._goals = None if config.goals is None else GoalSession(config.goals, self.thread_id)
+        """The thread's goal tools and token accounting (``_goals``), when the server keeps goals."""
         self._context_window_id = _uuid7()
         self._window_number = 0
         self._history_initialization = config.history_initialization
@@ -819,6 +833,18 @@ class ModelSession:
             elif kind == "local_image":
                 content.append(_local_image(str(getattr(part, "path", ""))))
                 kinds.append("user.image")
+        message: Item = {
+            "type": "message",
+            "id": new_response_item_id("msg"),
+            "role": "user",
+            "content": content,
+            "internal_chat_message_metadata_passthrough": passthrough(
+                turn_id, kinds=kinds, created=True
+            ),
+        }
+        if is_goal_context(inputs):  # hidden context for the model: no userMessage item
+            self._record(turn_id, message)
+            return
         item = UserMessageItem(id=new_item_id(), content=list(inputs))
         at = now_ms()
         self.emit(
@@ -827,18 +853,7 @@ class ModelSession:
                 thread_id=self.thread_id, turn_id=turn_id, item=item, started_at_ms=at
             ),
         )
-        self._record(
-            turn_id,
-            {
-                "type": "message",
-                "id": new_response_item_id("msg"),
-                "role": "user",
-                "content": content,
-                "internal_chat_message_metadata_passthrough": passthrough(
-                    turn_id, kinds=kinds, created=True
-                ),
-            },
-        )
+        self._record(turn_id, message)
         self.emit(
             turn_id,
             ItemCompletedEvent(
@@ -855,6 +870,8 @@ class ModelSession:
 
         turn_id = turn.turn_id
         self.emit(turn_id, self._task_started(turn_id, turn.started_at_ms, turn.config))
+        if self._goals is not None:
+            self._goals.turn_started(self._totals)
         self._record_context(turn)
         failure: ModelError | None = None
         config_failure: str | None = None
@@ -896,6 +913,7 @@ class ModelSession:
             return
         if failure is not None:
             self._flush_rate_limits(turn)
+            self._account_goal(turn)
             info = core_error_info(failure.codex_error_info)
             self.emit(turn_id, ErrorEvent(message=failure.message, codex_error_info=info))
             self.emit(
@@ -908,6 +926,7 @@ class ModelSession:
                 ),
             )
             return
+        self._account_goal(turn)
         self.emit(
             turn_id,
             self._task_complete(
@@ -930,6 +949,11 @@ class ModelSession:
             model_context_window=self._context_window(turn.config),
         )
         self.emit(turn.turn_id, TokenCountEvent(info=self._info, rate_limits=self._rate_limits))
+
+    def _account_goal(self, turn: _Turn) -> None:
+        """Charge the thread's goal what the turn used (at its end, as core)."""
+        if self._goals is not None:
+            self._goals.account(turn.turn_id, self._totals, partial(self.emit, turn.turn_id))
 
     def _flush_rate_limits(self, turn: _Turn) -> None:
         snapshot = turn.pending_rate_limits
@@ -1079,6 +1103,9 @@ class ModelSession:
                             await queue.wait_for_room()
             except ModelError as exc:
                 failure = exc
+        self._add_usage(turn, step)
+        if self._goals is not None and step.calls and failure is None:
+            self._answer_goal_calls(turn, step, self._goals)
         # every tool that started has ended: record the outputs in call order
         for call in step.calls:
             output = step.outputs.get(call.call_id)
@@ -1093,11 +1120,37 @@ class ModelSession:
             self.emit(turn.turn_id, TurnDiffEvent(unified_diff=unified))
         return bool(step.calls)
 
+    def _answer_goal_calls(self, turn: _Turn, step: _Step, goals: GoalSession) -> None:
+        """The goal tools' outputs, once the response's usage is known, then the goal charged
+        at this tool boundary (``_goals``)."""
+        emit = partial(self.emit, turn.turn_id)
+        for call in step.calls:
+            if call.namespace is None and call.name in GOAL_TOOL_NAMES:
+                step.outputs[call.call_id] = goals.answer(call, turn.turn_id, self._totals, emit)
+        goals.account(turn.turn_id, self._totals, emit)
+
     def _token_count(self, turn: _Turn, step: _Step) -> None:
+        self._add_usage(turn, step)
+        snapshot = turn.pending_rate_limits
+        turn.pending_rate_limits = None
+        if snapshot is not None:
+            self._rate_limits = snapshot
+        if step.usage is None and snapshot is None:
+            return
+        self.emit(
+            turn.turn_id,
+            TokenCountEvent(
+                info=self._info if step.usage is not None else None, rate_limits=snapshot
+            ),
+        )
+
+    def _add_usage(self, turn: _Turn, step: _Step) -> None:
+        """Add the step's usage to the session's totals (once: a step counted is marked)."""
         from codex_app_bridge.model import token_usage_from
 
         usage = step.usage
-        if usage is not None:
+        if usage is not None and not step.counted:
+            step.counted = True
             last = token_usage_from(usage)
             totals = self._totals
             totals = self._totals = TokenUsage(
@@ -1115,16 +1168,6 @@ class ModelSession:
                 last_token_usage=last,
                 model_context_window=self._context_window(turn.config),
             )
-        snapshot = turn.pending_rate_limits
-        turn.pending_rate_limits = None
-        if snapshot is not None:
-            self._rate_limits = snapshot
-        if usage is None and snapshot is None:
-            return
-        self.emit(
-            turn.turn_id,
-            TokenCountEvent(info=self._info if usage is not None else None, rate_limits=snapshot),
-        )
 
     # --- one SSE event ----------------------------------------------------------------------
 
@@ -1360,6 +1403,8 @@ class ModelSession:
 
     async def _run_tool(self, turn: _Turn, step: _Step, call: ToolCall) -> None:
         name = f"{call.namespace}.{call.name}" if call.namespace else call.name
+        if self._goals is not None and name in GOAL_TOOL_NAMES:
+            return  # answered once the response ends (_answer_goal_calls)
         handler = TOOL_HANDLERS.get(name)
         machine = self._machine
         if handler is None and machine is not None and name in machine.handlers:

@@ -93,6 +93,10 @@ def warm(layers: ConfigLayers | None = None) -> None:
 class ModelSource:
     """Turns from the provider ``config.toml`` names (see the module docstring)."""
 
+    continues_goals = True
+    """A thread's active goal gets goal-continuation turns (``server._goal_turns``): the model
+    decides when the goal is done."""
+
     def __init__(
         self,
         layers: ConfigLayers,

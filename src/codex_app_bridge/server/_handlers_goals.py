@@ -10,7 +10,8 @@ Rules (probed from the 0.163.0 binary):
   ``tokenBudget`` (``null`` clears it) and needs a goal (``cannot update goal for thread <id>:
   no goal exists``). ``goal objective must not be empty``; ``goal budgets must be positive when
   provided``. The answer is ``{goal}``; every connection then gets ``thread/goal/updated``
-  (``turnId: null``).
+  (``turnId: null``), and an active goal of an idle thread starts a goal-continuation turn
+  (``_goal_turns``).
 * ``clear`` answers ``{cleared}`` (whether there was a goal); when there was, every connection
   gets ``thread/goal/cleared``.
 
@@ -99,6 +100,7 @@ class GoalHandlers:
             raise invalid_request(exc.message) from None
         hub = self.server.hub
         ctx.after_response(partial(hub.broadcast, "thread/goal/updated", goal_updated(goal)))
+        ctx.after_response(partial(self.server.goal_turns.continue_goal, thread_id))
         return ThreadGoalSetResponse(goal=wire_goal(goal))
 
     async def thread_goal_clear(

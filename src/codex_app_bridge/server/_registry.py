@@ -64,7 +64,13 @@ if TYPE_CHECKING:
     from codex_app_bridge.rpc import ServerRequests
     from codex_app_bridge.server._shared import SharedThread, SharedThreads
     from codex_app_bridge.server._stored import ThreadStorage
-    from codex_app_bridge.sources import CoreSession, EventSource, SourceDefaults, TurnSource
+    from codex_app_bridge.sources import (
+        CoreSession,
+        EventSource,
+        SourceDefaults,
+        ThreadGoals,
+        TurnSource,
+    )
     from codex_app_bridge.storage import RowFilter, StoredThread, ThreadCatalog, ThreadRow
 
 __all__ = ["ThreadRegistry"]
@@ -122,10 +128,14 @@ class ThreadRegistry:
         interrupt_grace: Callable[[], float],
         user_agent: Callable[[], str | None] = lambda: None,
         shared: SharedThreads | None = None,
+        goals: ThreadGoals | None = None,
+        turn_ended: Callable[[ThreadRecord, core.EventEnvelope], None] | None = None,
     ) -> None:
         """``run`` starts a runtime in the server's task group; ``pending_interrupts(thread_id)``
         counts the ``turn/interrupt`` requests received and not handled yet;
-        ``interrupt_grace()`` is read when a runtime starts."""
+        ``interrupt_grace()`` is read when a runtime starts; ``goals`` go to every session
+        (``SessionConfig.goals``); ``turn_ended(record, terminal)`` is told of every turn's end
+        (goal-continuation turns, ``_goal_turns``)."""
         self.hub = hub
         self.source = source
         self.storage = storage
@@ -137,6 +147,8 @@ class ThreadRegistry:
         self._user_agent = user_agent
         self.shared = shared
         """Threads shared with other servers (``_shared``; ``None``: this server's alone)."""
+        self.goals = goals
+        self._turn_ended = turn_ended
         self._records: dict[str, ThreadRecord] = {}
         """Canonical id -> record, in creation order: loaded and unloaded threads."""
 
@@ -358,7 +370,7 @@ class ThreadRegistry:
             record.listener,
             partial(self._open_session, record),
             history=history,
-            on_turn_end=record.touch,
+            on_turn_end=partial(self._on_turn_end, record),
             interrupt_grace=self._interrupt_grace(),
             server_requests=self._server_requests,
             pending_interrupts=partial(self._pending_interrupts, record.id),
@@ -369,6 +381,11 @@ class ThreadRegistry:
         if self.shared is not None:
             self.shared.loaded(record)
         self._run(record.runtime)
+
+    def _on_turn_end(self, record: ThreadRecord, terminal: core.EventEnvelope) -> None:
+        record.touch()
+        if self._turn_ended is not None:
+            self._turn_ended(record, terminal)
 
     def _open_session(self, record: ThreadRecord) -> CoreSession:
         """The thread's session, opened by its first turn (and again after a session ended):
@@ -395,6 +412,7 @@ class ThreadRegistry:
                 and record.forked_from_ordinal is not None
                 else None
             ),
+            goals=None if record.ephemeral else self.goals,
         )
         return open_session(self.source, config)
 

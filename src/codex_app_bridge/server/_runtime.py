@@ -159,7 +159,7 @@ class ThreadRuntime:
         open_session: Callable[[], CoreSession],
         *,
         history: list[EventEnvelope] | None = None,
-        on_turn_end: Callable[[], None] | None = None,
+        on_turn_end: Callable[[EventEnvelope], None] | None = None,
         interrupt_grace: float = INTERRUPT_GRACE,
         pending_interrupts: Callable[[], int] | None = None,
         server_requests: ServerRequests | None = None,
@@ -484,7 +484,7 @@ class ThreadRuntime:
         for reply in turn.interrupt_replies:
             reply.resolve({})
         if self._on_turn_end is not None:
-            self._on_turn_end()
+            self._on_turn_end(terminal)
         self._feed(terminal)
 
     def _check_interrupt_deadline(self) -> None:

@@ -70,6 +70,7 @@ if TYPE_CHECKING:
 
     from codex_app_bridge.config import ConfigLayers
     from codex_app_bridge.listener import ListenerHub
+    from codex_app_bridge.server._goal_turns import GoalTurns
     from codex_app_bridge.server._handlers import Handlers
     from codex_app_bridge.server._registry import ThreadRegistry
     from codex_app_bridge.server._runtime import ThreadRuntime
@@ -113,6 +114,7 @@ class BridgeServer:
         self._storage: ThreadStorage | None = None
         self._handlers: Handlers | None = None
         self._goals: ThreadGoals | None = None
+        self._goal_turns: GoalTurns | None = None
         self.default_cwd = os.path.abspath(default_cwd or os.getcwd())
         self.outbound_budget = outbound_budget
         """Per-connection backlog budget in bytes (``None``: the rpc layer's default per policy)."""
@@ -203,6 +205,8 @@ class BridgeServer:
                 interrupt_grace=lambda: self.interrupt_grace,
                 user_agent=lambda: self.user_agent,
                 shared=self._shared,
+                goals=self.goals,
+                turn_ended=lambda record, terminal: self.goal_turns.turn_ended(record, terminal),
             )
         return self._threads
 
@@ -223,6 +227,15 @@ class BridgeServer:
 
             self._goals = ThreadGoals(self._codex_home)
         return self._goals
+
+    @property
+    def goal_turns(self) -> GoalTurns:
+        """Starts goal-continuation turns (``_goal_turns``)."""
+        if self._goal_turns is None:
+            from codex_app_bridge.server._goal_turns import GoalTurns
+
+            self._goal_turns = GoalTurns(self)
+        return self._goal_turns
 
     @property
     def handlers(self) -> Handlers:

@@ -12,7 +12,7 @@ the method table from them: no module of ``server/`` needs one that needs it.
 from __future__ import annotations
 
 from collections.abc import Callable, Coroutine
-from typing import Any, Protocol
+from typing import TYPE_CHECKING, Any, Protocol
 
 from codex_app_bridge.config import ConfigLayers
 from codex_app_bridge.listener import ListenerHub
@@ -20,6 +20,9 @@ from codex_app_bridge.rpc import RequestContext
 from codex_app_bridge.server._handshake import ClientHello
 from codex_app_bridge.server._registry import ThreadRegistry
 from codex_app_bridge.sources import EventSource, ThreadGoals, TurnSource
+
+if TYPE_CHECKING:
+    from codex_app_bridge.server._goal_turns import GoalTurns
 
 __all__ = ["ServerServices"]
 
@@ -50,6 +53,11 @@ class ServerServices(Protocol):
     @property
     def goals(self) -> ThreadGoals:
         """Every thread's goal (the one owner, ``sources.ThreadGoals``)."""
+        ...
+
+    @property
+    def goal_turns(self) -> GoalTurns:
+        """Starts goal-continuation turns (``_goal_turns``)."""
         ...
 
     @property

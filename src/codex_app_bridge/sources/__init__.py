@@ -38,7 +38,13 @@ from codex_app_bridge.sources._default import (
     answer_for,
     split_deltas,
 )
-from codex_app_bridge.sources._goals import UNSET, GoalError, ThreadGoals
+from codex_app_bridge.sources._goals import (
+    GOAL_CONTEXT_OPEN,
+    UNSET,
+    GoalError,
+    ThreadGoals,
+    goal_continuation_text,
+)
 from codex_app_bridge.sources._inject import (
     InjectableSource,
     InjectedSession,
@@ -97,6 +103,7 @@ __all__ = [
     "DEFAULT_MODEL",
     "DEFAULT_MODEL_PROVIDER",
     "EVENT_HIGH_WATER",
+    "GOAL_CONTEXT_OPEN",
     "RECORDED",
     "TURN_END_TYPES",
     "TURN_START_TYPES",
@@ -138,6 +145,7 @@ __all__ = [
     "answer_for",
     "failed_task_complete",
     "failed_turn",
+    "goal_continuation_text",
     "index_rollout",
     "index_script",
     "input_text",

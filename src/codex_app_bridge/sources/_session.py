@@ -41,7 +41,7 @@ from collections import deque
 from collections.abc import AsyncGenerator, AsyncIterator, Callable, Mapping, Sequence
 from contextlib import aclosing
 from dataclasses import dataclass
-from typing import Any, Final, Protocol, runtime_checkable
+from typing import TYPE_CHECKING, Any, Final, Protocol, runtime_checkable
 
 import anyio
 
@@ -81,6 +81,9 @@ from codex_app_bridge.sources._base import (
     user_message_events,
 )
 from codex_app_bridge.sources._replies import ANSWER_OP_TYPES, Replies
+
+if TYPE_CHECKING:
+    from codex_app_bridge.sources._goals import ThreadGoals
 
 __all__ = [
     "EVENT_HIGH_WATER",
@@ -132,6 +135,9 @@ class SessionConfig:
     history_initialization: str = "new"
     """How the history came to be: ``new``, ``cold_resume`` (read back from storage) or
     ``warm_fork`` (a fork of a loaded thread), as Codex's turn metadata names it."""
+    goals: ThreadGoals | None = None
+    """The server's goals (``ThreadGoals``, their one owner): a model source answers the goal
+    tools from them and charges a goal its turns' tokens. ``None``: no goals."""
     token_total: TokenUsage | None = None
     """The ``total_token_usage`` of the last ``token_count`` in the thread's history before
     this session opened (core seeds its usage from it on resume and fork); ``None``: none."""
