@@ -38,6 +38,14 @@ label matches, and every detail line matches the pattern of some row with that k
 
 COMMON: list[Known] = []
 KNOWN: dict[str, list[Known]] = {
+    "goal_after_turn": [
+        # as in resume_after_restart
+        (
+            "changed",
+            "response thread/resume",
+            r"result\.(itemsBackwardsCursor|turnsBackwardsCursor|sandbox\.\w+): .*",
+        ),
+    ],
     "resume_after_restart": [
         # the cursors' ordinals count each server's own rollout lines (deliberate, as in the
         # replay suite)

@@ -11,8 +11,8 @@ does for a goal within a turn (probed from the binary against a mock model):
   ``update_goal`` only sets ``complete``, ``blocked`` or ``paused``. A change is a
   ``thread_goal_updated`` event of the turn;
 * **accounting**: the tokens of an active goal's turns (input not served from cache, plus
-  output, as core counts them) are added to the goal at every tool boundary and at the end of
-  the turn, each change a ``thread_goal_updated`` event (a budget reached makes the goal
+  output, as core counts them) and their wall-clock seconds are added to the goal at every
+  tool boundary and at the end of the turn, each change a ``thread_goal_updated`` event (a budget reached makes the goal
   ``budgetLimited``). Usage before the goal existed, or after the model completed it in this
   turn, is not counted.
 
@@ -25,6 +25,7 @@ Boundary: no HTTP, no JSON-RPC; the session calls in, events go out through ``em
 
 from __future__ import annotations
 
+import time
 from collections.abc import Callable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any, Final
 
@@ -80,7 +81,8 @@ def goal_tokens(usage: TokenUsage) -> int:
 
 
 def _wire(goal: ThreadGoal) -> dict[str, Any]:
-    return {**goal.model_dump(mode="json", by_alias=True), "tokenBudget": goal.token_budget}
+    """The goal as core serializes it for the model (no ``tokenBudget`` when it has none)."""
+    return goal.model_dump(mode="json", by_alias=True)
 
 
 def _arguments(call: ToolCall) -> Mapping[str, Any]:
@@ -101,12 +103,21 @@ class GoalSession:
         self.thread_id = thread_id
         self._charged = 0
         """``goal_tokens`` of the session's usage already charged (or not to be charged)."""
+        self._clock = time.monotonic()
+        """When the goal's time was last charged (whole seconds; the fraction carries over)."""
         self._completed = False
         """The model completed the goal in this turn: the rest of the turn is not charged."""
+        self.goal_turn_id: str | None = None
+        """The turn opened by a goal continuation's hidden message."""
+
+    def trigger(self, turn_id: str) -> str | None:
+        """``turn_trigger`` of the turn's requests (``goal`` for a goal-continuation turn)."""
+        return "goal" if turn_id == self.goal_turn_id else None
 
     def turn_started(self, totals: TokenUsage) -> None:
         """A turn opens: what was used before it is never charged to a goal."""
         self._charged = goal_tokens(totals)
+        self._clock = time.monotonic()
         self._completed = False
 
     def account(self, turn_id: str, totals: TokenUsage, emit: Callable[[EventMsg], None]) -> None:
@@ -114,9 +125,11 @@ class GoalSession:
         end of the turn); a change is emitted."""
         used = goal_tokens(totals)
         delta, self._charged = used - self._charged, used
-        if self._completed or delta <= 0:
+        seconds = int(time.monotonic() - self._clock)
+        self._clock += seconds
+        if self._completed or (delta <= 0 and seconds <= 0):
             return
-        goal = self.goals.account(self.thread_id, delta)
+        goal = self.goals.account(self.thread_id, delta, seconds)
         if goal is not None:
             emit(self._updated(turn_id, goal))
 
@@ -157,6 +170,7 @@ class GoalSession:
             raise GoalError("failed to parse function arguments: token_budget is not an integer")
         goal = self.goals.set(self.thread_id, objective=objective, token_budget=budget)
         self._charged = goal_tokens(totals)  # the goal starts now
+        self._clock = time.monotonic()
         self._completed = False
         return goal
 

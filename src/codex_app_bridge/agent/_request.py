@@ -62,6 +62,8 @@ class RequestMeta:
     compaction: Mapping[str, str] | None = None
     """A compaction request's ``compaction`` metadata (``trigger``, ``reason``,
     ``implementation``, ``phase``, ``strategy``); such a request names no ``model``."""
+    turn_trigger: str | None = None
+    """What started the turn when not the user (``goal``: a goal-continuation turn)."""
 
     @property
     def window_id(self) -> str:
@@ -85,9 +87,11 @@ def turn_metadata(meta: RequestMeta) -> str:
     if meta.forked_from_thread_id is not None:
         fields["forked_from_thread_id"] = meta.forked_from_thread_id
         fields["forked_from_ordinal_exclusive"] = meta.forked_from_ordinal_exclusive
+    fields["root_turn_id"] = meta.turn_id
+    if meta.turn_trigger is not None:
+        fields["turn_trigger"] = meta.turn_trigger
     fields.update(
         {
-            "root_turn_id": meta.turn_id,
             "sandbox": "none" if meta.sandbox_mode == "danger-full-access" else "seccomp",
             "sandbox_mode": meta.sandbox_mode,
             "auto_review_enabled": False,

@@ -842,7 +842,9 @@ class ModelSession:
                 turn_id, kinds=kinds, created=True
             ),
         }
-        if is_goal_context(inputs):  # hidden context for the model: no userMessage item
+        if self._goals is not None and is_goal_context(inputs):
+            # hidden context for the model: no userMessage item
+            self._goals.goal_turn_id = turn_id
             self._record(turn_id, message)
             return
         item = UserMessageItem(id=new_item_id(), content=list(inputs))
@@ -1009,6 +1011,7 @@ class ModelSession:
             forked_from_thread_id=forked[0] if forked is not None else None,
             forked_from_ordinal_exclusive=forked[1] if forked is not None else None,
             compaction=compaction,
+            turn_trigger=None if self._goals is None else self._goals.trigger(turn.turn_id),
         )
 
     def _body(self, turn: _Turn, meta: RequestMeta, metadata: str) -> bytes:

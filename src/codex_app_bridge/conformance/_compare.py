@@ -9,7 +9,8 @@ behaviour; the text is). Only what must differ between two runs is rewritten:
 - generated ids: thread, turn and item ids -> ``<thread:N>``, ``<turn:N>``, ``<item:N>``
   numbered per kind by first appearance in each stream (the same id in two places must stay
   the same id); ``processId`` -> ``<process:N>``; any other UUID -> ``<uuid>``;
-- times (``emittedAtMs``, ``startedAt``, ``completedAtMs``, ``createdAt``, ``durationMs``, ...)
+- times (``emittedAtMs``, ``startedAt``, ``completedAtMs``, ``createdAt``, ``durationMs``, a
+  goal's ``timeUsedSeconds``, ...)
   -> ``<time>`` unless null;
 - scratch paths (the run's cwd, CODEX_HOME, scratch root) -> ``<cwd>``, ``<home>``,
   ``<scratch>``, and the time in a rollout file's path (``sessions/<date>/rollout-<time>-...``);
@@ -64,6 +65,7 @@ TIME_KEYS: Final = frozenset(
         "recencyAt",
         "durationMs",
         "sectionEnteredAt",
+        "timeUsedSeconds",
     }
 )
 ID_KEYS: Final = frozenset({"processId"})

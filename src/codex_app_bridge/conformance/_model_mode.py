@@ -295,8 +295,87 @@ async def _user_input_plan_mode(ctx: ModelContext) -> None:
     ctx.notes["turn_status"] = completed["params"]["turn"]["status"]
 
 
+def _goal_updated(status: str) -> Callable[[JsonObject], bool]:
+    """``thread/goal/updated`` with a goal of ``status``, then the ``turn/completed`` after it
+    (one predicate, registered before the goal is set)."""
+    seen = False
+
+    def match(message: JsonObject) -> bool:
+        nonlocal seen
+        params: JsonObject = message.get("params") or {}
+        if message.get("method") == "thread/goal/updated":
+            goal: JsonObject = params.get("goal") or {}
+            seen = seen or goal.get("status") == status
+        return seen and message.get("method") == "turn/completed"
+
+    return match
+
+
+def _goal_run(objective: str, budget: int, ends: str) -> Play:
+    """Set a goal on a new thread and wait for the goal turns it starts to end with the goal
+    ``ends`` (``complete``: the model's update_goal; ``budgetLimited``: the budget spent)."""
+
+    async def play(ctx: ModelContext) -> None:
+        thread_id = await ctx.start_thread()
+        done = ctx.peer.expect(_goal_updated(ends))
+        params = {"threadId": thread_id, "objective": objective, "tokenBudget": budget}
+        ctx.notes["set"] = await ctx.peer.request_raw("thread/goal/set", params)
+        await ctx.peer.wait(done, TURN_TIMEOUT_S)
+        ctx.notes["get"] = await ctx.peer.request_raw("thread/goal/get", {"threadId": thread_id})
+
+    return play
+
+
+async def _goal_after_turn_and_restart(ctx: ModelContext) -> None:
+    """A user turn, then a goal (no budget) the model completes in its second goal turn; a new
+    server process resumes the thread (the goal is announced, not cleared) and clears it."""
+    thread_id = await ctx.start_thread()
+    await ctx.run_turn(thread_id, "Hi")
+    done = ctx.peer.expect(_goal_updated("complete"))
+    params = {"threadId": thread_id, "objective": "Write a haiku"}
+    ctx.notes["set"] = await ctx.peer.request_raw("thread/goal/set", params)
+    await ctx.peer.wait(done, TURN_TIMEOUT_S)
+    await ctx.restart()
+    resume = {"threadId": thread_id, "model": "mock-model", "modelProvider": "mock"}
+    announced = ctx.peer.expect(lambda m: str(m.get("method", "")).startswith("thread/goal/"))
+    ctx.notes["resume"] = await ctx.peer.request_raw("thread/resume", resume)
+    await ctx.peer.wait(announced, TURN_TIMEOUT_S)
+    ctx.notes["get"] = await ctx.peer.request_raw("thread/goal/get", {"threadId": thread_id})
+    ctx.notes["clear"] = await ctx.peer.request_raw("thread/goal/clear", {"threadId": thread_id})
+    ctx.notes["clear_again"] = await ctx.peer.request_raw(
+        "thread/goal/clear", {"threadId": thread_id}
+    )
+
+
+_GOAL_SCENARIOS: Final[tuple[ModelScenario, ...]] = (
+    ModelScenario(
+        "goal",
+        "goal",
+        {"complete_at": 2},
+        "thread/goal/set starts goal turns; the third calls update_goal complete",
+        _goal_run("Write a haiku", 100_000, "complete"),
+    ),
+    ModelScenario(
+        "goal_budget",
+        "goal",
+        {"complete_at": 99},
+        "a goal with a 150-token budget: goal turns until the budget is spent",
+        _goal_run("Write a haiku", 150, "budgetLimited"),
+    ),
+    ModelScenario(
+        "goal_after_turn",
+        "goal",
+        {"complete_at": 2},
+        "a user turn, a goal completed in its second goal turn, a restart, resume and clear",
+        _goal_after_turn_and_restart,
+    ),
+)
+"""Thread goals (``thread/goal/*`` and goal-continuation turns)."""
+
+
 MODEL_SCENARIOS: Final[tuple[ModelScenario, ...]] = (
     ModelScenario("plain", "plain", {}, "a plain message, streamed", _single("Say hello.")),
+    *_GOAL_SCENARIOS,
     ModelScenario(
         "reasoning",
         "reasoning",
@@ -567,7 +646,7 @@ async def run_server(
 # --- normalising ---------------------------------------------------------------------------------
 
 _UUID_IN: Final = re.compile(r"[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}")
-_LEADING_TAG: Final = re.compile(r"\s*<([A-Za-z_][A-Za-z0-9_ -]{0,60})>")
+_LEADING_TAG: Final = re.compile(r"\s*<([A-Za-z_][A-Za-z0-9_ -]{0,60}(?: source=\"[a-z_]+\")?)>")
 _CONTEXT_TAGS: Final = frozenset(
     {
         "environment_context",
@@ -581,6 +660,7 @@ _CONTEXT_TAGS: Final = frozenset(
         "permissions instructions",
         "personality_spec",
         "realtime_conversation",
+        'codex_internal_context source="goal"',
     }
 )
 
@@ -603,10 +683,32 @@ def _masked_id(value: object) -> object:
     return _UUID_IN.sub("<uuid>", value) if isinstance(value, str) else value
 
 
+def _masked_tool_output(output: str) -> str:
+    """A goal tool's output with its ``completionBudgetReport`` (instruction prose) and its
+    goal's times masked."""
+    if '"completionBudgetReport":' not in output:
+        return output
+    try:
+        value = json.loads(output)
+    except ValueError:
+        return output
+    if not isinstance(value, dict):
+        return output
+    result = cast(JsonObject, value)
+    result["completionBudgetReport"] = "<prose>"
+    goal = result.get("goal")
+    if isinstance(goal, dict):
+        for key in ("createdAt", "updatedAt", "timeUsedSeconds"):
+            if key in goal:
+                cast(JsonObject, goal)[key] = "<time>"
+    return json.dumps(result, separators=(",", ":"), ensure_ascii=False)
+
+
 def mask_input(items: Sequence[object]) -> list[object]:
     """A request's ``input`` with what may differ masked: every text part of a developer
     message, and contextual user fragments (environment context, AGENTS.md, turn aborted, ...),
-    become their kind (``<environment_context>…``, ``<prose>``); a UUID inside an ``id`` becomes
+    become their kind (``<environment_context>…``, ``<prose>``), and so does a goal tool's
+    ``completionBudgetReport``; a UUID inside an ``id`` becomes
     ``<uuid>`` (``msg_<uuid>``, ``fco_<uuid>``: the prefix stays). Model output comes back as
     the mock sent it, so it is kept whole."""
     out: list[object] = []
@@ -617,6 +719,8 @@ def mask_input(items: Sequence[object]) -> list[object]:
         item = dict(cast(JsonObject, raw))
         if "id" in item:
             item["id"] = _masked_id(item["id"])
+        if item.get("type") == "function_call_output" and isinstance(item.get("output"), str):
+            item["output"] = _masked_tool_output(item["output"])
         if item.get("type") == "message" and isinstance(item.get("content"), list):
             role = item.get("role")
             parts: list[object] = []

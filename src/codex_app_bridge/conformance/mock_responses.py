@@ -41,7 +41,9 @@ gets the slow stream), ``rate_limited`` (429 + ``retry-after``, ``failures``), `
 torn inside an event, ``failures``), ``huge_event`` (one delta of ``mb`` MiB), ``unknown_tool``
 (``frobnicate``), ``user_input`` (``request_user_input``), ``sdk_flow`` (a client library's
 flow: fail / retry / tool / interrupt / context-counting answers, by prompt), ``hold`` (a few
-deltas, then the stream stays open until the client closes it). Tool-call scenarios look at the ``tools`` Codex offered to choose the
+deltas, then the stream stays open until the client closes it), ``goal`` (messages, then
+``update_goal`` complete at request ``complete_at``), ``goal_tools`` (each goal tool once, and
+their refusals). Tool-call scenarios look at the ``tools`` Codex offered to choose the
 call shape (``exec_command`` / ``shell_command`` / ``shell``; custom or function ``apply_patch``).
 """
 
@@ -770,6 +772,55 @@ def sc_sdk_flow(n: int, body: JsonObject, p: JsonObject) -> Reply:
     return _message_reply(rid, f"msg_sdk_{n}", answer)
 
 
+_NO_USAGE: Final[JsonObject] = {
+    "input_tokens": 0,
+    "input_tokens_details": {"cached_tokens": 0},
+    "output_tokens": 0,
+    "output_tokens_details": {"reasoning_tokens": 0},
+    "total_tokens": 0,
+}
+
+
+def sc_goal(n: int, body: JsonObject, p: JsonObject) -> Reply:
+    """A model pursuing a thread goal: a message per request until request ``complete_at``
+    (default 2), which calls ``update_goal`` with status ``complete`` (in a response that
+    reports no usage); the request that carries
+    a tool's output gets a closing message."""
+    rid = f"resp_goal_{n}"
+    items = _objects(body.get("input"))
+    last = items[-1] if items else {}
+    if last.get("type") == "function_call_output":
+        return _message_reply(rid, f"msg_goal_{n}", "The goal is complete.")
+    if n >= int(p.get("complete_at", 2)):
+        call = function_call_events(
+            f"fc_goal_{n}", f"call_goal_{n}", "update_goal", {"status": "complete"}
+        )
+        # no usage: whether 0.163.0 charges the calling response before the call is timing
+        return SSE([ev_created(rid), *call, ev_completed(rid, _NO_USAGE)])
+    return _message_reply(rid, f"msg_goal_{n}", f"Working on the goal, step {n}.")
+
+
+_GOAL_TOOL_CALLS: Final[tuple[tuple[str, JsonObject], ...]] = (
+    ("create_goal", {"objective": "Write a poem", "token_budget": 1000}),
+    ("get_goal", {}),
+    ("create_goal", {"objective": "Another"}),
+    ("update_goal", {"status": "active"}),
+    ("update_goal", {"status": "paused"}),
+)
+
+
+def sc_goal_tools(n: int, body: JsonObject, p: JsonObject) -> Reply:
+    """The goal tools, one call per request: create_goal (budget 1000), get_goal, create_goal
+    again (refused: a goal is unfinished), update_goal active (refused), update_goal paused;
+    then a message."""
+    rid = f"resp_gt_{n}"
+    if n < len(_GOAL_TOOL_CALLS):
+        name, arguments = _GOAL_TOOL_CALLS[n]
+        call = function_call_events(f"fc_gt_{n}", f"call_gt_{n}", name, arguments)
+        return SSE([ev_created(rid), *call, ev_completed(rid)])
+    return _message_reply(rid, f"msg_gt_{n}", "Paused, as you asked.")
+
+
 SCENARIOS: Final[Mapping[str, Scenario]] = {
     "plain": sc_plain,
     "reasoning": sc_reasoning,
@@ -796,6 +847,8 @@ SCENARIOS: Final[Mapping[str, Scenario]] = {
     "user_input": sc_user_input,
     "sdk_flow": sc_sdk_flow,
     "hold": sc_hold,
+    "goal": sc_goal,
+    "goal_tools": sc_goal_tools,
 }
 
 

@@ -4,7 +4,8 @@ Role: the value behind ``thread/readState/changed``, ``thread/read``'s ``readSta
 ``thread/list``'s ``readStates``: ``{firstUnread: {type: "turn", turnId} | null, revision}``.
 
 - A new thread has ``firstUnread: null`` and the revision ``initial:<threadId>``.
-- A turn that ends ``completed`` or ``failed`` (not ``interrupted``) is activity: the first such
+- A turn that ends ``completed`` or ``failed`` (not ``interrupted``, and not one whose last goal
+  update left the goal active: a goal-continuation turn follows it) is activity: the first such
   turn becomes ``firstUnread`` (later ones leave it), and every such end mints a new revision;
   the reducer then sends ``thread/readState/changed`` to the thread's subscribers, after the
   turn's token and rate-limit notifications and before its status change and ``turn/completed``.

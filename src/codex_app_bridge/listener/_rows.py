@@ -341,11 +341,20 @@ def _row_deprecation(msg: DeprecationNoticeEvent, env: EventEnvelope, ctx: Reduc
     return "deprecationNotice", params, _S
 
 
-def _row_goal(msg: ThreadGoalUpdatedEvent, env: EventEnvelope, ctx: ReduceContext) -> Any:
+def _goal_updated(
+    state: ThreadState, envelope: EventEnvelope, msg: ThreadGoalUpdatedEvent, ctx: ReduceContext
+) -> Reduction:
+    """``thread/goal/updated`` to every connection; a running turn remembers whether its goal
+    is still active (then another goal turn follows and this one is no unread activity)."""
     params = ThreadGoalUpdatedNotification(
         thread_id=msg.thread_id, turn_id=msg.turn_id, goal=convert.thread_goal(msg.goal)
     )
-    return "thread/goal/updated", params, Audience.BROADCAST
+    emission = Emission("thread/goal/updated", params, Audience.BROADCAST)
+    turn = state.turn
+    if msg.turn_id is not None and msg.turn_id == turn.turn_id:
+        turn = replace(turn, goal_continues=msg.goal.status == "active")
+        state = replace(state, turn=turn)
+    return Reduction(state, (emission,))
 
 
 def _row_realtime_started(
@@ -404,7 +413,7 @@ ROWS: dict[type[Any], Handler] = {
     TurnModerationMetadataEvent: _simple(_row_moderation),
     SafetyBufferingEvent: _simple(_row_safety_buffering),
     DeprecationNoticeEvent: _simple(_row_deprecation),
-    ThreadGoalUpdatedEvent: _simple(_row_goal),
+    ThreadGoalUpdatedEvent: _goal_updated,
     RealtimeConversationStartedEvent: _simple(_row_realtime_started),
     RealtimeConversationSdpEvent: _simple(_row_realtime_sdp),
     RealtimeConversationClosedEvent: _simple(_row_realtime_closed),

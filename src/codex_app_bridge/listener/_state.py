@@ -225,6 +225,8 @@ class TurnSummary:
     last_agent_message: WireModel | None = None
     """The turn's summary item so far (the last final-answer agent message)."""
     items: ItemLedger = _NO_ITEMS
+    goal_continues: bool = False
+    """The turn's last goal update left the goal active: a goal turn follows (``_rows``)."""
 
 
 @dataclass(frozen=True, slots=True)

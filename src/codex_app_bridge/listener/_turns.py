@@ -158,7 +158,8 @@ def _turn_end(
     )
     read_state = state.read_state
     read: tuple[Emission, ...] = ()
-    if status != "interrupted":  # an interrupted turn is no unread activity (0.163.0)
+    # neither an interrupted turn nor one a goal turn follows is unread activity (0.163.0)
+    if status != "interrupted" and not state.turn.goal_continues:
         read_state = read_state.after_turn(ctx.thread_id, envelope.id)
         read = (emit(READ_STATE_CHANGED, read_state.changed(ctx.thread_id)),)
     emissions = (

@@ -7,8 +7,9 @@ Rules (probed from the binary against a mock model):
   after every turn that ends while the goal is still active: a goal-continuation turn. Its input
   is one hidden user message (``sources.goal_continuation_text``, the
   ``<codex_internal_context source="goal">`` tag): clients see the turn and what the model does
-  in it, never a ``userMessage`` item; the thread's preview is not taken from it. Each such turn
-  gets the model-catalogue ``warning`` a ``turn/start`` gets.
+  in it, never a ``userMessage`` item; a thread without a preview takes the objective as its
+  preview. Each such turn gets the model-catalogue ``warning`` a ``turn/start`` gets, and
+  only the turn that ends the goal's run counts as unread activity (``thread/readState``).
 * It stops when the goal is no longer active: the model's ``update_goal`` (``complete``,
   ``blocked``, ``paused``), a budget reached (``budgetLimited``, from the source's accounting),
   ``thread/goal/set`` or ``clear``. An interrupted turn pauses the goal (``thread/goal/updated``
@@ -85,6 +86,8 @@ class GoalTurns:
         if runtime.active_turn_id is not None:  # a turn/start got in while we warned
             return
         record.turns_started += 1
+        if not record.preview:
+            record.preview = goal.objective
         record.touch()
         runtime.start_turn(
             TurnOrder(

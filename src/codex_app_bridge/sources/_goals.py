@@ -183,14 +183,17 @@ class ThreadGoals:
                 logger.warning("thread %s: cannot remove its goal file", thread_id)
         return had
 
-    def account(self, thread_id: str, tokens: int) -> ThreadGoal | None:
-        """Add ``tokens`` to an active goal's usage (a budget reached makes it
+    def account(self, thread_id: str, tokens: int, seconds: int = 0) -> ThreadGoal | None:
+        """Add ``tokens`` and ``seconds`` to an active goal's usage (a budget reached makes it
         ``budgetLimited``); the goal as changed, or ``None`` when nothing changed."""
         goal = self.get(thread_id)
-        if goal is None or goal.status != "active" or tokens <= 0:
+        if goal is None or goal.status != "active" or (tokens <= 0 and seconds <= 0):
             return None
-        used = goal.tokens_used + tokens
-        changes: dict[str, object] = {"tokens_used": used}
+        used = goal.tokens_used + max(0, tokens)
+        changes: dict[str, object] = {
+            "tokens_used": used,
+            "time_used_seconds": goal.time_used_seconds + max(0, seconds),
+        }
         if goal.token_budget is not None and used >= goal.token_budget:
             changes["status"] = "budgetLimited"
         goal = goal.model_copy(update=changes)

@@ -1,0 +1,42 @@
+"""Thread goals in model mode, on their own (the whole suite is ``test_model_mode_bridge``): the
+bridge's goal-continuation turns against the real binary's recorded ones, same mock.
+
+``goal``: ``thread/goal/set`` starts goal turns at once, each opened by a hidden message, until
+the model's ``update_goal`` completes the goal; ``goal_budget``: a 150-token budget ends them
+(``budgetLimited``); ``goal_after_turn``: a user turn, then a goal, a restart, ``thread/resume``
+(which announces the goal) and ``thread/goal/clear``. The notifications, the requests the mock
+got (inputs masked: the continuation message's prose is the project's own) and the final reads
+must equal the real binary's but for the rows of ``test_model_mode_bridge.KNOWN``.
+"""
+
+from __future__ import annotations
+
+import pytest
+
+from codex_app_bridge.conformance._model_mode import ModelResult, run_model_suite_sync
+from tests.conformance.test_model_mode_bridge import REFERENCE, known
+
+GOAL_SCENARIOS = ["goal", "goal_budget", "goal_after_turn"]
+
+
+@pytest.fixture(scope="module")
+def results(tmp_path_factory: pytest.TempPathFactory) -> dict[str, ModelResult]:
+    scratch = tmp_path_factory.mktemp("model-mode-goals")
+    found = run_model_suite_sync(GOAL_SCENARIOS, scratch, reference=REFERENCE, servers=("bridge",))
+    return {r.name: r for r in found}
+
+
+@pytest.mark.parametrize("name", GOAL_SCENARIOS)
+def test_goal_turns_match_the_real_binarys(results: dict[str, ModelResult], name: str) -> None:
+    result = results[name]
+    assert result.notes == []
+    real, bridge = result.request_counts
+    assert bridge == real
+    parts = (result.stream, result.reads, result.inputs, result.fields)
+    assert [d for part in parts for d in part.differences if not known(name, d)] == []
+    assert result.stream.compared > 30
+
+
+def test_the_goal_runs_notifications_are_all_equal(results: dict[str, ModelResult]) -> None:
+    for name in ("goal", "goal_budget"):
+        assert results[name].stream.percent == 100.0, name
