@@ -12,7 +12,7 @@ the method table from them: no module of ``server/`` needs one that needs it.
 from __future__ import annotations
 
 from collections.abc import Callable, Coroutine
-from typing import TYPE_CHECKING, Any, Protocol
+from typing import Any, Protocol
 
 from codex_app_bridge.config import ConfigLayers
 from codex_app_bridge.listener import ListenerHub
@@ -21,10 +21,13 @@ from codex_app_bridge.server._handshake import ClientHello
 from codex_app_bridge.server._registry import ThreadRegistry
 from codex_app_bridge.sources import EventSource, ThreadGoals, TurnSource
 
-if TYPE_CHECKING:
-    from codex_app_bridge.server._goal_turns import GoalTurns
+__all__ = ["GoalTurnStarter", "ServerServices"]
 
-__all__ = ["ServerServices"]
+
+class GoalTurnStarter(Protocol):
+    """What starts goal-continuation turns (``_goal_turns.GoalTurns``)."""
+
+    async def continue_goal(self, thread_id: str) -> None: ...
 
 
 class ServerServices(Protocol):
@@ -56,7 +59,7 @@ class ServerServices(Protocol):
         ...
 
     @property
-    def goal_turns(self) -> GoalTurns:
+    def goal_turns(self) -> GoalTurnStarter:
         """Starts goal-continuation turns (``_goal_turns``)."""
         ...
 
