@@ -55,7 +55,8 @@ def _lines(transcript: Path, direction: str) -> list[JsonObject]:
 
 
 @pytest.mark.parametrize(
-    "scenario", ["plain", "reasoning", "shell", "plan", "web_search", "error_retry"]
+    "scenario",
+    ["plain", "reasoning", "shell", "plan", "web_search", "error_retry", "error_fatal"],
 )
 async def test_a_recorded_real_session_passes_through_and_replays_equal_on_the_bridge(
     scenario: str, tmp_path: Path

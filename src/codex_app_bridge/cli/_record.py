@@ -11,7 +11,10 @@ exited), DIR holds:
 * ``script.jsonl``: the core events of the first thread the session showed (thread/start,
   thread/resume or thread/fork answered with a thread whose ``path`` is its rollout), read from
   that rollout by the rules ``--script ROLLOUT`` replays it with (``sources.RolloutReader``), as
-  event envelopes ``{"timestamp", "id", "msg"}``: ``serve --script DIR/script.jsonl`` plays the
+  event envelopes ``{"timestamp", "id", "msg"}``, plus what the rollout does not keep and the
+  client saw (``LiveItems``: each item's ``item_started`` and streamed deltas, before its
+  ``item_completed``; a retried failure's ``stream_error`` after the item completed before it;
+  a turn's final ``error`` before its end): ``serve --script DIR/script.jsonl`` plays the
   recorded turns to a client that starts a thread and its turns again, with live ids;
 * ``script-<thread id>.jsonl``: the same for every further thread.
 
@@ -25,6 +28,7 @@ from __future__ import annotations
 
 import argparse
 import base64
+import re
 import sys
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
@@ -137,11 +141,40 @@ class LiveItems:
     deltas: dict[str, list[dict[str, object]]] = field(
         default_factory=dict[str, list[dict[str, object]]]
     )
+    errors: dict[str, list[dict[str, object]]] = field(
+        default_factory=dict[str, list[dict[str, object]]]
+    )
+    """By turn id: the ``error`` events of its final failures (``willRetry`` false), which end
+    up before the turn's end."""
+    retries: dict[str, list[dict[str, object]]] = field(
+        default_factory=dict[str, list[dict[str, object]]]
+    )
+    """The ``stream_error`` events of retried failures (``willRetry`` true), by the item the
+    client saw completed last before each (its turn's id when none was)."""
+
+
+def _snake(name: str) -> str:
+    return re.sub(r"(?<!^)(?=[A-Z])", "_", name).lower()
+
+
+def _core_error_info(info: object) -> object:
+    """The core ``codex_error_info`` a v2 ``codexErrorInfo`` was made from (the mapper's
+    camelCasing undone)."""
+    if isinstance(info, str):
+        return _snake(info)
+    fields = _object(info)
+    if not fields:
+        return None
+    return {
+        _snake(key): _core_error_info(value) if _object(value) else value
+        for key, value in fields.items()
+    }
 
 
 def live_items(transcript: Path, thread_id: str) -> LiveItems:
     """The ``LiveItems`` of ``thread_id`` in a transcript's server-to-client notifications."""
     seen = LiveItems()
+    last: dict[str, str] = {}  # turn id -> the item last seen completed in it
     with transcript.open("rb") as stream:
         for raw in stream:
             record = orjson.loads(raw)
@@ -160,6 +193,22 @@ def live_items(transcript: Path, thread_id: str) -> LiveItems:
                 item_id = _object(fields.get("item")).get("id")
                 if isinstance(item_id, str):
                     seen.started.add(item_id)
+            elif method == "item/completed":
+                last[str(fields.get("turnId"))] = str(_object(fields.get("item")).get("id"))
+            elif method == "error":
+                error = _object(fields.get("error"))
+                turn_id = str(fields.get("turnId"))
+                event = {
+                    "type": "error",
+                    "message": error.get("message", ""),
+                    "codex_error_info": _core_error_info(error.get("codexErrorInfo")),
+                }
+                if fields.get("willRetry") is True:
+                    event["type"] = "stream_error"
+                    event["additional_details"] = error.get("additionalDetails")
+                    seen.retries.setdefault(last.get(turn_id, turn_id), []).append(event)
+                else:
+                    seen.errors.setdefault(turn_id, []).append(event)
             elif isinstance(method, str) and method in _DELTAS:
                 kind, build = _DELTAS[method]
                 event: dict[str, object] = {"type": kind}
@@ -175,7 +224,7 @@ def rollout_script(rollout: Path, live: LiveItems | None = None) -> Iterator[byt
     events, by ``RolloutReader``'s rules, with what ``live`` adds before each completed item
     (its ``item_started`` and deltas); ``ScriptError`` / ``RolloutLineError`` on a bad line."""
     from codex_app_bridge.protocol.core import EventEnvelope, dump_event_msg
-    from codex_app_bridge.sources import RolloutReader, recorded_item_events
+    from codex_app_bridge.sources import TURN_END_TYPES, RolloutReader, recorded_item_events
     from codex_app_bridge.sources._rollout import RolloutEntry, rollout_line
 
     reader = RolloutReader()
@@ -218,9 +267,21 @@ def rollout_script(rollout: Path, live: LiveItems | None = None) -> Iterator[byt
                 envelopes.extend(EventEnvelope(id=entry.turn_id, msg=e) for e in events)
             for envelope in envelopes:
                 msg = dump_event_msg(envelope.msg)
-                if envelope.msg.type == "item_completed":
-                    yield from before(stamp, envelope.id, orjson.loads(msg))
+                kind = envelope.msg.type
+                item_id: object = None
+                if kind == "item_completed":
+                    completed = orjson.loads(msg)
+                    item_id = _object(completed.get("item")).get("id")
+                    yield from before(stamp, envelope.id, completed)
+                elif kind in TURN_END_TYPES:
+                    for error in seen.errors.pop(envelope.id, []):
+                        yield line_of(stamp, envelope.id, orjson.dumps(error))
                 yield line_of(stamp, envelope.id, msg)
+                anchor = item_id if kind == "item_completed" else None
+                if kind == "task_started":
+                    anchor = envelope.id
+                for retry in seen.retries.pop(str(anchor), []) if anchor is not None else []:
+                    yield line_of(stamp, envelope.id, orjson.dumps(retry))
 
     with rollout.open("rb") as stream:
         for number, raw in enumerate(stream, start=1):
