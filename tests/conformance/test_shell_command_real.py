@@ -21,18 +21,14 @@ import shutil
 from pathlib import Path
 from typing import Any
 
-import anyio
 import pytest
 
 from codex_app_bridge.conformance._model_mode import (
     ModelContext,
     ModelScenario,
     _turn_completed,  # pyright: ignore[reportPrivateUsage]
-    run_server,
 )
-from codex_app_bridge.conformance.mock_responses import MockResponses
-from codex_app_bridge.conformance.real_codex import bridge_command, real_codex_command
-from tests.conftest import bridge_env
+from tests.conformance._side_by_side import run_on
 
 pytestmark = pytest.mark.conformance
 
@@ -93,17 +89,7 @@ def _masked(value: Any, base: str) -> Any:
 
 def _run(server: str, sandbox: str, base: Path) -> dict[str, Any]:
     spec = ModelScenario(f"shell_{sandbox}", "plain", {"text": "ok"}, "", _play(sandbox))
-    argv = real_codex_command() if server == "real" else bridge_command()
-    extra = None if server == "real" else {"PYTHONPATH": bridge_env()["PYTHONPATH"]}
-
-    async def go() -> Any:
-        with MockResponses() as mock:
-            return await run_server(
-                spec, argv, mock, base, extra_env=extra, timeout_s=RUN_TIMEOUT_S
-            )
-
-    run = anyio.run(go)
-    assert run.error is None, run.error
+    run = run_on(server, spec, base, RUN_TIMEOUT_S)
     received = [m for segment in run.segments for m in segment.received]
     start = next(i for i, m in enumerate(received) if m.get("result") == {})
     end = next(i for i, m in enumerate(received) if m.get("method") == "turn/completed")

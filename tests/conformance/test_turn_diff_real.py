@@ -21,10 +21,8 @@ from typing import Any
 import anyio
 import pytest
 
-from codex_app_bridge.conformance._model_mode import ModelContext, ModelScenario, run_server
-from codex_app_bridge.conformance.mock_responses import MockResponses
-from codex_app_bridge.conformance.real_codex import bridge_command, real_codex_command
-from tests.conftest import bridge_env
+from codex_app_bridge.conformance._model_mode import ModelContext, ModelScenario
+from tests.conformance._side_by_side import run_on
 
 pytestmark = pytest.mark.conformance
 
@@ -105,17 +103,7 @@ def _play(layout: str) -> Any:
 
 def _run(server: str, layout: str, base: Path) -> tuple[list[str], list[str], str]:
     spec = ModelScenario(f"turn_diff_{layout}", "steps", {"steps": STEPS}, "", _play(layout))
-    argv = real_codex_command() if server == "real" else bridge_command()
-    extra = None if server == "real" else {"PYTHONPATH": bridge_env()["PYTHONPATH"]}
-
-    async def go() -> Any:
-        with MockResponses() as mock:
-            return await run_server(
-                spec, argv, mock, base, extra_env=extra, timeout_s=RUN_TIMEOUT_S
-            )
-
-    run = anyio.run(go)
-    assert run.error is None, run.error
+    run = run_on(server, spec, base, RUN_TIMEOUT_S)
     diffs: list[str] = []
     order: list[str] = []
     for segment in run.segments:

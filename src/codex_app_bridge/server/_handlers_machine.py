@@ -249,18 +249,7 @@ class MachineHandlers:
         self, ctx: RequestContext, params: CommandExecWriteParams
     ) -> dict[str, Any]:
         active = self._active(ctx, params.process_id)
-        if not active.run.stream_stdin and not active.tty:
-            raise invalid_request("stdin streaming is not enabled for this command/exec")
-        data = b""
-        if params.delta_base64:
-            try:
-                data = base64.b64decode(params.delta_base64, validate=True)
-            except binascii.Error as exc:
-                raise invalid_request(f"invalid deltaBase64: {exc}") from None
-        try:
-            await active.run.write(data, bool(params.close_stdin))
-        except OSError as exc:
-            raise RpcError(INTERNAL_ERROR, f"failed to write stdin: {exc}") from None
+        await _write_stdin(active, "command/exec", params.delta_base64, params.close_stdin)
         return {}
 
     async def command_exec_terminate(
@@ -379,18 +368,7 @@ class MachineHandlers:
         self, ctx: RequestContext, params: ProcessWriteStdinParams
     ) -> dict[str, Any]:
         active = self._process(ctx, params.process_handle)
-        if not active.run.stream_stdin and not active.tty:
-            raise invalid_request("stdin streaming is not enabled for this process")
-        data = b""
-        if params.delta_base64:
-            try:
-                data = base64.b64decode(params.delta_base64, validate=True)
-            except binascii.Error as exc:
-                raise invalid_request(f"invalid deltaBase64: {exc}") from None
-        try:
-            await active.run.write(data, bool(params.close_stdin))
-        except OSError as exc:
-            raise RpcError(INTERNAL_ERROR, f"failed to write stdin: {exc}") from None
+        await _write_stdin(active, "process", params.delta_base64, params.close_stdin)
         return {}
 
     async def process_kill(self, ctx: RequestContext, params: ProcessKillParams) -> dict[str, Any]:
@@ -558,3 +536,22 @@ def _background(
         server.start_task(run)
 
     return start
+
+
+async def _write_stdin(
+    active: _Exec, what: str, delta_base64: str | None, close_stdin: bool | None
+) -> None:
+    """``command/exec/write`` and ``process/writeStdin``: the base64 bytes to the process's
+    stdin (and close it), with the binary's refusals (``what`` names the kind of process)."""
+    if not active.run.stream_stdin and not active.tty:
+        raise invalid_request(f"stdin streaming is not enabled for this {what}")
+    data = b""
+    if delta_base64:
+        try:
+            data = base64.b64decode(delta_base64, validate=True)
+        except binascii.Error as exc:
+            raise invalid_request(f"invalid deltaBase64: {exc}") from None
+    try:
+        await active.run.write(data, bool(close_stdin))
+    except OSError as exc:
+        raise RpcError(INTERNAL_ERROR, f"failed to write stdin: {exc}") from None
