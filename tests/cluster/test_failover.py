@@ -7,8 +7,10 @@ from __future__ import annotations
 import signal
 
 import anyio
+import anyio.to_thread
 import pytest
 
+from codex_app_bridge.sources import DefaultAgent
 from tests.cluster._nodes import open_node, spawn_node
 from tests.cluster.conftest import NatsServer
 from tests.e2e._harness import TIMEOUT, is_turn_completed
@@ -51,3 +53,57 @@ async def test_a_follower_takes_over_a_thread_whose_owner_was_killed_mid_turn(
                 assert [t["id"] for t in turns] == [first, cut, after]
                 assert [t["status"] for t in turns] == ["completed", "interrupted", "completed"]
                 assert all(t["items"] for t in turns)
+
+
+async def test_nodes_reconnect_after_a_nats_restart_mid_turn_and_lose_nothing(
+    nats_server: NatsServer,
+) -> None:
+    with anyio.fail_after(TIMEOUT * 2):
+        async with open_node(nats_server.url, "owner", DefaultAgent(delay=0.01)) as (
+            bridge_a,
+            node_a,
+        ):
+            # every event the owner published was acknowledged, across the restart (checked
+            # at the end)
+            alice = await bridge_a.connect()
+            await alice.initialize(name="alice")
+            thread_id = await alice.start_thread()
+            await alice.run_turn(thread_id, "before the restart")
+            async with open_node(nats_server.url, "follower") as (bridge_b, _):
+                bob = await bridge_b.connect()
+                await bob.initialize(name="bob")
+                await bob.result("thread/resume", {"threadId": thread_id, "excludeTurns": True})
+                await bob.drain_pending()
+                await alice.drain_pending()
+
+                turn = await alice.start_turn(thread_id, LONG)
+                seen_b = await bob.until(lambda m: m.get("method") == "item/agentMessage/delta")
+                await anyio.to_thread.run_sync(nats_server.restart)
+
+                seen_a = await alice.until(is_turn_completed(turn))
+                seen_b += await bob.until(is_turn_completed(turn))
+                assert seen_b[-1]["params"]["turn"]["status"] == "completed"
+                text_a = "".join(
+                    m["params"]["delta"]
+                    for m in seen_a
+                    if m.get("method") == "item/agentMessage/delta"
+                )
+                text_b = "".join(
+                    m["params"]["delta"]
+                    for m in seen_b
+                    if m.get("method") == "item/agentMessage/delta"
+                )
+                assert LONG in text_a
+                assert text_b == text_a
+                await node_a.flush()
+                assert node_a.failed_publishes == 0
+
+                # the log kept the turn: a node that loads the thread now reads it whole
+                async with open_node(nats_server.url, "late") as (bridge_c, _):
+                    carol = await bridge_c.connect()
+                    await carol.initialize(name="carol")
+                    read = await carol.result("thread/resume", {"threadId": thread_id})
+                    assert [t["status"] for t in read["thread"]["turns"]] == [
+                        "completed",
+                        "completed",
+                    ]

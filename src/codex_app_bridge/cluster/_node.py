@@ -77,6 +77,8 @@ logger = logging.getLogger(__name__)
 
 HISTORY_READ_TIMEOUT: Final = 30.0
 """Seconds a node waits for a thread's log to be read back (``find``)."""
+FOLLOW_HEARTBEAT: Final = 1.0
+"""Seconds between the heartbeats of a followed thread's consumer."""
 _META_TYPES: Final = TURN_START_TYPES | TURN_END_TYPES
 
 
@@ -549,7 +551,13 @@ class ClusterNode:
             opt_start_seq=self._after.get(thread_id, 0) + 1,
         )
         self._consumers[thread_id] = await self._js.subscribe(
-            events_subject(thread_id), cb=on_event, ordered_consumer=True, config=config
+            events_subject(thread_id),
+            cb=on_event,
+            ordered_consumer=True,
+            config=config,
+            # a stalled consumer (NATS restarted) is noticed and made again from the last
+            # sequence it delivered after two missed heartbeats
+            idle_heartbeat=FOLLOW_HEARTBEAT,
         )
 
     def opened(self, session: FollowerSession) -> None:
