@@ -30,6 +30,8 @@ import logging
 import ssl
 import uuid
 from collections.abc import Awaitable, Callable
+from dataclasses import dataclass
+from functools import partial
 from types import TracebackType
 from typing import TYPE_CHECKING, Any, Final, Self
 
@@ -79,7 +81,17 @@ HISTORY_READ_TIMEOUT: Final = 30.0
 """Seconds a node waits for a thread's log to be read back (``find``)."""
 FOLLOW_HEARTBEAT: Final = 1.0
 """Seconds between the heartbeats of a followed thread's consumer."""
+_RETRY_AFTER: Final = 0.25
+"""Seconds before events the stream did not answer for are sent again."""
 _META_TYPES: Final = TURN_START_TYPES | TURN_END_TYPES
+
+
+@dataclass(slots=True)
+class _Unacked:
+    subject: str
+    data: bytes
+    msg_id: str
+    future: asyncio.Future[Any] | None = None
 
 
 class _Log:
@@ -118,6 +130,12 @@ class ClusterNode:
         self.name = options.name or "codex-app-bridge"
         self.failed_publishes = 0
         self.published = 0
+        self._sent = 0
+        self._unacked: dict[str, _Unacked] = {}
+        """Events published and not acknowledged yet, in the order they were published."""
+        self._online = True
+        self._back_online: anyio.Event | None = None
+        """Set while NATS is reachable (made in ``__aenter__``: an event needs the loop)."""
         self._nc: Client | None = None
         self._js: JetStreamContext | None = None
         self._meta: KeyValue | None = None
@@ -187,6 +205,8 @@ class ClusterNode:
                     bucket=LEASE_BUCKET, storage=StorageType.FILE, history=1, ttl=LEASE_TTL
                 )
             )
+        self._back_online = anyio.Event()
+        self._back_online.set()
         group = self._task_group = anyio.create_task_group()
         await group.__aenter__()
         group.start_soon(self._publish_loop, name="cluster publisher")
@@ -204,6 +224,8 @@ class ClusterNode:
             reconnect_time_wait=0.25,
             allow_reconnect=True,
             error_cb=self._nats_error,
+            disconnected_cb=self._disconnected,
+            reconnected_cb=self._reconnected,
             **credentials,
         )
         return client
@@ -377,7 +399,9 @@ class ClusterNode:
 
     async def _publish_loop(self) -> None:
         js = self._js
+        nc = self._nc
         assert js is not None
+        assert nc is not None
         while True:
             if not self._dirty:
                 wake = self._wake = anyio.Event()
@@ -388,9 +412,16 @@ class ClusterNode:
                 events, log.buffer = log.buffer, []
                 announce = False
                 for envelope in events:
-                    data = dump_event_envelope(envelope)
-                    future = await js.publish_async(log.subject, data)  # pyright: ignore[reportUnknownMemberType]
-                    future.add_done_callback(self._acked)
+                    if not (self._online and nc.is_connected):
+                        # nothing new goes out before what a NATS restart may have lost is
+                        # sent again (``_reconnected``): the log keeps the owner's order
+                        await self._offline().wait()
+                    self._sent += 1
+                    entry = _Unacked(
+                        log.subject, dump_event_envelope(envelope), f"{self.holder}:{self._sent}"
+                    )
+                    self._unacked[entry.msg_id] = entry
+                    await self._send(js, entry)
                     if envelope.msg.type in _META_TYPES:
                         announce = True
                 if announce:
@@ -400,7 +431,25 @@ class ClusterNode:
                 self._idle.set()
                 self._idle = None
 
-    def _acked(self, future: asyncio.Future[Any]) -> None:
+    async def _send(self, js: JetStreamContext, entry: _Unacked) -> None:
+        headers = {"Nats-Msg-Id": entry.msg_id}  # the stream drops a copy it already stored
+        future = await js.publish_async(entry.subject, entry.data, headers=headers)  # pyright: ignore[reportUnknownMemberType]
+        entry.future = future
+        future.add_done_callback(partial(self._acked, entry))
+
+    def _acked(self, entry: _Unacked, future: asyncio.Future[Any]) -> None:
+        from nats.js.errors import NoStreamResponseError
+
+        if future is not entry.future:
+            return  # sent again since (``_reconnected``)
+        if not future.cancelled() and isinstance(future.exception(), NoStreamResponseError):
+            # NATS is back but its JetStream not yet (recovering the stream): hold new
+            # events and send the unacknowledged again shortly, in order
+            if self._online and self._task_group is not None:
+                self._offline()
+                self._task_group.start_soon(self._retry)
+            return
+        self._unacked.pop(entry.msg_id, None)
         if future.cancelled() or future.exception() is not None:
             self.failed_publishes += 1
             logger.warning(
@@ -409,6 +458,39 @@ class ClusterNode:
             )
         else:
             self.published += 1
+
+    def _offline(self) -> anyio.Event:
+        """NATS is away: the event set once it is back and the unacknowledged are sent."""
+        self._online = False
+        if self._back_online is None or self._back_online.is_set():
+            self._back_online = anyio.Event()
+        return self._back_online
+
+    async def _retry(self) -> None:
+        await anyio.sleep(_RETRY_AFTER)
+        await self._reconnected()
+
+    async def _disconnected(self) -> None:
+        self._offline()
+
+    async def _reconnected(self) -> None:
+        """NATS is back: what was sent and not acknowledged goes again, in order, under the
+        same message ids (the stream's duplicate window drops what it had stored), before
+        anything new."""
+        js = self._js
+        assert js is not None
+        self._online = False
+        pending = list(self._unacked.values())
+        if pending:
+            logger.info("cluster: sending %d unacknowledged events again", len(pending))
+        for entry in pending:
+            old = entry.future
+            await self._send(js, entry)
+            if old is not None:
+                old.cancel()
+        self._online = True
+        if self._back_online is not None:
+            self._back_online.set()
 
     async def flush(self) -> None:
         """Wait until everything tapped so far is published and acknowledged."""
