@@ -56,28 +56,8 @@ KNOWN: dict[str, list[Known]] = {
         ),
     ],
     "compact": [
-        # the estimate of the compacted history counts each server's own instruction texts
-        (
-            "changed",
-            "thread/tokenUsage/updated",
-            r"params\.tokenUsage\.last\.totalTokens: real \d+ != bridge \d+",
-        ),
         # the bridge counts the compaction turn as unread activity; the binary does not
         ("extra", "thread/readState/changed", None),
-    ],
-    "auto_compact": [
-        (
-            "changed",
-            "thread/tokenUsage/updated",
-            r"params\.tokenUsage\.last\.totalTokens: real \d+ != bridge \d+",
-        ),
-    ],
-    "auto_compact_mid_turn": [
-        (
-            "changed",
-            "thread/tokenUsage/updated",
-            r"params\.tokenUsage\.last\.totalTokens: real \d+ != bridge \d+",
-        ),
     ],
 }
 
