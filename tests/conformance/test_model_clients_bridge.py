@@ -19,8 +19,8 @@ from typing import Any
 import anyio
 import pytest
 
+from codex_app_bridge.conformance._client_flows import CLIENTS
 from codex_app_bridge.conformance._compare import Difference
-from codex_app_bridge.conformance._model_client_flows import CLIENTS
 from codex_app_bridge.conformance._model_mode import compare_client_flows, run_client_flow
 from codex_app_bridge.conformance.mock_responses import MockResponses
 

@@ -17,7 +17,7 @@ from typing import Any
 import anyio
 import pytest
 
-from codex_app_bridge.conformance._model_client_flows import CLIENTS
+from codex_app_bridge.conformance._client_flows import CLIENTS
 from codex_app_bridge.conformance._model_mode import run_client_flow
 from codex_app_bridge.conformance.mock_responses import MockResponses
 

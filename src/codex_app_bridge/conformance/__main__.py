@@ -38,11 +38,11 @@ from pathlib import Path
 
 import anyio
 
+from codex_app_bridge.conformance._client_flows import CLIENTS as CLIENT_FLOWS
 from codex_app_bridge.conformance._compare import Comparison
 from codex_app_bridge.conformance._drive import PENDING_SCENARIOS
 from codex_app_bridge.conformance._matrix import PENDING as PENDING_CLIENTS
 from codex_app_bridge.conformance._matrix import ClientResult, run_matrix
-from codex_app_bridge.conformance._model_client_flows import CLIENTS as CLIENT_FLOWS
 from codex_app_bridge.conformance._model_mode import (
     ClientComparison,
     format_client_table,

@@ -17,7 +17,7 @@ import os
 import stat
 import sys
 import tempfile
-from collections.abc import Callable
+from collections.abc import Callable, Coroutine
 from pathlib import Path
 from typing import Any, cast
 
@@ -28,6 +28,7 @@ MODEL, PROVIDER = "mock-model", "mock"
 
 
 def step(out: dict[str, Any], name: str, fn: Callable[[], Any]) -> Any:
+    """``out[name]`` = what ``fn`` returns, or the error it raised (class and message)."""
     try:
         value = fn()
     except Exception as exc:  # the outcome records it; the comparison judges it
@@ -106,7 +107,7 @@ def _item_type(item: object) -> object:
     return getattr(item, "type", None)
 
 
-def _shim(argv: list[str]) -> str:
+def shim(argv: list[str]) -> str:
     """An executable that ignores the argv the client gives its "codex binary"."""
     path = Path(tempfile.mkdtemp(prefix="codex-shim-")) / "codex"
     quoted = " ".join("'" + a.replace("'", "'\\''") + "'" for a in argv)
@@ -124,7 +125,7 @@ async def app_server_client(argv: list[str]) -> dict[str, Any]:
         ThreadStartParams,
     )
 
-    shim = _shim(argv)
+    shim_path = shim(argv)
     out: dict[str, Any] = {}
 
     async def astep(name: str, coro: Any) -> None:
@@ -133,7 +134,7 @@ async def app_server_client(argv: list[str]) -> dict[str, Any]:
         except Exception as exc:
             out[name] = {"raised": type(exc).__name__, "message": str(exc)[:300]}
 
-    async with CodexAppServer(codex_bin=shim, env=dict(os.environ)) as server:
+    async with CodexAppServer(codex_bin=shim_path, env=dict(os.environ)) as server:
         thread = await server.start_thread(ThreadStartParams(model=MODEL, model_provider=PROVIDER))
 
         async def run(text: str) -> dict[str, Any]:
@@ -175,7 +176,7 @@ async def app_server_client(argv: list[str]) -> dict[str, Any]:
 
         await astep("read", read())
         thread_id = thread.id
-    async with CodexAppServer(codex_bin=shim, env=dict(os.environ)) as server:
+    async with CodexAppServer(codex_bin=shim_path, env=dict(os.environ)) as server:
 
         async def resumed() -> dict[str, Any]:
             again = await server.resume_thread(thread_id)
@@ -185,15 +186,27 @@ async def app_server_client(argv: list[str]) -> dict[str, Any]:
     return out
 
 
-def main() -> None:
+CLIENTS = ("official", "app_server_client")
+
+
+def run_client(
+    official: Callable[[list[str]], dict[str, Any]],
+    app_server_client: Callable[[list[str]], Coroutine[Any, Any, dict[str, Any]]],
+) -> None:
+    """A flows module's command line: ``CLIENT SERVER_ARGV_JSON``; the client's outcome is
+    printed as one JSON line (this module's flows, and ``_model_client_flows``')."""
     client, argv = sys.argv[1], json.loads(sys.argv[2])
     if client == "official":
         outcome = official(argv)
     elif client == "app_server_client":
         outcome = asyncio.run(app_server_client(argv))
     else:
-        raise SystemExit(f"unknown client {client!r}")
+        raise SystemExit(f"unknown client {client!r}; known: {', '.join(CLIENTS)}")
     print(json.dumps(outcome, default=str))
+
+
+def main() -> None:
+    run_client(official, app_server_client)
 
 
 if __name__ == "__main__":

@@ -22,15 +22,10 @@ requests the mock got.
 
 from __future__ import annotations
 
-import asyncio
-import json
 import os
-import stat
-import sys
-import tempfile
-from collections.abc import Callable
-from pathlib import Path
 from typing import Any
+
+from codex_app_bridge.conformance._client_flows import run_client, shim, step
 
 MODEL, PROVIDER = "mock-model", "mock"
 STREAMED = "Stream a short answer."
@@ -53,16 +48,6 @@ WEATHER_TOOL: dict[str, Any] = {
 }
 
 Outcome = dict[str, Any]
-
-
-def step(out: Outcome, name: str, fn: Callable[[], Any]) -> Any:
-    try:
-        value = fn()
-    except Exception as exc:  # the outcome records it; the comparison judges it
-        out[name] = {"raised": type(exc).__name__, "message": str(exc)[:300]}
-        return None
-    out[name] = value
-    return value
 
 
 def _jsonable(value: object) -> Any:
@@ -188,19 +173,10 @@ def official(argv: list[str]) -> Outcome:
     return out
 
 
-def _shim(argv: list[str]) -> str:
-    """An executable that ignores the argv the client gives its "codex binary"."""
-    path = Path(tempfile.mkdtemp(prefix="codex-shim-")) / "codex"
-    quoted = " ".join("'" + a.replace("'", "'\\''") + "'" for a in argv)
-    path.write_text(f"#!/bin/sh\nexec {quoted}\n", encoding="utf-8")
-    path.chmod(path.stat().st_mode | stat.S_IXUSR)
-    return str(path)
-
-
 async def app_server_client(argv: list[str]) -> Outcome:
     from codex_app_server_client import CodexAppServer, EventAction, ThreadStartParams
 
-    shim = _shim(argv)
+    shim_path = shim(argv)
     out: Outcome = {}
     asked: list[str] = []
 
@@ -214,7 +190,7 @@ async def app_server_client(argv: list[str]) -> Outcome:
         asked.append(f"{method} {params.get('tool')}")
         return {"contentItems": [{"type": "inputText", "text": TOOL_ANSWER}], "success": True}
 
-    async with CodexAppServer(codex_bin=shim, env=dict(os.environ)) as server:
+    async with CodexAppServer(codex_bin=shim_path, env=dict(os.environ)) as server:
         server.low_level.on_server_request("item/tool/call", call_tool)
         thread = await server.start_thread(
             ThreadStartParams(
@@ -255,7 +231,7 @@ async def app_server_client(argv: list[str]) -> Outcome:
 
         await astep("dynamic_tool", tool())
         thread_id = thread.id
-    async with CodexAppServer(codex_bin=shim, env=dict(os.environ)) as server:
+    async with CodexAppServer(codex_bin=shim_path, env=dict(os.environ)) as server:
 
         async def resumed() -> Outcome:
             again = await server.resume_thread(thread_id)
@@ -270,18 +246,8 @@ async def app_server_client(argv: list[str]) -> Outcome:
     return out
 
 
-CLIENTS = ("official", "app_server_client")
-
-
 def main() -> None:
-    client, argv = sys.argv[1], json.loads(sys.argv[2])
-    if client == "official":
-        outcome = official(argv)
-    elif client == "app_server_client":
-        outcome = asyncio.run(app_server_client(argv))
-    else:
-        raise SystemExit(f"unknown client {client!r}; known: {', '.join(CLIENTS)}")
-    print(json.dumps(outcome, default=str))
+    run_client(official, app_server_client)
 
 
 if __name__ == "__main__":
