@@ -40,6 +40,11 @@ def _deltas(host: FakeHost) -> str:
     return b"".join(base64.b64decode(d["chunk"]) for d in chunks).decode()
 
 
+async def _exec(tools: MachineTools, host: FakeHost, call_id: str, **args: object) -> re.Match[str]:
+    """An ``exec_command`` call with these arguments, its answer's header parsed."""
+    return _parse(await tools.call(host, "exec_command", call_id, _args(**args)))
+
+
 def _parse(text: object) -> re.Match[str]:
     assert isinstance(text, str)
     match = _HEADER.match(text)
@@ -50,7 +55,7 @@ def _parse(text: object) -> re.Match[str]:
 async def test_a_quick_command_answers_its_exit_output_and_item(tmp_path: Path, work: Path) -> None:
     host = FakeHost(str(work))
     async with _tools(tmp_path) as tools:
-        out = _parse(await tools.call(host, "exec_command", "c1", _args(cmd="echo hello; pwd")))
+        out = await _exec(tools, host, "c1", cmd="echo hello; pwd")
     assert out["code"] == "0"
     assert out["output"] == f"hello\n{work}\n"
     assert out["tokens"] == str(-(-len(out["output"]) // 4))
@@ -73,9 +78,7 @@ async def test_a_long_command_becomes_a_session_polled_until_it_exits(
     (work / "go").write_text("")
     async with _tools(tmp_path) as tools:
         cmd = "echo first; while [ -e go ]; do sleep 0.05; done; echo second; exit 3"
-        first = _parse(
-            await tools.call(host, "exec_command", "c1", _args(cmd=cmd, yield_time_ms=250))
-        )
+        first = await _exec(tools, host, "c1", cmd=cmd, yield_time_ms=250)
         assert first["sid"] is not None
         sid = int(first["sid"])
         assert 1000 <= sid <= 99999
@@ -99,13 +102,8 @@ async def test_a_tty_session_takes_input_and_reports_the_interaction(
 ) -> None:
     host = FakeHost(str(work))
     async with _tools(tmp_path) as tools:
-        first = _parse(
-            await tools.call(
-                host,
-                "exec_command",
-                "c1",
-                _args(cmd="read line; echo got:$line", tty=True, yield_time_ms=250),
-            )
+        first = await _exec(
+            tools, host, "c1", cmd="read line; echo got:$line", tty=True, yield_time_ms=250
         )
         sid = int(first["sid"])
         out = _parse(
@@ -123,13 +121,8 @@ async def test_a_tty_session_takes_input_and_reports_the_interaction(
 async def test_without_tty_stdin_is_closed(tmp_path: Path, work: Path) -> None:
     host = FakeHost(str(work))
     async with _tools(tmp_path) as tools:
-        out = _parse(
-            await tools.call(
-                host,
-                "exec_command",
-                "c1",
-                _args(cmd="sleep 0.3; read x; echo rc=$?; sleep 30", yield_time_ms=250),
-            )
+        out = await _exec(
+            tools, host, "c1", cmd="sleep 0.3; read x; echo rc=$?; sleep 30", yield_time_ms=250
         )
         await host.wait_for(lambda: "rc=1\n" in _deltas(host))
         said = await tools.call(
@@ -146,11 +139,7 @@ async def test_big_output_is_truncated_for_the_model_and_bounded_in_the_item(
 ) -> None:
     host = FakeHost(str(work))
     async with _tools(tmp_path) as tools:
-        out = _parse(
-            await tools.call(
-                host, "exec_command", "c1", _args(cmd="seq 1 200000", yield_time_ms=30000)
-            )
-        )
+        out = await _exec(tools, host, "c1", cmd="seq 1 200000", yield_time_ms=30000)
     assert out["tokens"] == "322224"  # ceil(1288895 / 4), as probed
     body = out["output"]
     assert body.startswith(
@@ -167,11 +156,7 @@ async def test_big_output_is_truncated_for_the_model_and_bounded_in_the_item(
 async def test_output_lines_header_when_nothing_was_omitted(tmp_path: Path, work: Path) -> None:
     host = FakeHost(str(work))
     async with _tools(tmp_path) as tools:
-        out = _parse(
-            await tools.call(
-                host, "exec_command", "c1", _args(cmd="seq 1 20000", yield_time_ms=30000)
-            )
-        )
+        out = await _exec(tools, host, "c1", cmd="seq 1 20000", yield_time_ms=30000)
     assert out["tokens"] == "27224"
     assert out["output"].startswith(
         "Warning: truncated output (original token count: 27224)\nTotal output lines: 20000\n\n"
@@ -184,13 +169,12 @@ async def test_unload_kills_the_command_and_its_background_children(
 ) -> None:
     host = FakeHost(str(work))
     async with _tools(tmp_path) as tools:
-        out = _parse(
-            await tools.call(
-                host,
-                "exec_command",
-                "c1",
-                _args(cmd="sleep 600 & echo $! > pids; echo $$ >> pids; wait", yield_time_ms=250),
-            )
+        out = await _exec(
+            tools,
+            host,
+            "c1",
+            cmd="sleep 600 & echo $! > pids; echo $$ >> pids; wait",
+            yield_time_ms=250,
         )
         assert out["sid"] is not None
         await host.wait_for(
@@ -278,8 +262,8 @@ async def test_cancel_ends_the_turn_and_accept_for_session_covers_the_same_comma
             await tools.call(host, "exec_command", "c1", _args(cmd="touch a.txt"))
         assert not (work / "a.txt").exists()
         host.decisions.append("approved_for_session")
-        _parse(await tools.call(host, "exec_command", "c2", _args(cmd="touch a.txt")))
-        _parse(await tools.call(host, "exec_command", "c3", _args(cmd="touch a.txt")))
+        await _exec(tools, host, "c2", cmd="touch a.txt")
+        await _exec(tools, host, "c3", cmd="touch a.txt")
         assert len(host.requests) == 2  # the identical command did not ask again
         host.decisions.append("denied")
         await tools.call(host, "exec_command", "c4", _args(cmd="touch b.txt"))
@@ -316,7 +300,7 @@ async def test_output_deltas_wait_for_room_and_stay_small(tmp_path: Path, work: 
     host = FakeHost(str(work))
     cmd = "sleep 0.3; head -c 3000000 /dev/zero"
     async with _tools(tmp_path) as tools:
-        out = _parse(await tools.call(host, "exec_command", "c1", _args(cmd=cmd)))
+        out = await _exec(tools, host, "c1", cmd=cmd)
     assert out["code"] == "0"
     chunks = [base64.b64decode(d["chunk"]) for d in host.of_type("exec_command_output_delta")]
     assert sum(map(len, chunks)) == 3_000_000
