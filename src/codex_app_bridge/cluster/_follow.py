@@ -127,12 +127,16 @@ class FollowerSession:
     # --- the log ------------------------------------------------------------------------------
 
     async def _receive(self, data: bytes) -> None:
-        """One event of the log (called in order by the consumer)."""
-        try:
-            envelope = parse_event_envelope(data)
-        except ValueError:
-            logger.warning("thread %s: an event of the log could not be read", self.thread_id)
-            return
+        """One message of the log: its events as JSON lines (called in order by the consumer)."""
+        for line in data.split(b"\n"):
+            try:
+                envelope = parse_event_envelope(line)
+            except ValueError:
+                logger.warning("thread %s: an event of the log could not be read", self.thread_id)
+                continue
+            await self._event(envelope)
+
+    async def _event(self, envelope: EventEnvelope) -> None:
         kind = envelope.msg.type
         if kind in TURN_START_TYPES:
             self._running = (envelope.id, now_ms())

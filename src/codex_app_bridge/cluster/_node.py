@@ -7,8 +7,9 @@ It is the server's ``SharedThreads`` (``server._shared``) and makes its source
   node it was started or loaded on from storage) taps its runtime (``ThreadRuntime.tap``: every
   event its listener is given, deltas included, in order) and publishes each ``{id, msg}``
   envelope to ``codex.thread.<id>.events`` in the ``CODEX_THREADS`` stream (file storage). The
-  tap only appends to the thread's buffer; one publisher task encodes and publishes what is
-  buffered without awaiting each acknowledgement (``publish_async``: acknowledgements are
+  tap only appends to the thread's buffer; one publisher task encodes what is buffered and
+  publishes it as messages of up to ``BATCH`` envelopes (JSON lines), without awaiting each
+  acknowledgement (``publish_async``: acknowledgements are
   checked as they come, a failed one is logged and counted in ``failed_publishes``).
 * **Metadata** (settings, preview, timestamps, name) goes to the ``codex_threads`` KV bucket when
   the thread is loaded and whenever a turn starts or ends.
@@ -81,6 +82,9 @@ HISTORY_READ_TIMEOUT: Final = 30.0
 """Seconds a node waits for a thread's log to be read back (``find``)."""
 FOLLOW_HEARTBEAT: Final = 1.0
 """Seconds between the heartbeats of a followed thread's consumer."""
+BATCH: Final = 256
+"""Most events in one message of the log (the events a runtime gave its listener in a row, as
+JSON lines: one message, one acknowledgement for all of them)."""
 _RETRY_AFTER: Final = 0.25
 """Seconds before events the stream did not answer for are sent again."""
 _META_TYPES: Final = TURN_START_TYPES | TURN_END_TYPES
@@ -340,9 +344,10 @@ class ClusterNode:
             with anyio.fail_after(HISTORY_READ_TIMEOUT):
                 while True:
                     msg = await sub.next_msg(timeout=HISTORY_READ_TIMEOUT)
-                    envelope = parse_event_envelope(msg.data)
-                    if envelope.msg.type in HISTORY_EVENT_TYPES:
-                        history.append(envelope)
+                    for line in msg.data.split(b"\n"):
+                        envelope = parse_event_envelope(line)
+                        if envelope.msg.type in HISTORY_EVENT_TYPES:
+                            history.append(envelope)
                     if msg.metadata.sequence.stream >= last:
                         return history
         finally:
@@ -411,18 +416,18 @@ class ClusterNode:
             for log in dirty.values():
                 events, log.buffer = log.buffer, []
                 announce = False
-                for envelope in events:
+                for start in range(0, len(events), BATCH):
+                    batch = events[start : start + BATCH]
                     if not (self._online and nc.is_connected):
                         # nothing new goes out before what a NATS restart may have lost is
                         # sent again (``_reconnected``): the log keeps the owner's order
                         await self._offline().wait()
                     self._sent += 1
-                    entry = _Unacked(
-                        log.subject, dump_event_envelope(envelope), f"{self.holder}:{self._sent}"
-                    )
+                    data = b"\n".join([dump_event_envelope(e) for e in batch])
+                    entry = _Unacked(log.subject, data, f"{self.holder}:{self._sent}")
                     self._unacked[entry.msg_id] = entry
                     await self._send(js, entry)
-                    if envelope.msg.type in _META_TYPES:
+                    if not announce and any(e.msg.type in _META_TYPES for e in batch):
                         announce = True
                 if announce:
                     await self._put_meta(log.record)
