@@ -154,6 +154,18 @@ def run(argv: list[str], src: Path, stdin: Path | None = None) -> tuple[float, i
     return wall, usage.ru_maxrss
 
 
+def response_items(rollout: Path) -> Path:
+    """The rollout's ``response_item`` payloads, one a line: the input ``inspect turn-items``
+    takes (given a whole rollout it says so and exits 1)."""
+    items = rollout.with_name("response-items.jsonl")
+    with rollout.open("rb") as source, items.open("wb") as out:
+        for raw in source:
+            line = orjson.loads(raw)
+            if line.get("type") == "response_item":
+                out.write(orjson.dumps(line["payload"]) + b"\n")
+    return items
+
+
 def commands(rollout: Path, fork: Path, turns: int) -> list[tuple[str, list[str], Path | None]]:
     """(label, argv, stdin file) of every command measured."""
     path = str(rollout)
@@ -174,7 +186,7 @@ def commands(rollout: Path, fork: Path, turns: int) -> list[tuple[str, list[str]
             ["inspect", "truncate", "--last-fork-turns", middle, "-"],
             rollout,
         ),
-        ("inspect turn-items FILE", ["inspect", "turn-items", path], None),
+        ("inspect turn-items ITEMS", ["inspect", "turn-items", str(response_items(rollout))], None),
     ]
 
 

@@ -140,7 +140,8 @@ def test_a_bad_script_line_is_one_line_on_stderr_naming_every_missing_field(
         assert field in proc.stderr
 
 
-def test_ctrl_c_during_a_paced_replay_is_one_line_and_status_130(tmp_path: Path) -> None:
+@pytest.mark.parametrize("at", [b'"thread/started"', b'"turn/started"'])
+def test_ctrl_c_during_a_paced_replay_is_one_line_and_status_130(tmp_path: Path, at: bytes) -> None:
     script = tmp_path / "slow.jsonl"
     script.write_text(
         '{"t":0,"id":"t1","msg":{"type":"task_started","turn_id":"t1"}}\n'
@@ -158,7 +159,7 @@ def test_ctrl_c_during_a_paced_replay_is_one_line_and_status_130(tmp_path: Path)
     guard.start()
     try:
         for line in proc.stdout:
-            if b'"turn/started"' in line:  # the recorded gap is being waited out now
+            if at in line:  # while starting the turn, or waiting out the recorded gap
                 proc.send_signal(signal.SIGINT)
                 break
         _, stderr = proc.communicate(timeout=HANG)

@@ -4,10 +4,13 @@
 
 from __future__ import annotations
 
+import signal
 import sys
-from collections.abc import Callable, Iterator
+from collections.abc import Awaitable, Callable, Iterator
 from pathlib import Path
-from typing import TYPE_CHECKING, BinaryIO
+from typing import TYPE_CHECKING, BinaryIO, TypeVar
+
+import anyio
 
 from codex_app_bridge.cli._flags import EXIT_BAD_INPUT, EXIT_USAGE, add_codex_compat_flags
 from codex_app_bridge.cli._input import InputFile, warn
@@ -23,6 +26,7 @@ __all__ = [
     "iter_lines",
     "open_input",
     "report_bad_line",
+    "run_async",
     "with_input",
 ]
 
@@ -75,3 +79,37 @@ def describe_validation_error(error: ValidationError, limit: int = 3) -> str:
     ]
     more = f" (+{len(details) - limit} more)" if len(details) > limit else ""
     return "; ".join(parts) + more
+
+
+_T = TypeVar("_T")
+
+
+def run_async(func: Callable[[], Awaitable[_T]]) -> _T:
+    """``anyio.run(func)`` for a command, where Ctrl-C (SIGINT) cancels the command through
+    anyio's own cancel scope and then raises ``KeyboardInterrupt`` (``main`` makes that exit 130
+    with one line). Left to asyncio, SIGINT cancels the main task natively, which anyio's cancel
+    scopes can take for one of their own and absorb: a loaded machine saw a paced replay ignore
+    Ctrl-C and wait out its recorded gap."""
+    interrupted = False
+
+    async def guarded() -> _T:
+        nonlocal interrupted
+        outcome: list[_T] = []
+        async with anyio.create_task_group() as tg:
+
+            async def watch() -> None:
+                nonlocal interrupted
+                with anyio.open_signal_receiver(signal.SIGINT) as signals:
+                    async for _ in signals:
+                        interrupted = True
+                        tg.cancel_scope.cancel()
+                        return
+
+            tg.start_soon(watch)
+            outcome.append(await func())
+            tg.cancel_scope.cancel()
+        if interrupted:
+            raise KeyboardInterrupt
+        return outcome[0]
+
+    return anyio.run(guarded)

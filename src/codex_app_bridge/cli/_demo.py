@@ -25,6 +25,7 @@ from typing import Any, TextIO, cast
 import anyio
 import orjson
 
+from codex_app_bridge.cli._common import run_async
 from codex_app_bridge.server import BridgeServer
 from codex_app_bridge.sources import DefaultAgent
 from codex_app_bridge.testing import answer_server_request
@@ -201,7 +202,7 @@ async def run_demo(
 def _run(args: argparse.Namespace) -> int:
     prompts = tuple(args.prompt) or DEFAULT_PROMPTS
     accept = args.answer == "accept"
-    anyio.run(
+    run_async(
         lambda: run_demo(sys.stdout, raw=args.json, prompts=prompts, pace=args.pace, accept=accept)
     )
     return 0

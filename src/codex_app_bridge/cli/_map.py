@@ -52,7 +52,6 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import Any, BinaryIO, cast
 
-import anyio
 import orjson
 from pydantic import ValidationError
 
@@ -60,6 +59,7 @@ from codex_app_bridge.cli._common import (
     EXIT_BAD_INPUT,
     describe_validation_error,
     report_bad_line,
+    run_async,
     with_input,
 )
 from codex_app_bridge.cli._input import InputFile, numbered, warn
@@ -311,7 +311,9 @@ def _run(args: argparse.Namespace) -> int:
 
     def body(given: InputFile) -> int:
         try:
-            bad = anyio.run(map_lines, numbered(given.lines(progress=_COMMAND)), options, out)
+            bad = run_async(
+                lambda: map_lines(numbered(given.lines(progress=_COMMAND)), options, out)
+            )
         finally:
             out.flush()
         return EXIT_BAD_INPUT if bad else 0

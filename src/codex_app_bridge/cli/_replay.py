@@ -27,7 +27,7 @@ import anyio
 import orjson
 
 from codex_app_bridge._clock import SeededClock, install_clock
-from codex_app_bridge.cli._common import EXIT_BAD_INPUT, EXIT_USAGE
+from codex_app_bridge.cli._common import EXIT_BAD_INPUT, EXIT_USAGE, run_async
 from codex_app_bridge.server import BridgeServer
 from codex_app_bridge.sources import (
     RolloutSource,
@@ -141,7 +141,7 @@ def _run(args: argparse.Namespace) -> int:
     if seed is not None:
         install_clock(SeededClock(seed))
     try:
-        bad = anyio.run(
+        bad = run_async(
             lambda: replay(
                 source, out, raw_events=args.raw_events, timestamps=not args.no_timestamps
             )
