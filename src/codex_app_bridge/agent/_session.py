@@ -1529,24 +1529,22 @@ def _item_texts(items: Sequence[Mapping[str, Any]]) -> Iterable[str]:
     """Every text a history holds: message parts, reasoning summaries, tool arguments and
     outputs."""
     for item in items:
-        content = item.get("content")
-        if isinstance(content, list):
-            for part in cast("list[object]", content):
-                if isinstance(part, dict):
-                    text = cast("dict[str, Any]", part).get("text")
-                    if isinstance(text, str):
-                        yield text
+        yield from _part_texts(item.get("content"))
         for key in ("arguments", "output", "input"):
             value = item.get(key)
             if isinstance(value, str):
                 yield value
-        summary = item.get("summary")
-        if isinstance(summary, list):
-            for part in cast("list[object]", summary):
-                if isinstance(part, dict):
-                    text = cast("dict[str, Any]", part).get("text")
-                    if isinstance(text, str):
-                        yield text
+        yield from _part_texts(item.get("summary"))
+
+
+def _part_texts(parts: object) -> Iterable[str]:
+    """The ``text`` of each part of a content or summary list (anything else: none)."""
+    if isinstance(parts, list):
+        for part in cast("list[object]", parts):
+            if isinstance(part, dict):
+                text = cast("dict[str, Any]", part).get("text")
+                if isinstance(text, str):
+                    yield text
 
 
 def _mode_instructions(settings: EffectiveConfig) -> str | None:
