@@ -1,6 +1,7 @@
 """``codex-app-bridge record``: between a client and the real ``codex app-server`` (against the
 mock model), every line passes unchanged both ways, and the script it writes replays on the
-bridge to the same client flow with the same turn notifications (conformance normaliser)."""
+bridge to the same client flow with the same notifications and server requests (conformance
+normaliser): every conformance scenario (``SCENARIO_SPECS``), none left out."""
 
 from __future__ import annotations
 
@@ -9,15 +10,20 @@ import signal
 import subprocess
 import sys
 from pathlib import Path
-from typing import Any, cast
+from typing import Any
 
-import anyio
 import pytest
 
 from codex_app_bridge.cli import main
-from codex_app_bridge.conformance import MockResponses, StdioPeer, codex_env, write_codex_config
-from codex_app_bridge.conformance._compare import normalise_stream
-from codex_app_bridge.conformance.real_codex import real_codex_command
+from codex_app_bridge.conformance import MockResponses, codex_env, write_codex_config
+from codex_app_bridge.conformance._compare import (
+    canonical_order,
+    compare,
+    delta_checks,
+    normalise_stream,
+)
+from codex_app_bridge.conformance._drive import SCENARIO_SPECS, ScenarioSpec, Session, run_session
+from codex_app_bridge.conformance.real_codex import bridge_command, real_codex_command
 from tests.conftest import bridge_env
 
 pytestmark = pytest.mark.anyio
@@ -25,28 +31,15 @@ pytestmark = pytest.mark.anyio
 TIMEOUT = 90
 JsonObject = dict[str, Any]
 
-
-def _turn_unit(message: JsonObject) -> bool:
-    """A notification of the turn (what a replayed script must reproduce)."""
-    method = str(message.get("method", ""))
-    params = message.get("params")
-    return (
-        "id" not in message and isinstance(params, dict) and "turnId" in params
-    ) or method.startswith(("turn/", "item/"))
-
-
-async def _flow(argv: list[str], env: dict[str, str], cwd: Path, log: Path) -> StdioPeer:
-    """initialize, thread/start, one turn to its end; the peer once the server exited."""
-    with anyio.fail_after(TIMEOUT):
-        async with StdioPeer.spawn(argv, env=env, cwd=cwd, stderr_path=log) as peer:
-            await peer.initialize()
-            started = await peer.request("thread/start", {"cwd": str(cwd)})
-            thread_id = started["thread"]["id"]
-            done = peer.expect(lambda m: m.get("method") == "turn/completed")
-            text = [{"type": "text", "text": "hello there"}]
-            await peer.request("turn/start", {"threadId": thread_id, "input": text})
-            await peer.wait(done, TIMEOUT)
-    return peer
+# Timing, as in the conformance suite (tests/conformance/test_turn_conformance.py, OPTIONAL): the
+# interrupt lands after a number of deltas that depends on the machine's load, and the
+# rate-limit token_count Codex emits while aborting sits after the interrupt point of the script.
+_TIMING: dict[str, set[tuple[str, str]]] = {
+    "interrupt": {
+        ("missing", "account/rateLimits/updated"),
+        ("changed", "item/agentMessage/delta"),
+    },
+}
 
 
 def _lines(transcript: Path, direction: str) -> list[JsonObject]:
@@ -54,12 +47,22 @@ def _lines(transcript: Path, direction: str) -> list[JsonObject]:
     return [r["line"] for r in records if r["dir"] == direction]
 
 
-@pytest.mark.parametrize(
-    "scenario",
-    ["plain", "reasoning", "shell", "plan", "web_search", "error_retry", "error_fatal"],
-)
+def _units(session: Session, paths: dict[str, str]) -> list[JsonObject]:
+    """What the client was sent but answers: notifications and server requests, normalised."""
+    units = normalise_stream(
+        session.received, session.sent, paths, upto=session.notes.get("reads_from")
+    )
+    units = [u for u in canonical_order(units) if "response" not in u]
+    return [*units, *delta_checks(units)]
+
+
+# the scenarios with several clients on the server's socket wait for record to listen itself
+STDIO_SPECS = [s for s in SCENARIO_SPECS if not s.listen]
+
+
+@pytest.mark.parametrize("spec", STDIO_SPECS, ids=[s.name for s in STDIO_SPECS])
 async def test_a_recorded_real_session_passes_through_and_replays_equal_on_the_bridge(
-    scenario: str, tmp_path: Path
+    spec: ScenarioSpec, tmp_path: Path
 ) -> None:
     home = tmp_path / "home" / ".codex"
     out = tmp_path / "recording"
@@ -67,29 +70,33 @@ async def test_a_recorded_real_session_passes_through_and_replays_equal_on_the_b
     work.mkdir()
     env = codex_env(home, extra={"PYTHONPATH": bridge_env()["PYTHONPATH"]})
     with MockResponses() as mock:
-        mock.set_scenario(scenario)
+        mock.set_scenario(spec.mock, **dict(spec.mock_params))
         write_codex_config(home, mock.base_url)
         record = [sys.executable, "-m", "codex_app_bridge", "record", "--out", str(out), "--"]
-        real = await _flow([*record, *real_codex_command()], env, work, tmp_path / "real.log")
+        argv = [*record, *real_codex_command()]
+        real = await run_session(spec, argv, env=env, cwd=work, stderr_path=tmp_path / "real.log")
+    log = (tmp_path / "real.log").read_text()
+    assert real.error is None, log
 
     # everything passed through unchanged, both ways, and the transcript holds it all
     transcript = out / "transcript.jsonl"
     assert _lines(transcript, "c2s") == real.sent
     assert _lines(transcript, "s2c") == real.received
-    assert (out / "script.jsonl").is_file(), (tmp_path / "real.log").read_text()
+    assert (out / "script.jsonl").is_file(), log
 
-    bridge = [sys.executable, "-m", "codex_app_bridge", "serve", "--script"]
-    replayed = await _flow([*bridge, str(out / "script.jsonl")], env, work, tmp_path / "bridge.log")
-    paths = {str(work): "<cwd>", str(home): "<codex-home>"}
-    recorded_units = normalise_stream([m for m in real.received if _turn_unit(m)], real.sent, paths)
-    replayed_units = normalise_stream(
-        [m for m in replayed.received if _turn_unit(m)], replayed.sent, paths
+    pace = ["--pace", spec.bridge_pace] if spec.bridge_pace is not None else []
+    argv = bridge_command("--script", str(out / "script.jsonl"), *pace)
+    replayed = await run_session(
+        spec, argv, env=env, cwd=work, stderr_path=tmp_path / "bridge.log"
     )
-    methods = [u.get("method") for u in replayed_units]
-    assert methods == [u.get("method") for u in recorded_units]
-    assert replayed_units == recorded_units
-    kinds = {cast(str, u.get("method")) for u in recorded_units}
-    assert {"turn/started", "item/completed", "turn/completed"} <= kinds
+    assert replayed.error is None, (tmp_path / "bridge.log").read_text()
+    paths = {str(work): "<cwd>", str(home): "<codex-home>"}
+    recorded_units, replayed_units = _units(real, paths), _units(replayed, paths)
+    result = compare(recorded_units, replayed_units)
+    differences = {(d.kind, d.label) for d in result.differences}
+    assert differences <= _TIMING.get(spec.name, set()), result.differences
+    kinds = {u.get("method") for u in recorded_units}
+    assert {"turn/started", "turn/completed"} <= kinds
 
 
 def test_record_without_a_command_is_a_usage_error(
