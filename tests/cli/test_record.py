@@ -86,9 +86,7 @@ async def test_a_recorded_real_session_passes_through_and_replays_equal_on_the_b
 
     pace = ["--pace", spec.bridge_pace] if spec.bridge_pace is not None else []
     argv = bridge_command("--script", str(out / "script.jsonl"), *pace)
-    replayed = await run_session(
-        spec, argv, env=env, cwd=work, stderr_path=tmp_path / "bridge.log"
-    )
+    replayed = await run_session(spec, argv, env=env, cwd=work, stderr_path=tmp_path / "bridge.log")
     assert replayed.error is None, (tmp_path / "bridge.log").read_text()
     paths = {str(work): "<cwd>", str(home): "<codex-home>"}
     recorded_units, replayed_units = _units(real, paths), _units(replayed, paths)
