@@ -486,24 +486,9 @@ class MachineTools:
             decision = await host.request_approval(request)
             kind, prefix = decision_kind(decision)
             if kind in ("decline", "cancel"):
-                host.emit(
-                    ItemCompletedEvent(
-                        thread_id=host.thread_id,
-                        turn_id=host.turn_id,
-                        item=CommandExecutionItem.model_validate(  # pyright: ignore[reportArgumentType]
-                            {
-                                "id": call_id,
-                                "command": argv,
-                                "cwd": _file_uri(cwd),
-                                "parsed_cmd": parsed,
-                                "source": "agent",
-                                "status": "declined",
-                            }
-                        ),
-                        started_at_ms=now_ms(),
-                        completed_at_ms=now_ms(),
-                    )
-                )
+                # no item_completed: core records nothing for a refused command (the real
+                # thread/read has no item for it); the app-server completes the approval's
+                # item as declined for the client (listener/_requests.resolve_request)
                 if kind == "cancel":
                     raise TurnCancelled
                 return (
