@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 from codex_app_bridge.conformance._model_mode import (
     MODEL_SCENARIOS,
@@ -94,6 +94,31 @@ def test_model_output_and_tool_outputs_are_kept_whole_but_their_generated_ids() 
         {**output, "id": "fco_<uuid>"},
         reply,
     ]
+
+
+def test_a_command_outputs_chunk_id_wall_time_and_session_id_are_masked_not_its_output() -> None:
+    text = (
+        "Chunk ID: 5718e9\nWall time: 0.0831 seconds\nProcess running with session ID 22216\n"
+        "Original token count: 5\nOutput:\nWall time: 3 seconds\nChunk ID: x\n"
+    )
+    patch = "Wall time: 0.0000 seconds\nOutput:\nExit code: 0\nWall time: 0.2 seconds\nOutput:\n"
+    items = [
+        {"type": "function_call_output", "call_id": "c1", "output": text},
+        {"type": "custom_tool_call_output", "call_id": "c2", "output": patch},
+    ]
+    masked = cast(list[dict[str, Any]], mask_input(items))
+    assert masked[0]["output"] == (
+        "Chunk ID: <chunk>\nWall time: <seconds> seconds\nProcess running with session ID "
+        "<session>\nOriginal token count: 5\nOutput:\n"
+        # the command's own output is compared whole, even a line that looks like a header
+        "Wall time: 3 seconds\nChunk ID: x\n"
+    )
+    prose = "Wall time: 1 seconds, more or less\nOutput:\n"
+    assert mask_input([{**items[0], "output": prose}]) == [{**items[0], "output": prose}]
+    assert masked[1]["output"] == (
+        "Wall time: <seconds> seconds\nOutput:\nExit code: 0\nWall time: <seconds> seconds\n"
+        "Output:\n"
+    )
 
 
 def _run(requests: list[dict[str, Any]], second_process: bool = False) -> ServerRun:

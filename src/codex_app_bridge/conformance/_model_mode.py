@@ -145,6 +145,12 @@ class ModelScenario:
     """Labels of units whose content depends on timing (the text streamed before an
     interrupt): a change in them is listed but not counted against a re-check of the
     reference."""
+    own_tmpdir: bool = False
+    """``TMPDIR`` is a directory of the scenario's own (``<scratch>/tmp``), so that CODEX_HOME
+    is not under the temp dir: the real binary then makes the helper aliases its sandbox needs
+    with a bubblewrap that lacks ``--argv0`` (Debian 12's 0.8.0); with CODEX_HOME under the
+    temp dir it refuses to, and every sandboxed command fails (``bwrap: execvp
+    codex-linux-sandbox``)."""
 
 
 def _turn_completed(thread_id: str) -> Callable[[JsonObject], bool]:
@@ -347,6 +353,89 @@ async def _goal_after_turn_and_restart(ctx: ModelContext) -> None:
     )
 
 
+async def _decline_commands(message: JsonObject) -> JsonObject:
+    if message.get("method") == "item/commandExecution/requestApproval":
+        return {"result": {"decision": "decline"}}
+    return await default_server_request_handler(message)
+
+
+WORKSPACE_WRITE: Final[JsonObject] = {"sandbox": "workspace-write"}
+"""The thread's sandbox for the machine-tool scenarios: commands run under bubblewrap with the
+cwd writable (the real binary's own helper; the bridge's)."""
+
+CWD_ONLY: Final = (
+    "sandbox_workspace_write = { exclude_slash_tmp = true, exclude_tmpdir_env_var = true }\n"
+)
+"""Only the cwd is writable (not /tmp, where the scratch directory usually is): a command's
+``touch ../outside.txt`` shows that it ran confined."""
+
+SHELL_COMMAND: Final = (
+    "printf 'one\\ntwo\\n' > listed.txt && sleep 0.5 && cat listed.txt && ls"
+    " && (touch ../outside.txt 2>&1 || echo refused)"
+)
+APPROVED_COMMAND: Final = (
+    "echo approved > approved.txt && sleep 0.5 && cat approved.txt"
+    " && (touch ../outside.txt 2>&1 || echo refused)"
+)
+"""Each command prints only after half a second: core streams a command's output once its
+item has started, which is when the process exited or 150 ms after the spawn, whichever is
+first; a command printing at once would be streamed or not depending on how long the sandbox
+took to start (the real binary's helper takes 80 to 250 ms here)."""
+
+
+_MACHINE_SCENARIOS: Final[tuple[ModelScenario, ...]] = (
+    ModelScenario(
+        "shell",
+        "shell",
+        {"cmd": SHELL_COMMAND},
+        "exec_command under workspace-write / never: runs sandboxed without a prompt, its "
+        "output goes back to the model",
+        _single("Run a command.", approvalPolicy="never", **WORKSPACE_WRITE),
+        own_tmpdir=True,
+        extra_config=CWD_ONLY,
+    ),
+    ModelScenario(
+        "shell_approval",
+        "shell",
+        {"cmd": APPROVED_COMMAND},
+        "exec_command under untrusted: the client is asked, accepts, the command runs",
+        _single("Run a command.", approvalPolicy="untrusted", **WORKSPACE_WRITE),
+        own_tmpdir=True,
+        extra_config=CWD_ONLY,
+    ),
+    ModelScenario(
+        "shell_declined",
+        "shell",
+        {"cmd": APPROVED_COMMAND},
+        "exec_command under untrusted: the client declines, nothing runs, the model is told",
+        _single("Run a command.", approvalPolicy="untrusted", **WORKSPACE_WRITE),
+        handler=_decline_commands,
+        own_tmpdir=True,
+        extra_config=CWD_ONLY,
+    ),
+    ModelScenario(
+        "apply_patch",
+        "apply_patch",
+        {},
+        "apply_patch through exec_command (the fallback model has no apply_patch tool) adds "
+        "hello.txt under workspace-write / never: a file-change item and the turn's diff",
+        _single("Create hello.txt.", approvalPolicy="never", **WORKSPACE_WRITE),
+        own_tmpdir=True,
+        extra_config=CWD_ONLY,
+    ),
+    ModelScenario(
+        "apply_patch_approval",
+        "apply_patch",
+        {},
+        "apply_patch under untrusted: the client is asked about the patch, accepts, it is applied",
+        _single("Create hello.txt.", approvalPolicy="untrusted", **WORKSPACE_WRITE),
+        own_tmpdir=True,
+        extra_config=CWD_ONLY,
+    ),
+)
+"""The local tools (issue 21): commands and patches on the machine, approvals."""
+
+
 _GOAL_SCENARIOS: Final[tuple[ModelScenario, ...]] = (
     ModelScenario(
         "goal",
@@ -376,6 +465,7 @@ _GOAL_SCENARIOS: Final[tuple[ModelScenario, ...]] = (
 MODEL_SCENARIOS: Final[tuple[ModelScenario, ...]] = (
     ModelScenario("plain", "plain", {}, "a plain message, streamed", _single("Say hello.")),
     *_GOAL_SCENARIOS,
+    *_MACHINE_SCENARIOS,
     ModelScenario(
         "reasoning",
         "reasoning",
@@ -588,6 +678,9 @@ async def run_server(
         config.write_text(re.sub(r"stream_idle_timeout_ms = \d+", wanted, text), encoding="utf-8")
     mock.set_scenario(spec.mock or "plain", **dict(spec.mock_params))
     env = codex_env(home, extra=extra_env)
+    if spec.own_tmpdir:
+        (base / "tmp").mkdir()
+        env["TMPDIR"] = str(base / "tmp")
     peers: list[StdioPeer] = []
     error: str | None = None
     reads: dict[str, JsonObject] = {}
@@ -683,9 +776,52 @@ def _masked_id(value: object) -> object:
     return _UUID_IN.sub("<uuid>", value) if isinstance(value, str) else value
 
 
+_HEADER_LINE: Final = re.compile(
+    r"(Chunk ID: )[0-9a-f]+|(Wall time: )[0-9.]+( seconds)|(Process running with session ID )\d+"
+    r"|Process exited with code -?\d+|Original token count: \d+|Exit code: -?\d+"
+)
+"""A header line of a command's (or a patch's) output; the chunk id, the seconds waited and
+the session id are drawn or timed afresh each run."""
+
+
+def _masked_header_line(line: str) -> str | None:
+    m = _HEADER_LINE.fullmatch(line)
+    if m is None:
+        return None
+    if m.group(1):
+        return m.group(1) + "<chunk>"
+    if m.group(2):
+        return m.group(2) + "<seconds>" + m.group(3)
+    if m.group(4):
+        return m.group(4) + "<session>"
+    return line
+
+
+def _masked_exec_headers(output: str) -> str:
+    """A command's or patch's output with its header's variable values masked: the lines
+    before ``Output:`` when they are all header lines, and again after it when the output is
+    a patch's (the shell's ``apply_patch`` wraps the patch's own header). The output itself is
+    kept whole."""
+    done: list[str] = []
+    rest = output
+    while True:
+        head, sep, tail = rest.partition("Output:\n")
+        lines = head.split("\n")[:-1] if head.endswith("\n") else None
+        masked = [_masked_header_line(line) for line in lines or []]
+        if not sep or not masked or None in masked:
+            break
+        done.append("".join(f"{line}\n" for line in masked) + sep)
+        rest = tail
+        if not rest.startswith("Exit code: "):
+            break
+    return "".join(done) + rest
+
+
 def _masked_tool_output(output: str) -> str:
-    """A goal tool's output with its ``completionBudgetReport`` (instruction prose) and its
-    goal's times masked."""
+    """A tool's output with what each run draws afresh masked: a command's or patch's chunk id,
+    wall time and session id (:func:`_masked_exec_headers`); a goal tool's
+    ``completionBudgetReport`` (instruction prose) and its goal's times."""
+    output = _masked_exec_headers(output)
     if '"completionBudgetReport":' not in output:
         return output
     try:
@@ -708,7 +844,9 @@ def mask_input(items: Sequence[object]) -> list[object]:
     """A request's ``input`` with what may differ masked: every text part of a developer
     message, and contextual user fragments (environment context, AGENTS.md, turn aborted, ...),
     become their kind (``<environment_context>…``, ``<prose>``), and so does a goal tool's
-    ``completionBudgetReport``; a UUID inside an ``id`` becomes
+    ``completionBudgetReport``; a tool output's chunk id, wall time and session id become
+    ``<chunk>``, ``<seconds>``, ``<session>`` (the rest of it, the command's output, is
+    compared whole); a UUID inside an ``id`` becomes
     ``<uuid>`` (``msg_<uuid>``, ``fco_<uuid>``: the prefix stays). Model output comes back as
     the mock sent it, so it is kept whole."""
     out: list[object] = []
@@ -719,7 +857,9 @@ def mask_input(items: Sequence[object]) -> list[object]:
         item = dict(cast(JsonObject, raw))
         if "id" in item:
             item["id"] = _masked_id(item["id"])
-        if item.get("type") == "function_call_output" and isinstance(item.get("output"), str):
+        if item.get("type") in ("function_call_output", "custom_tool_call_output") and isinstance(
+            item.get("output"), str
+        ):
             item["output"] = _masked_tool_output(item["output"])
         if item.get("type") == "message" and isinstance(item.get("content"), list):
             role = item.get("role")

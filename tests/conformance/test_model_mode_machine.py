@@ -1,0 +1,95 @@
+"""Commands and patches in model mode, on their own (the whole suite is
+``test_model_mode_bridge``): the bridge's model turns that run the model's ``exec_command`` and
+``apply_patch`` calls against the real binary's recorded ones (issue 21's acceptance), same mock.
+
+``shell``: workspace-write / never, the command runs confined without a prompt (its
+``touch ../outside.txt`` is refused by the sandbox, in both servers); ``shell_approval`` and
+``shell_declined``: untrusted, the client accepts (the command runs, still confined) or
+declines (nothing runs, the model is told, and no item is left in ``thread/read``);
+``apply_patch`` and ``apply_patch_approval``: the fallback model's ``apply_patch`` heredoc
+through ``exec_command``, applied at once or after the client accepted it, with the file-change
+item and the turn's diff. The notifications, the final reads, the number of requests the mock
+got and every request's masked input (the function call outputs included: only their chunk
+id, wall time and session id are masked) must equal the real binary's, but for the rows of
+``test_model_mode_bridge.KNOWN``.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from codex_app_bridge.conformance._model_mode import (
+    ModelResult,
+    load_reference,
+    run_model_suite_sync,
+)
+from tests.conformance.test_model_mode_bridge import REFERENCE, known
+
+MACHINE_SCENARIOS = [
+    "shell",
+    "shell_approval",
+    "shell_declined",
+    "apply_patch",
+    "apply_patch_approval",
+]
+
+
+Run = tuple[Path, dict[str, ModelResult]]
+
+
+@pytest.fixture(scope="module")
+def run(tmp_path_factory: pytest.TempPathFactory) -> Run:
+    scratch = tmp_path_factory.mktemp("model-mode-machine")
+    # every wait inside has its own timeout (turns 90 s, sessions 240 s)
+    found = run_model_suite_sync(
+        MACHINE_SCENARIOS, scratch, reference=REFERENCE, servers=("bridge",)
+    )
+    return scratch, {r.name: r for r in found}
+
+
+@pytest.mark.parametrize("name", MACHINE_SCENARIOS)
+def test_commands_and_patches_match_the_real_binarys(run: Run, name: str) -> None:
+    result = run[1][name]
+    assert result.notes == []
+    real, bridge = result.request_counts
+    assert bridge == real == 2
+    parts = (result.stream, result.reads, result.inputs, result.fields)
+    assert [d for part in parts for d in part.differences if not known(name, d)] == []
+    assert result.stream.compared > 25
+    assert result.inputs.equal == result.inputs.compared == 2
+
+
+def _outputs(name: str) -> list[str]:
+    return [
+        str(item["output"])
+        for unit in load_reference(REFERENCE, name).inputs
+        for item in unit["input"]
+        if item.get("type") == "function_call_output"
+    ]
+
+
+@pytest.mark.parametrize("name", ["shell", "shell_approval"])
+def test_the_real_binary_ran_the_command_confined_when_it_was_recorded(name: str) -> None:
+    # a reference recorded where the real binary cannot sandbox would hold "bwrap: execvp
+    # codex-linux-sandbox" (exit 1), or, under untrusted, an unconfined re-run
+    (output,) = _outputs(name)
+    assert "Process exited with code 0\n" in output
+    assert "touch: cannot touch '../outside.txt': Read-only file system\nrefused\n" in output
+
+
+def test_what_the_bridge_left_on_disk(run: Run) -> None:
+    scratch = run[0]
+
+    def base(name: str) -> Path:
+        return scratch / name / "bridge"
+
+    assert (base("shell") / "work" / "listed.txt").read_text() == "one\ntwo\n"
+    assert (base("shell_approval") / "work" / "approved.txt").read_text() == "approved\n"
+    for name in ("shell", "shell_approval"):
+        assert not (base(name) / "outside.txt").exists(), name
+    assert not (base("shell_declined") / "work" / "approved.txt").exists()
+    for name in ("apply_patch", "apply_patch_approval"):
+        hello = base(name) / "work" / "hello.txt"
+        assert hello.read_text() == "hello from apply_patch\nsecond line\n", name
