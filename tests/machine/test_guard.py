@@ -1,0 +1,131 @@
+"""The guard (``machine._guard``): what the server started dies with it even when the server is
+``kill -9``'d, whole process groups and the descendants that left them; a group the server has
+reaped is never killed later (its pid may belong to someone else by then)."""
+
+from __future__ import annotations
+
+import base64
+import contextlib
+import os
+import select
+import signal
+import subprocess
+import threading
+from collections.abc import Iterator
+from pathlib import Path
+
+import orjson
+
+from codex_app_bridge.machine._guard import Guard
+from tests.conftest import bridge_command, bridge_env
+from tests.machine.conftest import WAIT_S, pid_alive
+
+
+def _gone_within(pid: int, timeout: float) -> bool:
+    try:
+        fd = os.pidfd_open(pid)
+    except ProcessLookupError:
+        return True
+    try:
+        return bool(select.select([fd], [], [], timeout)[0])
+    finally:
+        os.close(fd)
+
+
+@contextlib.contextmanager
+def _group(*argv: str) -> Iterator[subprocess.Popen[bytes]]:
+    """A process leading its own group, killed and reaped at the end whatever happened."""
+    process = subprocess.Popen(argv, start_new_session=True)
+    try:
+        yield process
+    finally:
+        with contextlib.suppress(OSError):
+            os.killpg(process.pid, signal.SIGKILL)
+        process.wait(timeout=WAIT_S)
+
+
+def test_the_guard_kills_the_groups_it_watches_and_not_those_it_forgot() -> None:
+    guard = Guard()
+    try:
+        with _group("sleep", "600") as watched, _group("sleep", "600") as forgotten:
+            assert guard.watch(watched.pid)
+            assert guard.watch(forgotten.pid)
+            assert guard.forget(forgotten.pid)
+            guard.close()  # as the kernel does when the server dies
+            assert watched.wait(timeout=WAIT_S) == -signal.SIGKILL
+            assert forgotten.poll() is None
+    finally:
+        guard.close()
+    assert guard.process.returncode == 0
+
+
+def test_a_server_killed_with_sigkill_takes_its_commands_groups_with_it(tmp_path: Path) -> None:
+    """``command/exec`` of a shell that leaves a child in its group and one in a session of its
+    own; ``kill -9`` of the server; all three are gone."""
+    script = (
+        "sleep 600 & echo $! > pids; setsid sleep 600 & echo $! >> pids; echo $$ >> pids; "
+        "echo ready; wait"
+    )
+    server = subprocess.Popen(
+        [*bridge_command(), "serve"],
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.DEVNULL,
+        env=bridge_env({"LOG_LEVEL": "ERROR"}),
+        cwd=tmp_path,
+    )
+    ready = threading.Event()
+
+    def read() -> None:
+        assert server.stdout is not None
+        for line in server.stdout:
+            message = orjson.loads(line)
+            if message.get("method") == "command/exec/outputDelta" and b"ready" in (
+                base64.b64decode(message["params"]["deltaBase64"])
+            ):
+                ready.set()
+
+    reader = threading.Thread(target=read, daemon=True)
+    reader.start()
+    pids: list[int] = []
+    try:
+        assert server.stdin is not None
+        for request in (
+            {
+                "id": 1,
+                "method": "initialize",
+                "params": {"clientInfo": {"name": "t", "version": "1"}},
+            },
+            {
+                "id": 2,
+                "method": "command/exec",
+                "params": {
+                    "command": ["sh", "-c", script],
+                    "cwd": str(tmp_path),
+                    "processId": "p",
+                    "streamStdoutStderr": True,
+                    "disableTimeout": True,
+                    "sandboxPolicy": {"type": "dangerFullAccess"},
+                },
+            },
+        ):
+            server.stdin.write(orjson.dumps(request) + b"\n")
+            server.stdin.flush()
+        assert ready.wait(WAIT_S), "the command never said it was ready"
+        pids = [int(p) for p in (tmp_path / "pids").read_text().split()]
+        assert len(pids) == 3
+        assert all(pid_alive(p) for p in pids)
+        server.kill()
+        assert server.wait(timeout=WAIT_S) == -signal.SIGKILL
+        assert [p for p in pids if not _gone_within(p, WAIT_S)] == []
+    finally:
+        if server.poll() is None:
+            server.kill()
+        server.wait(timeout=WAIT_S)
+        for pid in pids:  # never leave a sleep behind, even when the test failed
+            with contextlib.suppress(OSError):
+                os.kill(pid, signal.SIGKILL)
+        reader.join(timeout=WAIT_S)
+        for stream in (server.stdin, server.stdout):
+            if stream is not None:
+                stream.close()
