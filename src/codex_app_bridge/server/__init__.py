@@ -22,11 +22,8 @@ from codex_app_bridge._reexports import import_reexport as _import_reexport
 if _typing.TYPE_CHECKING:
     from codex_app_bridge.server._errors import UNSUPPORTED_REASON, unsupported_method
     from codex_app_bridge.server._experimental import EXPERIMENTAL_FIELDS, experimental_descriptor
-    from codex_app_bridge.server._handlers import (
-        READ_DEPRECATION,
-        RESUME_DEPRECATION,
-        Handlers,
-    )
+    from codex_app_bridge.server._handlers import Handlers
+    from codex_app_bridge.server._handlers_threads import READ_DEPRECATION, RESUME_DEPRECATION
     from codex_app_bridge.server._handshake import ConnectionState, user_agent
     from codex_app_bridge.server._ids import new_uuid7, parse_thread_id
     from codex_app_bridge.server._inject import INJECT_METHODS, with_injection
@@ -50,8 +47,9 @@ _SOURCES: dict[str, str] = {
     **dict.fromkeys(
         ("EXPERIMENTAL_FIELDS", "experimental_descriptor"), "codex_app_bridge.server._experimental"
     ),
+    **dict.fromkeys(("Handlers",), "codex_app_bridge.server._handlers"),
     **dict.fromkeys(
-        ("READ_DEPRECATION", "RESUME_DEPRECATION", "Handlers"), "codex_app_bridge.server._handlers"
+        ("READ_DEPRECATION", "RESUME_DEPRECATION"), "codex_app_bridge.server._handlers_threads"
     ),
     **dict.fromkeys(("ConnectionState", "user_agent"), "codex_app_bridge.server._handshake"),
     **dict.fromkeys(("new_uuid7", "parse_thread_id"), "codex_app_bridge.server._ids"),

@@ -54,6 +54,7 @@ from codex_app_bridge.rpc import (
 )
 from codex_app_bridge.rpc.errors import missing_params_error, params_type_error
 from codex_app_bridge.rpc.methods import RawParamsValue
+from codex_app_bridge.server._handlers import CONFIG_METHODS
 from codex_app_bridge.server._ids import parse_thread_id
 
 if TYPE_CHECKING:
@@ -267,20 +268,6 @@ class _LoginParams:
             ModelParams(ApiKeyLoginAccountParams).decode(raw)
         return raw
 
-
-CONFIG_METHODS: Final = (
-    "model/list",
-    "modelProvider/capabilities/read",
-    "account/read",
-    "account/login/start",
-    "account/logout",
-    "account/rateLimits/read",
-    "account/usage/read",
-    "config/read",
-    "config/value/write",
-    "config/batchWrite",
-)
-"""The methods of this module (each is in ``ALL_CLIENT_REQUEST_METHODS``)."""
 
 Route = Callable[[RequestContext, Any], Awaitable[object]]
 

@@ -28,6 +28,7 @@ from __future__ import annotations
 import logging
 import os
 import socket
+import sys
 from collections.abc import Callable, Coroutine
 from functools import partial
 from pathlib import Path
@@ -62,6 +63,7 @@ from codex_app_bridge.server._table import (
     DeferredMethodTable,
     build_method_table,
     in_flight_key,
+    method_spec,
 )
 from codex_app_bridge.transport import TransportKind, TransportStreams
 
@@ -120,10 +122,12 @@ class BridgeServer:
         """Per-connection backlog budget in bytes (``None``: the rpc layer's default per policy)."""
         self._codex_home = None if codex_home is None else Path(codex_home).absolute()
         self.table: MethodTable = DeferredMethodTable(
-            self.initialize, lambda: build_method_table(self.handlers)
+            self.initialize,
+            lambda: build_method_table(self.handlers),
+            row=lambda method: method_spec(self.handlers, method),
         )
-        """Every method; the handlers and the domain behind them are loaded on the first request
-        other than ``initialize`` (``_table.DeferredMethodTable``)."""
+        """Every method; a method's handlers and the domain behind them are loaded on its first
+        request (``_table.DeferredMethodTable``)."""
         self.scopes = SerialScopes()
         self.server_requests = ServerRequests()
         self.originator: str | None = None
@@ -284,10 +288,10 @@ class BridgeServer:
         finally:
             if self._storage is not None:  # never created: nothing to close
                 self._storage.close()
-            if self._handlers is not None:  # every process the server started dies with it
-                from codex_app_bridge.machine import kill_all
-
-                kill_all()
+            # every process the server started dies with it (none if the machine never loaded)
+            machine = sys.modules.get("codex_app_bridge.machine")
+            if machine is not None:
+                machine.kill_all()
 
     @property
     def connection_count(self) -> int:
@@ -324,8 +328,9 @@ class BridgeServer:
             del self._connections[connection.connection_id]
             if self._welcomed.pop(connection.connection_id, None) is None and self._hub is not None:
                 self.hub.remove_connection(connection.connection_id)
-            if self._handlers is not None:  # its command/exec processes and fs watches
-                self._handlers.machine.connection_closed(connection.connection_id)
+            machine = None if self._handlers is None else self._handlers.loaded_machine()
+            if machine is not None:  # its command/exec processes and fs watches
+                machine.connection_closed(connection.connection_id)
             logger.info("connection %s closed", connection.connection_id)
 
     def unhandled_requests(self, method: str, thread_id: str) -> int:

@@ -46,6 +46,7 @@ __all__ = [
     "build_method_table",
     "in_flight_key",
     "initialize_spec",
+    "method_spec",
     "thread_scope",
 ]
 
@@ -136,7 +137,7 @@ def __getattr__(name: str) -> dict[str, type[BaseModel] | None]:
         raise AttributeError(f"module {__name__!r} has no attribute {name!r}", name=name)
     from codex_app_bridge.protocol import v2
     from codex_app_bridge.server import _machine_params
-    from codex_app_bridge.server._config_methods import CONFIG_METHODS
+    from codex_app_bridge.server._handlers import CONFIG_METHODS
 
     models: dict[str, type[BaseModel] | None] = {
         method: getattr(v2, model, None) or getattr(_machine_params, model)
@@ -205,35 +206,47 @@ def initialize_spec(handler: Handler[ClientHello]) -> MethodSpec[ClientHello]:
     return MethodSpec("initialize", InitializeParamsSpec(), handler, inline=True)
 
 
+def method_spec(handlers: Handlers, method: str) -> MethodSpec[Any]:
+    """The table row of one 0.163.0 client method (its handlers' namespace and params model
+    loaded now if they are not yet)."""
+    from codex_app_bridge.server._handlers import CONFIG_METHODS, Immediate, handler_route
+
+    if method in CONFIG_METHODS:
+        return handlers.config_specs[method]
+    model_name = _SUPPORTED_PARAMS.get(method)
+    if model_name is None:
+        return MethodSpec(
+            method, AnyParams(), experimental=method in EXPERIMENTAL_CLIENT_REQUEST_METHODS
+        )
+    route = handler_route(handlers, method)
+    if method == "initialize":
+        return initialize_spec(cast("Handler[ClientHello]", route))
+    model = _params_model(model_name)
+    if isinstance(route, Immediate):
+        return _spec(method, model, None, route.handler)
+    return _spec(method, model, route, None)
+
+
+def _params_model(name: str) -> type[BaseModel]:
+    from codex_app_bridge.protocol import v2
+
+    model: type[BaseModel] | None = getattr(v2, name, None)
+    if model is None:
+        from codex_app_bridge.server import _machine_params
+
+        model = cast("type[BaseModel]", getattr(_machine_params, name))
+    return model
+
+
 def build_method_table(handlers: Handlers) -> MethodTable:
     """The table over every 0.163.0 client method (see the module docstring)."""
-    from codex_app_bridge.server._config_methods import config_method_specs
-    from codex_app_bridge.server._handlers import Immediate, handler_routes
+    from codex_app_bridge.server._handlers import CONFIG_METHODS, ROUTES
 
-    experimental = frozenset(EXPERIMENTAL_CLIENT_REQUEST_METHODS)
-    routes = handler_routes(handlers)
-    namespaces = config_method_specs(handlers.server)
+    routed = {"initialize", *ROUTES, *CONFIG_METHODS}
     supported = __getattr__("SUPPORTED_METHODS")
-    if set(routes) | set(namespaces) != set(supported):
-        raise RuntimeError(
-            f"handlers and params disagree: {(set(routes) | set(namespaces)) ^ set(supported)}"
-        )
-    specs: list[MethodSpec[Any]] = []
-    for method in ALL_CLIENT_REQUEST_METHODS:
-        if method in namespaces:
-            specs.append(namespaces[method])
-            continue
-        model = supported.get(method)
-        if model is None:
-            specs.append(MethodSpec(method, AnyParams(), experimental=method in experimental))
-            continue
-        route = routes[method]
-        if method == "initialize":
-            specs.append(initialize_spec(cast("Handler[ClientHello]", route)))
-        elif isinstance(route, Immediate):
-            specs.append(_spec(method, model, None, route.handler))
-        else:
-            specs.append(_spec(method, model, route, None))
+    if routed != set(supported):
+        raise RuntimeError(f"handlers and params disagree: {routed ^ set(supported)}")
+    specs = [method_spec(handlers, method) for method in ALL_CLIENT_REQUEST_METHODS]
     return MethodTable(specs, unsupported_error=unsupported_method)
 
 
@@ -241,9 +254,11 @@ class DeferredMethodTable(MethodTable):
     """The method table of a server that has not needed its handlers yet.
 
     ``initialize`` is served by ``initialize`` (the server's own handler: it needs no domain
-    module); the first lookup of any other known method builds the whole table with ``load``
-    (importing the handlers and everything behind them) and every lookup is then the full
-    table's. Unknown methods are told apart by name alone, so they load nothing.
+    module). With ``row``, the first lookup of any other known method builds that method's row
+    alone (``row(name)``, ``method_spec``: its namespace of handlers and its params model), so
+    the first request of a process loads what it needs and no more; without, the first lookup
+    builds the whole table with ``load``. Unknown methods are told apart by name alone, so they
+    load nothing.
     """
 
     def __init__(
@@ -251,12 +266,15 @@ class DeferredMethodTable(MethodTable):
         initialize: Handler[ClientHello],
         load: Callable[[], MethodTable],
         *,
+        row: Callable[[str], MethodSpec[Any]] | None = None,
         extra_names: tuple[str, ...] = (),
     ) -> None:
         """``extra_names``: the methods ``load`` adds after the 0.163.0 ones (in its order)."""
         self._initialize_handler = initialize
         self._initialize = initialize_spec(initialize)
         self._load = load
+        self._row = row
+        self._rows: dict[str, MethodSpec[Any]] = {"initialize": self._initialize}
         self._extra_names = extra_names
         self._full: MethodTable | None = None
         super().__init__([self._initialize], unsupported_error=unsupported_method)
@@ -278,15 +296,28 @@ class DeferredMethodTable(MethodTable):
     def full(self) -> MethodTable:
         """The complete table (built on first use)."""
         if self._full is None:
-            self._full = self._load()
+            if self._row is None:
+                self._full = self._load()
+            else:
+                specs = [self._built(name) for name in self.names]
+                self._full = MethodTable(specs, unsupported_error=unsupported_method)
         return self._full
+
+    def _built(self, name: str) -> MethodSpec[Any]:
+        spec = self._rows.get(name)
+        if spec is None:
+            assert self._row is not None
+            spec = self._rows[name] = self._row(name)
+        return spec
 
     def get(self, name: str) -> MethodSpec[Any] | None:
         if self._full is not None:
             return self._full.get(name)
         if name == "initialize":
             return self._initialize
-        return self.full.get(name) if name in self._known else None
+        if name not in self._known:
+            return None
+        return self.full.get(name) if self._row is None else self._built(name)
 
     def __iter__(self) -> Iterator[MethodSpec[Any]]:
         return iter(self.full)
