@@ -55,10 +55,6 @@ KNOWN: dict[str, list[Known]] = {
             r"result\.(itemsBackwardsCursor|turnsBackwardsCursor): .*",
         ),
     ],
-    "compact": [
-        # the bridge counts the compaction turn as unread activity; the binary does not
-        ("extra", "thread/readState/changed", None),
-    ],
 }
 
 

@@ -69,12 +69,15 @@ def methods(notifications: Iterable[dict[str, Any]]) -> list[str]:
 # --- core payloads seen in 0.163.0 rollouts (shortened) ----------------------------------------
 
 
-def task_started(turn_id: str = TURN, started_at: int = 1_796_000_092) -> dict[str, Any]:
+def task_started(
+    turn_id: str = TURN, started_at: int = 1_796_000_092, trigger: str | None = None
+) -> dict[str, Any]:
+    """``trigger``: ``goal`` for a goal-continuation turn."""
     return {
         "type": "task_started",
         "turn_attribution": {
             "turn_id": turn_id,
-            "turn_trigger": None,
+            "turn_trigger": trigger,
             "parent_turn_id": None,
             "initiating_agent_path": None,
             "root_turn_id": turn_id,
@@ -89,7 +92,7 @@ def task_started(turn_id: str = TURN, started_at: int = 1_796_000_092) -> dict[s
 
 def task_complete(
     turn_id: str = TURN,
-    last_agent_message: str | None = None,
+    last_agent_message: str | None = "Done.",
     error: dict[str, Any] | None = None,
     duration_ms: int = 154,
 ) -> dict[str, Any]:

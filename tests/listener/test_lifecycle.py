@@ -399,3 +399,70 @@ def test_the_read_state_of_a_history_is_the_one_its_live_reduction_reached() -> 
         driver.state = reduce(driver.state, e, driver.ctx).state
     assert read_state_of_history(THREAD, events) == driver.state.read_state
     assert driver.state.read_state.first_unread == TURN_2
+
+
+TURN_3 = "01a229f2-0000-7000-8000-0000000000cc"
+
+
+def test_a_turn_without_a_final_message_is_no_unread_activity() -> None:
+    # a standalone compaction (thread/compact/start) ends with no agent message: 0.163.0 sends
+    # no thread/readState/changed for it (model-mode scenario compact)
+    driver = Driver()
+    driver.feed(task_started())
+    ended = driver.notifications(task_complete(last_agent_message=None))
+    assert methods(ended) == ["thread/status/changed", "turn/completed"]
+    assert driver.state.read_state == ReadState()
+    # nor does a blank one, or one that asks not to be noticed
+    for text in ("  ", "ok <decision>DONT_NOTIFY</decision>"):
+        driver.feed(task_started())
+        driver.feed(item_completed(agent_message_item("m", text)))
+        ended = driver.notifications(task_complete(last_agent_message=text))
+        assert "thread/readState/changed" not in methods(ended)
+    # a failed turn is, message or not
+    driver.feed(task_started(TURN_2), TURN_2)
+    error = {"message": "boom", "codex_error_info": "other"}
+    failed = driver.notifications(task_complete(TURN_2, None, error=error), TURN_2)
+    assert failed[0]["params"]["readState"]["firstUnread"] == {"type": "turn", "turnId": TURN_2}
+
+
+def test_a_stored_goal_run_counts_only_the_turn_that_ended_it() -> None:
+    # a goal set on a fresh thread: goal turn 1 (the goal stays active: turn 2 follows at once)
+    # is no activity live; the history holds no goal status, so the goal turn that follows
+    # it directly is what tells (turn_attribution.turn_trigger: goal, as 0.163.0 writes it)
+    driver = Driver()
+    live = [
+        envelope(task_started(TURN, trigger="goal")),
+        envelope(
+            {
+                "type": "thread_goal_updated",
+                "threadId": THREAD,
+                "turnId": TURN,
+                "goal": {
+                    "threadId": THREAD,
+                    "objective": "o",
+                    "status": "active",
+                    "tokensUsed": 1,
+                    "timeUsedSeconds": 0,
+                    "createdAt": 1,
+                    "updatedAt": 1,
+                },
+            }
+        ),
+        envelope(task_complete()),
+        envelope(task_started(TURN_2, trigger="goal"), TURN_2),
+        envelope(task_complete(TURN_2), TURN_2),
+        envelope(task_started(TURN_3), TURN_3),
+        envelope(task_complete(TURN_3, None), TURN_3),  # a compaction: no activity
+    ]
+    for e in live:
+        driver.state = reduce(driver.state, e, driver.ctx).state
+    assert driver.state.read_state.first_unread == TURN_2
+    stored = [e for e in live if e.msg.type != "thread_goal_updated"]  # not persisted
+    assert read_state_of_history(THREAD, stored) == driver.state.read_state
+    # the last goal turn of a history counts even with nothing after it
+    assert read_state_of_history(THREAD, stored[:4]).first_unread == TURN_2
+    # a user turn a goal set (turnless update, persisted) follows stays activity
+    user_first = [envelope(task_started()), envelope(task_complete())]
+    goal_set = envelope(live[1].msg.model_copy(update={"turn_id": None}))
+    history = [*user_first, goal_set, *stored[2:4]]
+    assert read_state_of_history(THREAD, history).first_unread == TURN

@@ -18,6 +18,7 @@ from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
+import orjson
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
@@ -35,6 +36,7 @@ from codex_app_bridge.storage import (
 )
 from codex_app_bridge.storage import _catalog as catalog_module
 from codex_app_bridge.storage import _index as index_module
+from codex_app_bridge.storage._facts import RolloutFacts
 from tests.conftest import CAPTURES_DIR
 from tests.storage._homes import home_from_capture
 
@@ -497,3 +499,44 @@ def test_after_any_sequence_of_changes_the_index_says_what_the_files_say(
             if step % 3 == seed % 3:
                 _assert_current(catalog, home)
         _assert_current(catalog, home)
+
+
+def _event_line(payload: dict[str, Any]) -> bytes:
+    return orjson.dumps({"timestamp": "t", "type": "event_msg", "payload": payload}) + b"\n"
+
+
+def _started(turn_id: str, trigger: str | None = None) -> bytes:
+    attribution = {"turn_id": turn_id, "turn_trigger": trigger, "root_turn_id": turn_id}
+    return _event_line(
+        {"type": "task_started", "turn_id": turn_id, "turn_attribution": attribution}
+    )
+
+
+def _complete(turn_id: str, text: str | None) -> bytes:
+    return _event_line({"type": "task_complete", "turn_id": turn_id, "last_agent_message": text})
+
+
+def test_the_indexed_read_state_turns_skip_compactions_and_continued_goal_turns() -> None:
+    # the listener's rule (read_state_of_history), folded from the lines: a turn without a
+    # final message (a standalone compaction) is no activity, and a goal turn another goal
+    # turn follows directly is none; the last goal turn counts, in every cut of the file
+    lines = [
+        _started("compact"),
+        _complete("compact", None),
+        _started("g1", "goal"),
+        _complete("g1", "step 1"),
+        _started("g2", "goal"),
+        _complete("g2", "done"),
+    ]
+    whole = b"".join(lines)
+    facts = RolloutFacts()
+    facts.fold_bytes(whole)
+    assert facts.read_turns() == ("g2", "g2")
+    for cut in range(1, len(lines)):
+        first = RolloutFacts()
+        first.fold_bytes(b"".join(lines[:cut]))
+        kept = RolloutFacts.decode(first.encode())  # the index keeps the fold between reads
+        kept.fold_bytes(b"".join(lines[cut:]))
+        assert kept.read_turns() == ("g2", "g2")
+    facts.fold_bytes(_started("user") + _complete("user", "hi"))
+    assert facts.read_turns() == ("g2", "user")

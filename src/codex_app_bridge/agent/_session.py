@@ -458,10 +458,13 @@ class ModelSession:
         )
 
     def _task_started(
-        self, turn_id: str, started: int, settings: EffectiveConfig
+        self, turn_id: str, started: int, settings: EffectiveConfig, trigger: str | None = None
     ) -> TaskStartedEvent:
+        """``trigger``: ``turn_attribution.turn_trigger`` (``goal`` for a goal-continuation
+        turn, as 0.163.0 writes it; the stored read state tells such turns by it)."""
+        attribution = TurnAttribution(turn_id=turn_id, turn_trigger=trigger, root_turn_id=turn_id)
         return TaskStartedEvent(
-            turn_attribution=TurnAttribution(turn_id=turn_id, root_turn_id=turn_id),
+            turn_attribution=attribution,
             turn_id=turn_id,
             root_turn_id=turn_id,
             started_at=started // 1000,
@@ -871,7 +874,9 @@ class ModelSession:
         from codex_app_bridge.model import ModelError
 
         turn_id = turn.turn_id
-        self.emit(turn_id, self._task_started(turn_id, turn.started_at_ms, turn.config))
+        goal_turn = self._goals is not None and is_goal_context(inputs)
+        trigger = "goal" if goal_turn else None
+        self.emit(turn_id, self._task_started(turn_id, turn.started_at_ms, turn.config, trigger))
         if self._goals is not None:
             self._goals.turn_started(self._totals)
         self._record_context(turn)

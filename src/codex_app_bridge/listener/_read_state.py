@@ -4,17 +4,23 @@ Role: the value behind ``thread/readState/changed``, ``thread/read``'s ``readSta
 ``thread/list``'s ``readStates``: ``{firstUnread: {type: "turn", turnId} | null, revision}``.
 
 - A new thread has ``firstUnread: null`` and the revision ``initial:<threadId>``.
-- A turn that ends ``completed`` or ``failed`` (not ``interrupted``, and not one whose last goal
-  update left the goal active: a goal-continuation turn follows it) is activity: the first such
-  turn becomes ``firstUnread`` (later ones leave it), and every such end mints a new revision;
-  the reducer then sends ``thread/readState/changed`` to the thread's subscribers, after the
+- A turn that ends is activity (:func:`is_activity`, 0.163.0's terminal-attention rule) when it
+  failed, or when it completed with a final agent message whose text is not blank, does not
+  hold ``<decision>DONT_NOTIFY</decision>`` and leaves no goal active (a goal-continuation turn
+  follows it). So a standalone compaction (no agent message) is none. An interrupted turn is
+  none either (as the bridge saw 0.163.0 do; the upstream source also counts an interrupted
+  turn that completed its final message: not probed). The first such turn
+  becomes ``firstUnread`` (later ones leave it), and every such end mints a new revision; the
+  reducer then sends ``thread/readState/changed`` to the thread's subscribers, after the
   turn's token and rate-limit notifications and before its status change and ``turn/completed``.
 - A revert that drops the first unread turn clears ``firstUnread`` with a new revision (and the
   notification); one that keeps it changes nothing.
 - A fork starts with the initial state (copied turns are not unread).
 - A stored thread's read state is rebuilt from its events (:func:`read_state_of_history`): as the
   revisions are derived, not random, that is the state the live thread had (unless a revert
-  minted the last revision), so a restarted server reports what the one before it did.
+  minted the last revision), so a restarted server reports what the one before it did. A rollout
+  keeps no per-turn goal status, so there a goal turn directly followed by another goal turn
+  (``task_started``'s ``turn_attribution.turn_trigger: goal``) is the one a goal continued.
 
 Nothing marks a turn read: the real server's read/unread operations are not exposed by the
 bridge. Revisions are opaque UUIDs derived from the thread and the turn that ended (or, for a
@@ -31,16 +37,28 @@ from collections.abc import Collection, Iterable
 from dataclasses import dataclass
 from typing import Final
 
-from codex_app_bridge.protocol.core import EventEnvelope, TaskCompleteEvent
+from codex_app_bridge.protocol.core import (
+    EventEnvelope,
+    TaskCompleteEvent,
+    TaskStartedEvent,
+    ThreadGoalUpdatedEvent,
+)
 from codex_app_bridge.protocol.v2 import (
     ThreadReadState,
     ThreadReadStateChangedNotification,
     TurnThreadUnreadPosition,
 )
 
-__all__ = ["READ_STATE_CHANGED", "ReadState", "read_state_of_history", "read_state_of_turns"]
+__all__ = [
+    "READ_STATE_CHANGED",
+    "ReadState",
+    "is_activity",
+    "read_state_of_history",
+    "read_state_of_turns",
+]
 
 READ_STATE_CHANGED: Final = "thread/readState/changed"
+_DONT_NOTIFY: Final = "<decision>DONT_NOTIFY</decision>"
 _REVISIONS: Final = uuid.UUID("6f1d3c52-4e0a-4c38-9d55-2b8a7f0e9a11")
 
 
@@ -81,18 +99,58 @@ class ReadState:
         )
 
 
+def is_activity(
+    *, interrupted: bool, failed: bool, final_text: str | None, goal_continues: bool
+) -> bool:
+    """Whether a turn's end is unread activity (0.163.0's terminal-attention rule; ``failed``:
+    the turn recorded an error; ``final_text``: its final agent message, ``None`` without
+    one)."""
+    if interrupted:
+        return False
+    if failed:
+        return True
+    if final_text is None or _DONT_NOTIFY in final_text:
+        return False
+    return not goal_continues and bool(final_text.strip())
+
+
 def _revision(thread_id: str, what: str) -> str:
     return str(uuid.uuid5(_REVISIONS, f"{thread_id}/{what}"))
 
 
 def read_state_of_history(thread_id: str, history: Iterable[EventEnvelope]) -> ReadState:
-    """The read state a thread's events lead to: every ``task_complete`` (completed or failed)
-    in order; ``turn_aborted`` (interrupted) changes nothing."""
+    """The read state a thread's events lead to: each turn end :func:`is_activity` counts, in
+    order (a stored ``task_complete`` carries its error and final message; ``turn_aborted``
+    none of them); a goal turn's end counts only when no goal turn follows it directly."""
     state = ReadState()
+    goal_turn = False
+    pending: str | None = None
+    """A goal turn's end that counts unless the next turn continues the goal."""
     for envelope in history:
         msg = envelope.msg
-        if isinstance(msg, TaskCompleteEvent):
-            state = state.after_turn(thread_id, msg.turn_id or envelope.id)
+        if isinstance(msg, TaskStartedEvent):
+            attribution = msg.turn_attribution
+            continued = attribution is not None and attribution.turn_trigger == "goal"
+            if pending is not None and not continued:
+                state = state.after_turn(thread_id, pending)
+            pending = None
+            goal_turn = continued
+        elif isinstance(msg, ThreadGoalUpdatedEvent) and msg.turn_id is None and pending:
+            state, pending = state.after_turn(thread_id, pending), None  # a goal set anew
+        elif isinstance(msg, TaskCompleteEvent):
+            final = msg.last_agent_message
+            failed = msg.error is not None
+            if not is_activity(
+                interrupted=False, failed=failed, final_text=final, goal_continues=False
+            ):
+                continue
+            turn_id = msg.turn_id or envelope.id
+            if goal_turn and not failed:
+                pending = turn_id
+            else:
+                state = state.after_turn(thread_id, turn_id)
+    if pending is not None:
+        state = state.after_turn(thread_id, pending)
     return state
 
 

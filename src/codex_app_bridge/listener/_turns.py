@@ -33,7 +33,7 @@ from collections.abc import Collection
 from dataclasses import replace
 
 from codex_app_bridge.listener import _convert as convert
-from codex_app_bridge.listener._read_state import READ_STATE_CHANGED
+from codex_app_bridge.listener._read_state import READ_STATE_CHANGED, is_activity
 from codex_app_bridge.listener._state import (
     Emission,
     ReduceContext,
@@ -135,7 +135,10 @@ def _turn_end(
     completed_at: int | None,
     duration_ms: int | None,
     system_error: bool,
+    final_text: str | None = None,
 ) -> Reduction:
+    """``final_text``: the ``task_complete``'s ``last_agent_message`` (the read state's rule
+    takes the turn's summary item first, as 0.163.0's ``TurnSummary``)."""
     watch = replace(
         state.watch,
         running=False,
@@ -158,8 +161,12 @@ def _turn_end(
     )
     read_state = state.read_state
     read: tuple[Emission, ...] = ()
-    # neither an interrupted turn nor one a goal turn follows is unread activity (0.163.0)
-    if status != "interrupted" and not state.turn.goal_continues:
+    if is_activity(
+        interrupted=status == "interrupted",
+        failed=error is not None or state.turn.last_error is not None,
+        final_text=_final_text(state.turn.last_agent_message, final_text),
+        goal_continues=state.turn.goal_continues,
+    ):
         read_state = read_state.after_turn(ctx.thread_id, envelope.id)
         read = (emit(READ_STATE_CHANGED, read_state.changed(ctx.thread_id)),)
     emissions = (
@@ -169,6 +176,13 @@ def _turn_end(
     )
     new_state = replace(state, watch=watch, turn=TurnSummary(), read_state=read_state)
     return Reduction(new_state, emissions, turn_ended=True)
+
+
+def _final_text(summary: WireModel | None, fallback: str | None) -> str | None:
+    """The text of the turn's final agent message: its summary item's, else the text the
+    terminal event names."""
+    text = getattr(summary, "text", None)
+    return text if isinstance(text, str) else fallback
 
 
 def revert_read_state(
@@ -201,6 +215,7 @@ def task_complete(
         completed_at=msg.completed_at,
         duration_ms=msg.duration_ms,
         system_error=fallback,
+        final_text=msg.last_agent_message,
     )
 
 

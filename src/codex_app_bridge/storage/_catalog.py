@@ -618,6 +618,7 @@ class ThreadCatalog:
         meta = self._first_meta(files, facts)
         summary = self._summary(file, facts)
         git = self.index.log_entry(GIT_INFO_FILE, thread_id)
+        first_completed, last_completed = summary.read_turns()
         stored = StoredThread(
             thread_id=thread_id,
             path=Path(self.index.abs(file.rel)),
@@ -633,8 +634,8 @@ class ThreadCatalog:
             approval_policy=summary.approval_policy,
             approvals_reviewer=summary.approvals_reviewer,
             sandbox_mode=summary.sandbox_mode,
-            first_completed=summary.first_completed,
-            last_completed=summary.last_completed,
+            first_completed=first_completed,
+            last_completed=last_completed,
             next_ordinal=facts.view().next_ordinal,
             git_info=None if git is None else _git_info_of(git),
         )

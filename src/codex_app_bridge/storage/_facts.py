@@ -88,6 +88,7 @@ def _reasoning_effort(settings: Mapping[str, Any], current: str | None) -> str |
 
 
 _SANDBOX_MODES: Final = frozenset({"read-only", "workspace-write", "danger-full-access"})
+_DONT_NOTIFY: Final = "<decision>DONT_NOTIFY</decision>"
 
 
 def _session_meta(payload: object) -> dict[str, Any] | None:
@@ -147,6 +148,11 @@ class RolloutFacts:
     """The first ended turn's id (``""`` when it named none): the read state's first unread."""
     last_completed: str | None = None
     """The last ended turn's id: the read state's revision."""
+    goal_turn: str | None = None
+    """``"goal"`` while the last started turn is a goal-continuation turn."""
+    pending: str | None = None
+    """A goal turn's end that counts as activity unless the next turn continues the goal (the
+    listener's ``read_state_of_history`` rule, folded here from the lines)."""
     tail: bytes = b""
     """A last line without its newline that parses (folded in :meth:`view`, never here)."""
     torn: int = 0
@@ -175,6 +181,8 @@ class RolloutFacts:
                 self.sandbox_mode,
                 self.first_completed,
                 self.last_completed,
+                self.goal_turn,
+                self.pending,
             ]
         )
 
@@ -185,7 +193,7 @@ class RolloutFacts:
             values = orjson.loads(data)
         except orjson.JSONDecodeError as exc:
             raise ValueError(str(exc)) from None
-        if not isinstance(values, list) or len(cast("list[object]", values)) != 15:
+        if not isinstance(values, list) or len(cast("list[object]", values)) != 17:
             raise ValueError("not stored facts")
         (
             size,
@@ -221,6 +229,8 @@ class RolloutFacts:
             sandbox_mode=strings[5],
             first_completed=strings[6],
             last_completed=strings[7],
+            goal_turn=strings[8],
+            pending=strings[9],
         )
         if facts.meta is not None:
             facts.history_base = meta_history_base(facts.meta)
@@ -285,11 +295,22 @@ class RolloutFacts:
                 entry = cast("dict[str, Any]", item)
                 if entry.get("type") == "UserMessage":
                     self.preview = _user_text(entry)
+        elif kind in ("task_started", "turn_started"):
+            attribution = msg.get("turn_attribution")
+            trigger = (
+                cast("dict[str, Any]", attribution).get("turn_trigger")
+                if isinstance(attribution, dict)
+                else None
+            )
+            if self.pending is not None and trigger != "goal":
+                self._ended(self.pending)
+            self.pending = None
+            self.goal_turn = "goal" if trigger == "goal" else None
+        elif kind == "thread_goal_updated" and msg.get("turnId") is None and self.pending:
+            self._ended(self.pending)  # a goal set anew: the run before it ended
+            self.pending = None
         elif kind in ("task_complete", "turn_complete"):
-            turn_id = msg.get("turn_id")
-            if isinstance(turn_id, str):
-                self.first_completed = self.first_completed or turn_id
-                self.last_completed = turn_id
+            self._turn_complete(msg)
         elif kind == "user_message":
             if self.preview is None and isinstance(msg.get("message"), str):
                 self.preview = msg["message"]
@@ -300,6 +321,35 @@ class RolloutFacts:
                 if isinstance(values.get("model"), str):
                     self.model = values["model"]
                 self.effort = _reasoning_effort(values, self.effort)
+
+    def _turn_complete(self, msg: dict[str, Any]) -> None:
+        """A turn's end, if it is unread activity (the listener's ``is_activity``: failed, or a
+        final message that is not blank and asks to be noticed; a goal turn's end waits for
+        what follows it)."""
+        turn_id = msg.get("turn_id")
+        if not isinstance(turn_id, str):
+            return
+        failed = msg.get("error") is not None
+        final = msg.get("last_agent_message")
+        if not failed and not (
+            isinstance(final, str) and final.strip() and _DONT_NOTIFY not in final
+        ):
+            return
+        if self.goal_turn is not None and not failed:
+            self.pending = turn_id
+        else:
+            self._ended(turn_id)
+
+    def read_turns(self) -> tuple[str | None, str | None]:
+        """The first and last turns whose end is unread activity, a goal turn that ended the
+        file's last goal run included."""
+        if self.pending is None:
+            return self.first_completed, self.last_completed
+        return self.first_completed or self.pending, self.pending
+
+    def _ended(self, turn_id: str) -> None:
+        self.first_completed = self.first_completed or turn_id
+        self.last_completed = turn_id
 
     def _turn_context(self, context: dict[str, Any]) -> None:
         model = context.get("model")
