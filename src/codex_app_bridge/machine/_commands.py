@@ -8,6 +8,8 @@
 * ``exec_env``: the inherited environment plus the variables 0.163.0 adds (probed).
 * ``intercepted_patch``: the patch text and directory of ``apply_patch <<'EOF' … EOF`` (also
   ``applypatch``, after ``cd DIR &&``), which core applies itself instead of running.
+* ``plain_commands``: the commands of a script of plain words joined by ``&&`` ``||`` ``;``
+  ``|``, as core's exec policy reads it.
 * ``proposed_prefix``: the exec-policy amendment an approval request proposes.
 
 Pure.
@@ -26,6 +28,7 @@ __all__ = [
     "exec_env",
     "intercepted_patch",
     "parsed_command",
+    "plain_commands",
     "proposed_prefix",
     "shell_argv",
 ]
@@ -75,13 +78,41 @@ def parsed_command(cmd: str) -> list[dict[str, Any]]:
     return [{"type": "unknown", "cmd": cmd}]
 
 
+_SEPARATORS: Final = frozenset({"&&", "||", ";", "|"})
+
+
+def plain_commands(cmd: str) -> list[list[str]] | None:
+    """The commands of a script made only of plain words (quoted or not) joined by ``&&``,
+    ``||``, ``;`` or ``|``, as core's exec policy reads a ``bash -lc`` script; ``None`` for
+    anything else (redirections, subshells, expansions, several lines, comments)."""
+    if any(c in cmd for c in "$`\n#"):
+        return None
+    lexer = shlex.shlex(cmd, posix=True, punctuation_chars=True)
+    lexer.whitespace_split = True
+    commands: list[list[str]] = [[]]
+    try:
+        for token in lexer:
+            if token in _SEPARATORS:
+                if not commands[-1]:
+                    return None
+                commands.append([])
+            elif token and all(c in "();<>|&" for c in token):
+                return None  # a redirection, a subshell, a background job
+            else:
+                commands[-1].append(token)
+    except ValueError:  # an unclosed quote
+        return None
+    return commands if commands[-1] else None
+
+
 def proposed_prefix(cmd: str, argv: Sequence[str], prefix_rule: Sequence[str] | None) -> list[str]:
-    """The rule an approval request proposes: the model's ``prefix_rule``, else the simple
-    command's words, else the whole argv (probed)."""
+    """The rule an approval request proposes: the model's ``prefix_rule``, else the first
+    command of a script of plain commands (``true && sleep 1 && touch x``: ``["true"]``, even
+    a known-safe one), else the whole argv (probed)."""
     if prefix_rule:
         return list(prefix_rule)
-    words = _split(cmd)
-    return words if words else list(argv)
+    commands = plain_commands(cmd)
+    return commands[0] if commands else list(argv)
 
 
 def exec_env(
