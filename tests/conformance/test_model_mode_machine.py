@@ -6,6 +6,9 @@
 ``touch ../outside.txt`` is refused by the sandbox, in both servers); ``shell_approval`` and
 ``shell_declined``: untrusted, the client accepts (the command runs, still confined) or
 declines (nothing runs, the model is told, and no item is left in ``thread/read``);
+``shell_escalated``: on-request, the model asks for ``require_escalated`` with a justification,
+the client accepts, the command runs outside the sandbox; ``shell_denied``: untrusted, accepted,
+the sandbox refuses the write (the approval proposes the script's first command as the rule);
 ``apply_patch`` and ``apply_patch_approval``: the fallback model's ``apply_patch`` heredoc
 through ``exec_command``, applied at once or after the client accepted it, with the file-change
 item and the turn's diff. The notifications, the final reads, the number of requests the mock
@@ -31,6 +34,8 @@ MACHINE_SCENARIOS = [
     "shell",
     "shell_approval",
     "shell_declined",
+    "shell_escalated",
+    "shell_denied",
     "apply_patch",
     "apply_patch_approval",
 ]
@@ -87,8 +92,9 @@ def test_what_the_bridge_left_on_disk(run: Run) -> None:
 
     assert (base("shell") / "work" / "listed.txt").read_text() == "one\ntwo\n"
     assert (base("shell_approval") / "work" / "approved.txt").read_text() == "approved\n"
-    for name in ("shell", "shell_approval"):
+    for name in ("shell", "shell_approval", "shell_denied"):
         assert not (base(name) / "outside.txt").exists(), name
+    assert (base("shell_escalated") / "outside.txt").exists()  # accepted: unsandboxed
     assert not (base("shell_declined") / "work" / "approved.txt").exists()
     for name in ("apply_patch", "apply_patch_approval"):
         hello = base(name) / "work" / "hello.txt"

@@ -377,6 +377,8 @@ APPROVED_COMMAND: Final = (
     "echo approved > approved.txt && sleep 0.5 && cat approved.txt"
     " && (touch ../outside.txt 2>&1 || echo refused)"
 )
+ESCALATED_COMMAND: Final = "sleep 0.5 && touch ../outside.txt && echo created"
+DENIED_COMMAND: Final = "true && sleep 0.5 && touch ../outside.txt"
 """Each command prints only after half a second: core streams a command's output once its
 item has started, which is when the process exited or 150 ms after the spawn, whichever is
 first; a command printing at once would be streamed or not depending on how long the sandbox
@@ -410,6 +412,33 @@ _MACHINE_SCENARIOS: Final[tuple[ModelScenario, ...]] = (
         "exec_command under untrusted: the client declines, nothing runs, the model is told",
         _single("Run a command.", approvalPolicy="untrusted", **WORKSPACE_WRITE),
         handler=_decline_commands,
+        own_tmpdir=True,
+        extra_config=CWD_ONLY,
+    ),
+    ModelScenario(
+        "shell_escalated",
+        "shell",
+        {
+            "cmd": ESCALATED_COMMAND,
+            "args": {
+                "sandbox_permissions": "require_escalated",
+                "justification": "Need to write outside the workspace",
+            },
+        },
+        "exec_command asking for escalation under on-request: the client is asked (the "
+        "justification is the reason), accepts, the command runs outside the sandbox",
+        _single("Run a command.", approvalPolicy="on-request", **WORKSPACE_WRITE),
+        own_tmpdir=True,
+        extra_config=CWD_ONLY,
+    ),
+    ModelScenario(
+        "shell_denied",
+        "shell",
+        {"cmd": DENIED_COMMAND},
+        "exec_command under untrusted, accepted, refused by the sandbox half a second in (Read-"
+        "only file system): the failure goes to the model as is (0.163.0 re-runs a command "
+        "unsandboxed only when the denial shows in its first 150 ms; the bridge never does)",
+        _single("Run a command.", approvalPolicy="untrusted", **WORKSPACE_WRITE),
         own_tmpdir=True,
         extra_config=CWD_ONLY,
     ),

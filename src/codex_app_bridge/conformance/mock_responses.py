@@ -29,7 +29,8 @@ HTTP endpoints (same as ``tools/realpeer/mock_provider.py``):
 - ``GET /_mock/health``: ``{"ok": true}``.
 
 Scenarios (:data:`SCENARIOS`; ``n`` is the 0-based index of the ``/v1/responses`` request since the
-scenario was selected): ``plain`` (params ``text``, ``chunk``), ``reasoning``, ``shell`` (``cmd``),
+scenario was selected): ``plain`` (params ``text``, ``chunk``), ``reasoning``, ``shell`` (``cmd``,
+``args``: more ``exec_command`` arguments),
 ``apply_patch``, ``steps`` (one tool call per request: ``{"patch": text}`` or ``{"cmd": text}``,
 then ``text``), ``web_search``, ``error_retry`` (``failures``: HTTP 500s first), ``error_fatal``
 (always 500), ``stream_retry`` (``failures``: streams cut before ``response.completed``),
@@ -389,12 +390,18 @@ def _message_reply(rid: str, item_id: str, text: str, chunk: int = 5) -> SSE:
 
 
 def _shell_call(
-    body: JsonObject, cmd: str, call_id: str, output_index: int = 0
+    body: JsonObject,
+    cmd: str,
+    call_id: str,
+    output_index: int = 0,
+    extra: JsonObject | None = None,
 ) -> list[JsonObject]:
+    """The call of the shell tool Codex offered; ``extra`` arguments (``sandbox_permissions``,
+    ``justification``, ...) go to ``exec_command`` only."""
     kinds = tool_kinds(body)
     item_id = "fc_" + call_id
     if "exec_command" in kinds:
-        args: JsonObject = {"cmd": cmd, "yield_time_ms": 10000}
+        args: JsonObject = {"cmd": cmd, "yield_time_ms": 10000, **(extra or {})}
         return function_call_events(item_id, call_id, "exec_command", args, output_index)
     if "shell_command" in kinds:
         return function_call_events(
@@ -439,7 +446,13 @@ def sc_shell(n: int, body: JsonObject, p: JsonObject) -> Reply:
             [
                 ev_created(rid),
                 *message_events(f"msg_pre_{n}", pre, 0, phase="commentary"),
-                *_shell_call(body, str(p.get("cmd", "echo hello")), "call_shell_1", 1),
+                *_shell_call(
+                    body,
+                    str(p.get("cmd", "echo hello")),
+                    "call_shell_1",
+                    1,
+                    cast(JsonObject, p.get("args") or {}),
+                ),
                 ev_completed(rid),
             ]
         )
