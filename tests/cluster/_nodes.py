@@ -17,6 +17,7 @@ import anyio
 from anyio.abc import Process
 
 from codex_app_bridge.cluster import ClusterNode, ClusterOptions
+from codex_app_bridge.cluster._subjects import LEASE_TTL
 from codex_app_bridge.sources import DefaultAgent, EventSource, TurnSource
 from tests.conftest import bridge_command, bridge_env
 from tests.e2e._harness import (
@@ -30,9 +31,14 @@ from tests.e2e._harness import (
 
 @asynccontextmanager
 async def open_node(
-    url: str, name: str, source: EventSource | TurnSource | None = None, **server_options: Any
+    url: str,
+    name: str,
+    source: EventSource | TurnSource | None = None,
+    *,
+    lease_ttl: float = LEASE_TTL,
+    **server_options: Any,
 ) -> AsyncIterator[tuple[Bridge, ClusterNode]]:
-    async with ClusterNode(ClusterOptions.parse(url, name=name)) as node:
+    async with ClusterNode(ClusterOptions.parse(url, name=name, lease_ttl=lease_ttl)) as node:
         wrapped = node.source(source or DefaultAgent(delay=0.0), None)
         async with _memory_bridge(wrapped, shared=node, **server_options) as bridge:  # pyright: ignore[reportArgumentType]
             yield bridge, node

@@ -19,13 +19,16 @@ pytestmark = pytest.mark.anyio
 RESUME_ONLY = ("deprecationNotice", "thread/goal/cleared", "thread/tokenUsage/updated")
 
 
+CLOCK = ("startedAt", "completedAt", "durationMs", "emittedAtMs", "startedAtMs", "completedAtMs")
+
+
 def _strip(value: Any) -> Any:
     """``value`` without the clock (``startedAt``...): what must be alike on every node."""
     if isinstance(value, dict):
         return {
             k: _strip(v)
             for k, v in value.items()  # pyright: ignore[reportUnknownVariableType]
-            if k not in ("startedAt", "completedAt", "durationMs", "emittedAtMs")
+            if k not in CLOCK
         }
     if isinstance(value, list):
         return [_strip(v) for v in value]  # pyright: ignore[reportUnknownVariableType]

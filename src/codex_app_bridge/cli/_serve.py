@@ -366,6 +366,15 @@ def _add_arguments(parser: argparse.ArgumentParser) -> None:
     cluster.add_argument(
         "--cluster-tls-key", metavar="FILE", default=None, help="client certificate's key"
     )
+    cluster.add_argument(
+        "--cluster-lease-ttl",
+        metavar="SECONDS",
+        type=float,
+        default=None,
+        help="seconds a thread's owner holds it unless renewed (the lease bucket's TTL, set by "
+        "the first node of a cluster; default 3): after a crash, another node takes over "
+        "within about this long",
+    )
     compat = parser.add_argument_group("codex app-server flags accepted and ignored")
     compat.add_argument(
         "--analytics-default-enabled",
@@ -833,7 +842,11 @@ def serve_settings(args: argparse.Namespace) -> ServeSettings:
 def _cluster_options(args: argparse.Namespace) -> ClusterOptions | None:
     """``--cluster`` and its options, checked (``StartError``); the NATS client is not loaded."""
     if args.cluster is None:
-        named = [f for f in ("cluster_creds", "cluster_tls_ca", "cluster_name") if getattr(args, f)]
+        named = [
+            f
+            for f in ("cluster_creds", "cluster_tls_ca", "cluster_name", "cluster_lease_ttl")
+            if getattr(args, f)
+        ]
         if named:
             flag = "--" + named[0].replace("_", "-")
             raise StartError(f"{flag} needs --cluster URL", EXIT_USAGE)
@@ -851,6 +864,7 @@ def _cluster_options(args: argparse.Namespace) -> ClusterOptions | None:
             tls_ca=args.cluster_tls_ca,
             tls_cert=args.cluster_tls_cert,
             tls_key=args.cluster_tls_key,
+            **({} if args.cluster_lease_ttl is None else {"lease_ttl": args.cluster_lease_ttl}),
         )
     except ValueError as exc:
         raise StartError(str(exc), EXIT_USAGE) from None

@@ -64,8 +64,11 @@ class LogNode(Protocol):
         """Whether another node plays the thread's turns."""
         ...
 
-    async def consume(self, thread_id: str, receive: Callable[[bytes], Awaitable[None]]) -> None:
-        """Deliver the thread's log after what this node has, in order, to ``receive``."""
+    async def consume(
+        self, thread_id: str, receive: Callable[[list[bytes]], Awaitable[None]]
+    ) -> None:
+        """Deliver the thread's log after what this node has, in order, to ``receive`` (the
+        events of each message, as JSON lines; none twice)."""
         ...
 
     def stop_consuming(self, thread_id: str) -> None: ...
@@ -126,9 +129,9 @@ class FollowerSession:
 
     # --- the log ------------------------------------------------------------------------------
 
-    async def _receive(self, data: bytes) -> None:
-        """One message of the log: its events as JSON lines (called in order by the consumer)."""
-        for line in data.split(b"\n"):
+    async def _receive(self, lines: list[bytes]) -> None:
+        """Events of the log as JSON lines (called in order by the consumer)."""
+        for line in lines:
             try:
                 envelope = parse_event_envelope(line)
             except ValueError:

@@ -44,8 +44,8 @@ from codex_app_bridge.cluster._follow import ClusterSource, FollowerSession, con
 from codex_app_bridge.cluster._meta import meta_of_record, shared_thread
 from codex_app_bridge.cluster._options import ClusterOptions, ClusterUnavailable
 from codex_app_bridge.cluster._subjects import (
+    EVENT_HEADER,
     LEASE_BUCKET,
-    LEASE_TTL,
     META_BUCKET,
     STREAM,
     STREAM_SUBJECTS,
@@ -53,6 +53,7 @@ from codex_app_bridge.cluster._subjects import (
     error_reply,
     events_subject,
     ok_reply,
+    unseen,
 )
 from codex_app_bridge.protocol.core import (
     SUBMISSION_ADAPTER,
@@ -95,19 +96,23 @@ class _Unacked:
     subject: str
     data: bytes
     msg_id: str
+    first: int
+    """The number of its first event in the thread's log."""
     future: asyncio.Future[Any] | None = None
 
 
 class _Log:
     """What an owned thread has given its listener and is not published yet."""
 
-    __slots__ = ("buffer", "node", "record", "subject")
+    __slots__ = ("buffer", "node", "record", "sent", "subject")
 
-    def __init__(self, node: ClusterNode, record: ThreadRecord) -> None:
+    def __init__(self, node: ClusterNode, record: ThreadRecord, sent: int = 0) -> None:
         self.node = node
         self.record = record
         self.subject = events_subject(record.id)
         self.buffer: list[EventEnvelope] = []
+        self.sent = sent
+        """Events of the thread's log before the buffer (the next is number ``sent + 1``)."""
 
     def append(self, envelope: EventEnvelope) -> None:
         buffer = self.buffer
@@ -134,6 +139,11 @@ class ClusterNode:
         self.name = options.name or "codex-app-bridge"
         self.failed_publishes = 0
         self.published = 0
+        self.lost_events = 0
+        """Events the log lacked between what a followed thread had and a message after it."""
+        self.duplicate_events = 0
+        """Events of the log a followed thread had already (dropped, not applied twice)."""
+        self._lease_ttl = options.lease_ttl
         self._sent = 0
         self._unacked: dict[str, _Unacked] = {}
         """Events published and not acknowledged yet, in the order they were published."""
@@ -150,9 +160,12 @@ class ClusterNode:
         self._idle: anyio.Event | None = None
         """Set when the publisher has nothing left to publish (``flush``)."""
         self._owned: dict[str, ThreadRecord] = {}
+        self._logs: dict[str, _Log] = {}
         self._control: dict[str, Subscription] = {}
         self._after: dict[str, int] = {}
         """Followed threads -> the last sequence of the log this node has (read or taken)."""
+        self._events: dict[str, int] = {}
+        """Followed threads -> how many events of their log this node has applied."""
         self._consumers: dict[str, Subscription] = {}
         self.holder = f"{self.name}/{uuid.uuid4().hex[:12]}"
         """This process in the lease bucket (a restarted node is another holder)."""
@@ -206,9 +219,13 @@ class ClusterNode:
         except NotFoundError:
             self._leases_kv = await js.create_key_value(  # pyright: ignore[reportUnknownMemberType]
                 KeyValueConfig(
-                    bucket=LEASE_BUCKET, storage=StorageType.FILE, history=1, ttl=LEASE_TTL
+                    bucket=LEASE_BUCKET,
+                    storage=StorageType.FILE,
+                    history=1,
+                    ttl=options.lease_ttl,
                 )
             )
+        self._lease_ttl = (await self._leases_kv.status()).ttl or options.lease_ttl
         self._back_online = anyio.Event()
         self._back_online.set()
         group = self._task_group = anyio.create_task_group()
@@ -308,8 +325,26 @@ class ClusterNode:
         if record.ephemeral:
             return  # nothing of it outlives this process: not shared
         self._owned[record.id] = record
-        runtime.tap = _Log(self, record).append
+        self._tap(record, 0)
         self._group.start_soon(self._own, record)
+
+    def _tap(self, record: ThreadRecord, sent: int) -> None:
+        """Publish what an owned thread's runtime gives its listener, numbered from ``sent + 1``."""
+        assert record.runtime is not None
+        log = self._logs[record.id] = _Log(self, record, sent)
+        record.runtime.tap = log.append
+
+    def owns(self, thread_id: str) -> bool:
+        """Whether this node holds the thread's lease (plays its turns, writes its log)."""
+        return thread_id in self._leases
+
+    def log_length(self, thread_id: str) -> int | None:
+        """How many events of the thread's log this node has published (owned) or applied
+        (followed); ``None``: neither."""
+        log = self._logs.get(thread_id)
+        if log is not None:
+            return log.sent + len(log.buffer)
+        return self._events.get(thread_id)
 
     def follows(self, thread_id: str) -> bool:
         return thread_id in self._after
@@ -329,6 +364,7 @@ class ClusterNode:
             last = (await self._js.get_last_msg(STREAM, events_subject(thread_id))).seq or 0
         except NotFoundError:
             last = 0
+        self._events[thread_id] = 0
         history = await self._read_log(thread_id, last)
         self._after[thread_id] = last
         return shared_thread(entry.value, history)
@@ -344,7 +380,7 @@ class ClusterNode:
             with anyio.fail_after(HISTORY_READ_TIMEOUT):
                 while True:
                     msg = await sub.next_msg(timeout=HISTORY_READ_TIMEOUT)
-                    for line in msg.data.split(b"\n"):
+                    for line in self._unseen(thread_id, msg):
                         envelope = parse_event_envelope(line)
                         if envelope.msg.type in HISTORY_EVENT_TYPES:
                             history.append(envelope)
@@ -352,6 +388,25 @@ class ClusterNode:
                         return history
         finally:
             await sub.unsubscribe()
+
+    def _unseen(self, thread_id: str, msg: Msg) -> list[bytes]:
+        """A followed thread's log message: the events in it this node has not applied yet
+        (counted as applied now); a gap before them is logged and counted."""
+        lines = msg.data.split(b"\n")
+        number = (msg.headers or {}).get(EVENT_HEADER)
+        have = self._events.get(thread_id, 0)
+        fresh, lost = unseen(lines, None if number is None else int(number), have)
+        if lost:
+            self.lost_events += lost
+            logger.error(
+                "cluster: thread %s: the log lacks events %d to %d",
+                thread_id,
+                have + 1,
+                have + lost,
+            )
+        self.duplicate_events += len(lines) - len(fresh)
+        self._events[thread_id] = have + lost + len(fresh)
+        return fresh
 
     # --- the owner ----------------------------------------------------------------------------
 
@@ -424,7 +479,8 @@ class ClusterNode:
                         await self._offline().wait()
                     self._sent += 1
                     data = b"\n".join([dump_event_envelope(e) for e in batch])
-                    entry = _Unacked(log.subject, data, f"{self.holder}:{self._sent}")
+                    entry = _Unacked(log.subject, data, f"{self.holder}:{self._sent}", log.sent + 1)
+                    log.sent += len(batch)
                     self._unacked[entry.msg_id] = entry
                     await self._send(js, entry)
                     if not announce and any(e.msg.type in _META_TYPES for e in batch):
@@ -437,7 +493,8 @@ class ClusterNode:
                 self._idle = None
 
     async def _send(self, js: JetStreamContext, entry: _Unacked) -> None:
-        headers = {"Nats-Msg-Id": entry.msg_id}  # the stream drops a copy it already stored
+        # the stream drops a copy it already stored
+        headers = {"Nats-Msg-Id": entry.msg_id, EVENT_HEADER: str(entry.first)}
         future = await js.publish_async(entry.subject, entry.data, headers=headers)  # pyright: ignore[reportUnknownMemberType]
         entry.future = future
         future.add_done_callback(partial(self._acked, entry))
@@ -512,7 +569,7 @@ class ClusterNode:
     async def _lease_loop(self) -> None:
         """Renew the owned threads' leases; take over a followed thread whose lease lapsed."""
         while True:
-            await anyio.sleep(LEASE_TTL / 3)
+            await anyio.sleep(self._lease_ttl / 3)
             await self._renew()
             await self._claim()
 
@@ -538,6 +595,7 @@ class ClusterNode:
             "cluster: thread %s: lease lost to another node; no longer its owner", thread_id
         )
         self._leases.pop(thread_id, None)
+        self._logs.pop(thread_id, None)
         record = self._owned.pop(thread_id, None)
         if record is not None and record.runtime is not None:
             record.runtime.tap = None
@@ -583,7 +641,7 @@ class ClusterNode:
         if runtime is None:
             return
         self._owned[thread_id] = record
-        runtime.tap = _Log(self, record).append
+        self._tap(record, self._events.pop(thread_id, 0))
         session = self._sessions.pop(thread_id, None)
         if session is not None:
             session.take_over()
@@ -620,15 +678,20 @@ class ClusterNode:
 
     # --- the follower -------------------------------------------------------------------------
 
-    async def consume(self, thread_id: str, receive: Callable[[bytes], Awaitable[None]]) -> None:
-        """Deliver the thread's log after what this node has, in order, to ``receive``."""
+    async def consume(
+        self, thread_id: str, receive: Callable[[list[bytes]], Awaitable[None]]
+    ) -> None:
+        """Deliver the thread's log after what this node has, in order, to ``receive`` (the
+        events of each message, as JSON lines; none twice)."""
         from nats.js.api import ConsumerConfig, DeliverPolicy
 
         assert self._js is not None
 
         async def on_event(msg: Msg) -> None:
             sequence = self._after[thread_id] = msg.metadata.sequence.stream
-            await receive(msg.data)
+            lines = self._unseen(thread_id, msg)
+            if lines:
+                await receive(lines)
             waiting = self._caught_up.get(thread_id)
             if waiting is not None and sequence >= waiting[0]:
                 waiting[1].set()

@@ -12,6 +12,8 @@ from dataclasses import dataclass
 from typing import Final
 from urllib.parse import urlsplit
 
+from codex_app_bridge.cluster._subjects import LEASE_TTL
+
 __all__ = ["SCHEMES", "ClusterOptions", "ClusterUnavailable"]
 
 SCHEMES: Final = ("nats", "tls", "ws", "wss")
@@ -39,6 +41,9 @@ class ClusterOptions:
     tls_cert: str | None = None
     tls_key: str | None = None
     connect_timeout: float = 5.0
+    lease_ttl: float = LEASE_TTL
+    """Seconds a thread's lease lives unless renewed, when this node makes the lease bucket
+    (the first node of a cluster does; the others use the bucket's TTL)."""
 
     @classmethod
     def parse(cls, text: str, **fields: object) -> ClusterOptions:
@@ -58,6 +63,8 @@ class ClusterOptions:
             except ValueError as exc:
                 raise ValueError(f"invalid --cluster URL {url!r}: {exc}") from None
         options = cls(servers, **fields)  # pyright: ignore[reportArgumentType]
+        if not 0.5 <= options.lease_ttl <= 3600:
+            raise ValueError("--cluster-lease-ttl takes 0.5 to 3600 seconds")
         if (options.tls_cert is None) != (options.tls_key is None):
             raise ValueError("--cluster-tls-cert and --cluster-tls-key go together")
         return options

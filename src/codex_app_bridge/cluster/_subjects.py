@@ -10,12 +10,14 @@ from typing import Any, Final
 __all__ = [
     "CONTROL_PREFIX",
     "EVENTS_PREFIX",
+    "EVENT_HEADER",
     "LEASE_BUCKET",
     "LEASE_TTL",
     "META_BUCKET",
     "STREAM",
     "control_subject",
     "events_subject",
+    "unseen",
 ]
 
 STREAM: Final = "CODEX_THREADS"
@@ -31,6 +33,11 @@ CONTROL_PREFIX: Final = EVENTS_PREFIX
 
 STREAM_SUBJECTS: Final = ("codex.thread.*.events",)
 
+EVENT_HEADER: Final = "Codex-Event"
+"""A log message's header: the number of its first event in the thread's log (1, 2, ...; the
+message's JSON lines are that event and the ones after it). A node that applies the log checks
+the numbers against what it has: none skipped, none twice."""
+
 
 def events_subject(thread_id: str) -> str:
     """Where a thread's core events go, in order (``{id, msg}`` envelopes)."""
@@ -40,6 +47,17 @@ def events_subject(thread_id: str) -> str:
 def control_subject(thread_id: str) -> str:
     """Where another node sends a thread's submissions to its owner (request/reply)."""
     return f"codex.thread.{thread_id}.control"
+
+
+def unseen(lines: list[bytes], first: int | None, have: int) -> tuple[list[bytes], int]:
+    """The lines of a log message whose first event is number ``first`` that come after the
+    ``have`` events a node has applied, and how many events the log lacks before them (``0``:
+    none lost). ``first`` ``None`` (no number): the message follows on."""
+    if first is None:
+        return lines, 0
+    if first > have + 1:
+        return lines, first - have - 1
+    return lines[have + 1 - first :], 0
 
 
 def ok_reply() -> bytes:
