@@ -12,18 +12,23 @@ import sys
 from pathlib import Path
 from typing import Any
 
+import anyio
 import pytest
 
 from codex_app_bridge.cli import main
-from codex_app_bridge.conformance import MockResponses, codex_env, write_codex_config
+from codex_app_bridge.conformance import MockResponses, StdioPeer, codex_env, write_codex_config
 from codex_app_bridge.conformance._compare import (
     canonical_order,
     compare,
     delta_checks,
     normalise_stream,
 )
-from codex_app_bridge.conformance._drive import SCENARIO_SPECS, ScenarioSpec, Session, run_session
-from codex_app_bridge.conformance.real_codex import bridge_command, real_codex_command
+from codex_app_bridge.conformance._drive import SCENARIO_SPECS, ScenarioSpec, run_session
+from codex_app_bridge.conformance.real_codex import (
+    bridge_command,
+    default_server_request_handler,
+    real_codex_command,
+)
 from tests.conftest import bridge_env
 
 pytestmark = pytest.mark.anyio
@@ -47,13 +52,29 @@ def _lines(transcript: Path, direction: str) -> list[JsonObject]:
     return [r["line"] for r in records if r["dir"] == direction]
 
 
-def _units(session: Session, paths: dict[str, str]) -> list[JsonObject]:
-    """What the client was sent but answers: notifications and server requests, normalised."""
-    units = normalise_stream(
-        session.received, session.sent, paths, upto=session.notes.get("reads_from")
-    )
+def _units(
+    received: list[JsonObject], sent: list[JsonObject], paths: dict[str, str], upto: int | None
+) -> list[JsonObject]:
+    """What the client was sent but answers: notifications and server requests, normalised,
+    and whether each streamed item's deltas add up to it."""
+    units = normalise_stream(received, sent, paths, upto=upto)
     units = [u for u in canonical_order(units) if "response" not in u]
     return [*units, *delta_checks(units)]
+
+
+def _layout(tmp_path: Path) -> tuple[Path, Path, Path, dict[str, str]]:
+    """CODEX_HOME, the recording's directory, the client's cwd and the servers' environment."""
+    home = tmp_path / "home" / ".codex"
+    work = tmp_path / "work"
+    work.mkdir()
+    env = codex_env(home, extra={"PYTHONPATH": bridge_env()["PYTHONPATH"]})
+    return home, tmp_path / "recording", work, env
+
+
+def _record(out: Path) -> list[str]:
+    """``codex-app-bridge record`` in front of the real binary."""
+    record = [sys.executable, "-m", "codex_app_bridge", "record", "--out", str(out), "--"]
+    return [*record, *real_codex_command()]
 
 
 # the scenarios with several clients on the server's socket wait for record to listen itself
@@ -64,17 +85,13 @@ STDIO_SPECS = [s for s in SCENARIO_SPECS if not s.listen]
 async def test_a_recorded_real_session_passes_through_and_replays_equal_on_the_bridge(
     spec: ScenarioSpec, tmp_path: Path
 ) -> None:
-    home = tmp_path / "home" / ".codex"
-    out = tmp_path / "recording"
-    work = tmp_path / "work"
-    work.mkdir()
-    env = codex_env(home, extra={"PYTHONPATH": bridge_env()["PYTHONPATH"]})
+    home, out, work, env = _layout(tmp_path)
     with MockResponses() as mock:
         mock.set_scenario(spec.mock, **dict(spec.mock_params))
         write_codex_config(home, mock.base_url)
-        record = [sys.executable, "-m", "codex_app_bridge", "record", "--out", str(out), "--"]
-        argv = [*record, *real_codex_command()]
-        real = await run_session(spec, argv, env=env, cwd=work, stderr_path=tmp_path / "real.log")
+        real = await run_session(
+            spec, _record(out), env=env, cwd=work, stderr_path=tmp_path / "real.log"
+        )
     log = (tmp_path / "real.log").read_text()
     assert real.error is None, log
 
@@ -89,7 +106,10 @@ async def test_a_recorded_real_session_passes_through_and_replays_equal_on_the_b
     replayed = await run_session(spec, argv, env=env, cwd=work, stderr_path=tmp_path / "bridge.log")
     assert replayed.error is None, (tmp_path / "bridge.log").read_text()
     paths = {str(work): "<cwd>", str(home): "<codex-home>"}
-    recorded_units, replayed_units = _units(real, paths), _units(replayed, paths)
+    recorded_units = _units(real.received, real.sent, paths, real.notes.get("reads_from"))
+    replayed_units = _units(
+        replayed.received, replayed.sent, paths, replayed.notes.get("reads_from")
+    )
     result = compare(recorded_units, replayed_units)
     differences = {(d.kind, d.label) for d in result.differences}
     assert differences <= _TIMING.get(spec.name, set()), result.differences
@@ -139,3 +159,86 @@ def test_ctrl_c_while_recording_keeps_the_transcript_and_is_one_line(tmp_path: P
     assert err.splitlines()[-1] == b"record: interrupted"
     assert _lines(out / "transcript.jsonl", "c2s") == [{"id": 1, "method": "ping"}]
     assert _lines(out / "transcript.jsonl", "s2c") == [{"id": 1, "method": "ping"}]
+
+
+class _HeldAnswer:
+    """Answers the default way, but only after holding every server request a while: what the
+    server sent meanwhile is kept, so a test sees that nothing of the turn played on before the
+    client's answer."""
+
+    def __init__(self) -> None:
+        self.peer: StdioPeer | None = None
+        self.while_held: list[JsonObject] = []
+        self.asked: list[str] = []
+
+    async def __call__(self, message: JsonObject) -> JsonObject:
+        assert self.peer is not None
+        self.asked.append(str(message.get("method")))
+        seen = len(self.peer.received)
+        await anyio.sleep(HOLD_S)  # the time a server that does not wait would play on in
+        self.while_held.extend(self.peer.received[seen:])
+        return await default_server_request_handler(message)
+
+
+HOLD_S = 1.0
+
+APPROVAL_FLOWS: dict[str, tuple[str, dict[str, str], str]] = {
+    # what is asked -> (mock scenario, its params, the prompt); the thread is read-only and
+    # untrusted, so both the command and the patch are asked about
+    "command": ("shell", {"cmd": "touch approved.txt"}, "Create approved.txt with touch."),
+    "patch": ("apply_patch", {}, "Create hello.txt with apply_patch."),
+}
+
+
+async def _approval_flow(
+    argv: list[str], env: dict[str, str], cwd: Path, log: Path, prompt: str
+) -> tuple[StdioPeer, _HeldAnswer]:
+    held = _HeldAnswer()
+    with anyio.fail_after(TIMEOUT):
+        async with StdioPeer.spawn(argv, env=env, cwd=cwd, stderr_path=log, handler=held) as peer:
+            held.peer = peer
+            await peer.initialize()
+            params = {
+                "cwd": str(cwd),
+                "approvalPolicy": "untrusted",
+                "sandbox": "read-only",
+                "model": "mock-model",
+                "modelProvider": "mock",
+            }
+            started = await peer.request("thread/start", params)
+            thread_id = started["thread"]["id"]
+            done = peer.expect(lambda m: m.get("method") == "turn/completed")
+            text = [{"type": "text", "text": prompt}]
+            await peer.request("turn/start", {"threadId": thread_id, "input": text})
+            await peer.wait(done, TIMEOUT)
+    return peer, held
+
+
+@pytest.mark.parametrize("flow", APPROVAL_FLOWS)
+async def test_a_recorded_approval_is_asked_again_and_the_replay_waits_for_the_answer(
+    flow: str, tmp_path: Path
+) -> None:
+    mock_name, mock_params, prompt = APPROVAL_FLOWS[flow]
+    home, out, work, env = _layout(tmp_path)
+    with MockResponses() as mock:
+        mock.set_scenario(mock_name, **mock_params)
+        write_codex_config(home, mock.base_url)
+        real, real_held = await _approval_flow(
+            _record(out), env, work, tmp_path / "real.log", prompt
+        )
+    assert "record: script:" not in (tmp_path / "real.log").read_text()  # each request derived
+    argv = bridge_command("--script", str(out / "script.jsonl"))
+    replayed, held = await _approval_flow(argv, env, work, tmp_path / "bridge.log", prompt)
+
+    assert real_held.asked == held.asked
+    assert held.asked == [
+        f"item/{'commandExecution' if flow == 'command' else 'fileChange'}/requestApproval"
+    ]
+    # the replay waited for the answer, as the real server did: no item completed meanwhile
+    for side in (real_held, held):
+        assert "item/completed" not in [m.get("method") for m in side.while_held]
+    paths = {str(work): "<cwd>", str(home): "<codex-home>"}
+    recorded_units = _units(real.received, real.sent, paths, None)
+    replayed_units = _units(replayed.received, replayed.sent, paths, None)
+    assert compare(recorded_units, replayed_units).differences == []
+    assert "serverRequest/resolved" in {u.get("method") for u in replayed_units}

@@ -6,9 +6,10 @@ Role: the real binary does not expose its ``EventMsg`` stream; its rollout keeps
 and no deltas. :func:`script_from_run` walks the real notification stream in order and, for each
 message a core event causes, writes that event: the rollout's own payload where the rollout has
 it (turn start and end, completed items, token counts), else the event rebuilt from the
-notification's params (deltas, item starts, stream errors, approval and tool requests). Messages
-the server makes by itself (``thread/status/changed``, ``turn/started``, rate limits, read state,
-``serverRequest/resolved`` ...) add no event: the bridge must make them too.
+notification's params (deltas, item starts, stream errors, command and patch approvals, tool
+requests). Messages the server makes by itself (``thread/status/changed``, ``turn/started``,
+rate limits, read state, ``serverRequest/resolved`` ...) add no event: the bridge must make them
+too.
 
 Started items: the rollout has only the completed ``TurnItem``; the started one is that item
 put back in its starting state (no text yet, ``in_progress``, no output), as Codex core emits it.
@@ -386,6 +387,26 @@ def _event_for(method: str, params: JsonObject, turn: _Turn | None) -> JsonObjec
             ("startedAtMs", "started_at_ms"),
             ("reason", "reason"),
             ("proposedExecpolicyAmendment", "proposed_execpolicy_amendment"),
+        ):
+            if params.get(wire) is not None:
+                event[core] = params[wire]
+        return event
+    if method == "item/fileChange/requestApproval":
+        # the server sent the item's item/started itself, before the request: the changes are
+        # the completed item's (the rollout's), as core asked about them
+        item_id = str(params.get("itemId"))
+        recorded = turn.items.get(item_id) if turn is not None else None
+        completed = cast(JsonObject, (recorded or {}).get("item") or {})
+        event: JsonObject = {
+            "type": "apply_patch_approval_request",
+            "call_id": item_id,
+            "turn_id": turn_id,
+            "changes": completed.get("changes") or {},
+        }
+        for wire, core in (
+            ("startedAtMs", "started_at_ms"),
+            ("reason", "reason"),
+            ("grantRoot", "grant_root"),
         ):
             if params.get(wire) is not None:
                 event[core] = params[wire]
