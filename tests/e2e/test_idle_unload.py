@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import gc
 import os
+import weakref
 from collections.abc import Callable, Iterable
 from pathlib import Path
 from typing import cast
@@ -148,6 +149,45 @@ async def test_an_unloaded_stored_thread_holds_no_descriptor_and_resumes_from_it
         data = await anyio.Path(path).read_bytes()
         ordinals = [orjson.loads(line).get("ordinal") for line in data.splitlines()]
         assert ordinals[1:] == list(range(ordinals[1], ordinals[1] + len(ordinals) - 1))
+
+
+async def test_an_unloaded_stored_thread_is_freed_by_reference_counting(tmp_path: Path) -> None:
+    # issue 23's soak: an unloaded thread's record, runtime, session and history made a cycle
+    # (the registry's callbacks hold the record, the session's queue wakes the runtime), freed
+    # only by a full collection: 100,000 objects waited for it, and the allocator's arenas
+    # they filled were never given back
+    async with open_bridge("memory", idle_unload=IDLE, codex_home=tmp_path / "home") as bridge:
+        client: Session = await bridge.connect()
+        watcher: Session = await bridge.connect()
+        await client.initialize(name="client")
+        await watcher.initialize(name="watcher")
+        thread_id = await client.start_thread()
+        await client.run_turn(thread_id, "a turn to keep")
+        server = bridge.server
+        assert server is not None and server.threads is not None
+        record = server.threads.get(thread_id)
+        assert record is not None and record.runtime is not None
+        freed = {"record": anyio.Event(), "runtime": anyio.Event(), "listener": anyio.Event()}
+        weakref.finalize(record, freed["record"].set)
+        weakref.finalize(record.runtime, freed["runtime"].set)
+        weakref.finalize(record.listener, freed["listener"].set)
+        del record
+        collecting = gc.isenabled()
+        gc.disable()  # only reference counting frees anything now
+        try:
+            await client.result("thread/unsubscribe", {"threadId": thread_id})
+            await watcher.until(closed(thread_id))
+            with anyio.fail_after(60):
+                for event in freed.values():
+                    await event.wait()
+        finally:
+            if collecting:
+                gc.enable()
+        # and it comes back from its rollout
+        resumed = await watcher.result("thread/resume", {"threadId": thread_id})
+        assert len(resumed["thread"]["turns"]) == 1
+        _, messages = await watcher.run_turn(thread_id, "after reload")
+        assert messages[-1]["params"]["turn"]["status"] == "completed"
 
 
 def _tables_keyed_by(thread_ids: set[str]) -> list[str]:

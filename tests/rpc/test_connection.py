@@ -6,7 +6,9 @@ messages inside ``anyio.fail_after``; nothing sleeps.
 
 from __future__ import annotations
 
+import gc
 import logging
+import weakref
 from typing import Any
 
 import anyio
@@ -362,6 +364,39 @@ async def test_deferred_work_does_not_run_when_the_handler_fails() -> None:
     assert reply["error"]["message"] == "refused"
     assert after["id"] == 2
     assert ran == []
+
+
+@pytest.mark.parametrize("fails", [False, True])
+async def test_a_request_context_is_freed_by_reference_counting(fails: bool) -> None:
+    # issue 23's soak: a callback registered with after_response closes over its context; kept
+    # by the context, it made a cycle (context, connection, params...) that only a full
+    # collection freed: run or dropped, the callbacks leave the context
+    freed = anyio.Event()
+    ran: list[str] = []
+
+    async def handler(ctx: RequestContext, params: dict[str, Any]) -> dict[str, Any]:
+        async def later() -> None:
+            ran.append(ctx.method)
+
+        weakref.finalize(ctx, freed.set)
+        ctx.after_response(later)
+        if fails:
+            raise RpcError(-32600, "refused")
+        return {}
+
+    table = MethodTable([MethodSpec("x", RawParams(), handler)])
+    collecting = gc.isenabled()
+    gc.disable()  # only reference counting frees anything now
+    try:
+        async with serving(table) as served:
+            reply = await served.client.call(1, "x", {})
+            with anyio.fail_after(TIMEOUT):
+                await freed.wait()
+    finally:
+        if collecting:
+            gc.enable()
+    assert ("error" in reply) is fails
+    assert ran == ([] if fails else ["x"])
 
 
 def _blocking_table() -> MethodTable:

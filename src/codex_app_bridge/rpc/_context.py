@@ -80,6 +80,14 @@ class RequestContext:
         """Run ``callback`` once this request's successful response is queued (never on error)."""
         self._after_response.append(callback)
 
+    def take_after_response(self) -> list[Callable[[], Awaitable[None]]]:
+        """The callbacks ``after_response`` registered, handed over once (the context keeps
+        none): a callback usually closes over its context, so a kept one would tie the context
+        and all it refers to (the connection, the params) into a cycle that outlives the
+        request, freed only by the collector's next full pass."""
+        callbacks, self._after_response = self._after_response, []
+        return callbacks
+
     def defer(self) -> DeferredReply:
         """Answer this request later: the handler's return value is ignored (unless it raises,
         which answers the error at once) and the returned reply writes the one response."""

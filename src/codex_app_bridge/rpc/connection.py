@@ -634,6 +634,7 @@ class Connection:
             self._untrack(request)
             answered = self._respond(ctx, outcome)
             if not (answered and ctx._after_response):  # pyright: ignore[reportPrivateUsage]
+                ctx.take_after_response()  # not due (an error, a deferred answer): dropped
                 if self._request_path_waits:
                     await self.wait_writable()
                 return
@@ -678,7 +679,9 @@ class Connection:
             self._untrack(ctx.request)
         if self._respond(ctx, outcome):
             await self._after_response(ctx)
-        elif self._request_path_waits:
+            return
+        ctx.take_after_response()  # not due (an error, a deferred answer): dropped
+        if self._request_path_waits:
             await self.wait_writable()
 
     def _respond(self, ctx: RequestContext, outcome: Outcome) -> bool:
@@ -698,7 +701,7 @@ class Connection:
     async def _after_response(self, ctx: RequestContext) -> None:
         if self._request_path_waits:
             await self.wait_writable()
-        for callback in ctx._after_response:  # pyright: ignore[reportPrivateUsage]
+        for callback in ctx.take_after_response():
             try:
                 await callback()
             except Exception:

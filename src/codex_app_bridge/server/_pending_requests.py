@@ -126,6 +126,13 @@ class PendingRequests:
             self._registry.discard(entry.request_id)
             self._listener.abandon_request(entry.raised, entry.request_id)
 
+    def close(self) -> None:
+        """The thread's runtime stopped: clean up, and drop the way to its session (an answer
+        that comes later finds no request, as after ``clean_up``; nothing points back at the
+        runtime, so an unloaded thread is freed by reference counting)."""
+        self.clean_up()
+        self._submit = _nowhere
+
     def _answered(self, message: Response | ErrorResponse) -> None:
         request_id = message.id
         entry = self._pending.pop(request_id, None) if isinstance(request_id, int) else None
@@ -145,3 +152,7 @@ class PendingRequests:
             logger.exception("could not resolve server request %s", entry.request_id)
             return
         self._submit(Submission(id=entry.raised.turn_id, op=op))
+
+
+def _nowhere(submission: Submission) -> None:
+    logger.debug("no session for %s: the thread was unloaded", submission.op.type)
