@@ -164,9 +164,11 @@ async def test_an_unloaded_stored_thread_is_freed_by_reference_counting(tmp_path
         thread_id = await client.start_thread()
         await client.run_turn(thread_id, "a turn to keep")
         server = bridge.server
-        assert server is not None and server.threads is not None
+        assert server is not None
+        assert server.threads is not None
         record = server.threads.get(thread_id)
-        assert record is not None and record.runtime is not None
+        assert record is not None
+        assert record.runtime is not None
         freed = {"record": anyio.Event(), "runtime": anyio.Event(), "listener": anyio.Event()}
         weakref.finalize(record, freed["record"].set)
         weakref.finalize(record.runtime, freed["runtime"].set)
