@@ -113,6 +113,9 @@ def test_a_command_outputs_chunk_id_wall_time_and_session_id_are_masked_not_its_
         # the command's own output is compared whole, even a line that looks like a header
         "Wall time: 3 seconds\nChunk ID: x\n"
     )
+    poll = {"type": "function_call", "name": "write_stdin", "call_id": "c3"}
+    masked_poll = mask_input([{**poll, "arguments": '{"session_id": 23761, "chars": ""}'}])
+    assert masked_poll == [{**poll, "arguments": '{"session_id": <session>, "chars": ""}'}]
     prose = "Wall time: 1 seconds, more or less\nOutput:\n"
     assert mask_input([{**items[0], "output": prose}]) == [{**items[0], "output": prose}]
     assert masked[1]["output"] == (

@@ -9,6 +9,8 @@ declines (nothing runs, the model is told, and no item is left in ``thread/read`
 ``shell_escalated``: on-request, the model asks for ``require_escalated`` with a justification,
 the client accepts, the command runs outside the sandbox; ``shell_denied``: untrusted, accepted,
 the sandbox refuses the write (the approval proposes the script's first command as the rule);
+``shell_session``: the command outlives its yield, ``write_stdin`` polls the session until it
+exits; ``apply_patch_edit``: one patch updates, deletes, adds and moves files a command wrote;
 ``apply_patch`` and ``apply_patch_approval``: the fallback model's ``apply_patch`` heredoc
 through ``exec_command``, applied at once or after the client accepted it, with the file-change
 item and the turn's diff. The notifications, the final reads, the number of requests the mock
@@ -36,7 +38,9 @@ MACHINE_SCENARIOS = [
     "shell_declined",
     "shell_escalated",
     "shell_denied",
+    "shell_session",
     "apply_patch",
+    "apply_patch_edit",
     "apply_patch_approval",
 ]
 
@@ -59,11 +63,11 @@ def test_commands_and_patches_match_the_real_binarys(run: Run, name: str) -> Non
     result = run[1][name]
     assert result.notes == []
     real, bridge = result.request_counts
-    assert bridge == real == 2
+    assert bridge == real >= 2
     parts = (result.stream, result.reads, result.inputs, result.fields)
     assert [d for part in parts for d in part.differences if not known(name, d)] == []
     assert result.stream.compared > 25
-    assert result.inputs.equal == result.inputs.compared == 2
+    assert result.inputs.equal == result.inputs.compared == real
 
 
 def _outputs(name: str) -> list[str]:
@@ -96,6 +100,12 @@ def test_what_the_bridge_left_on_disk(run: Run) -> None:
         assert not (base(name) / "outside.txt").exists(), name
     assert (base("shell_escalated") / "outside.txt").exists()  # accepted: unsandboxed
     assert not (base("shell_declined") / "work" / "approved.txt").exists()
+    edited = base("apply_patch_edit") / "work"
+    assert (edited / "upd.txt").read_text() == "a\nB\nc\n"
+    assert (edited / "moved" / "mv2.txt").read_text() == "1\ntwo\n"
+    assert (edited / "new" / "added.txt").read_text() == "hello\nworld\n"
+    assert not (edited / "del.txt").exists()
+    assert not (edited / "mv.txt").exists()
     for name in ("apply_patch", "apply_patch_approval"):
         hello = base(name) / "work" / "hello.txt"
         assert hello.read_text() == "hello from apply_patch\nsecond line\n", name

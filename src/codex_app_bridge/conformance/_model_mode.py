@@ -377,6 +377,29 @@ APPROVED_COMMAND: Final = (
     "echo approved > approved.txt && sleep 0.5 && cat approved.txt"
     " && (touch ../outside.txt 2>&1 || echo refused)"
 )
+FILES_COMMAND: Final = (
+    "printf 'a\\nb\\nc\\n' > upd.txt && printf 'bye\\n' > del.txt && printf '1\\n2\\n' > mv.txt"
+)
+EDIT_PATCH: Final = """*** Begin Patch
+*** Update File: upd.txt
+@@
+ a
+-b
++B
+ c
+*** Delete File: del.txt
+*** Add File: new/added.txt
++hello
++world
+*** Update File: mv.txt
+*** Move to: moved/mv2.txt
+@@
+ 1
+-2
++two
+*** End Patch"""
+"""Every kind of hunk: an update, a delete, an add in a new directory, a move with an edit."""
+SESSION_COMMAND: Final = "sleep 1.5 && echo done"
 ESCALATED_COMMAND: Final = "sleep 0.5 && touch ../outside.txt && echo created"
 DENIED_COMMAND: Final = "true && sleep 0.5 && touch ../outside.txt"
 """Each command prints only after half a second: core streams a command's output once its
@@ -443,12 +466,38 @@ _MACHINE_SCENARIOS: Final[tuple[ModelScenario, ...]] = (
         extra_config=CWD_ONLY,
     ),
     ModelScenario(
+        "shell_session",
+        "steps",
+        {
+            "steps": [
+                {"cmd": SESSION_COMMAND, "args": {"yield_time_ms": 250}},
+                {"stdin": ""},
+            ],
+            "text": "It finished.",
+        },
+        "exec_command outlives its 250 ms yield (a session), write_stdin polls it until it "
+        "exits (workspace-write / never)",
+        _single("Run a slow command.", approvalPolicy="never", **WORKSPACE_WRITE),
+        own_tmpdir=True,
+        extra_config=CWD_ONLY,
+    ),
+    ModelScenario(
         "apply_patch",
         "apply_patch",
         {},
         "apply_patch through exec_command (the fallback model has no apply_patch tool) adds "
         "hello.txt under workspace-write / never: a file-change item and the turn's diff",
         _single("Create hello.txt.", approvalPolicy="never", **WORKSPACE_WRITE),
+        own_tmpdir=True,
+        extra_config=CWD_ONLY,
+    ),
+    ModelScenario(
+        "apply_patch_edit",
+        "steps",
+        {"steps": [{"cmd": FILES_COMMAND}, {"patch": EDIT_PATCH}], "text": "Edited."},
+        "a command writes three files, then one apply_patch updates, deletes, adds and moves "
+        "(workspace-write / never): the file-change item's diffs and the turn's diff",
+        _single("Edit the files.", approvalPolicy="never", **WORKSPACE_WRITE),
         own_tmpdir=True,
         extra_config=CWD_ONLY,
     ),
@@ -813,6 +862,9 @@ _HEADER_LINE: Final = re.compile(
 the session id are drawn or timed afresh each run."""
 
 
+_SESSION_ARGUMENT: Final = re.compile(r'("session_id":\s*)\d+')
+
+
 def _masked_header_line(line: str) -> str | None:
     m = _HEADER_LINE.fullmatch(line)
     if m is None:
@@ -875,7 +927,8 @@ def mask_input(items: Sequence[object]) -> list[object]:
     become their kind (``<environment_context>…``, ``<prose>``), and so does a goal tool's
     ``completionBudgetReport``; a tool output's chunk id, wall time and session id become
     ``<chunk>``, ``<seconds>``, ``<session>`` (the rest of it, the command's output, is
-    compared whole); a UUID inside an ``id`` becomes
+    compared whole), and so does the ``session_id`` of a ``write_stdin`` call's arguments; a
+    UUID inside an ``id`` becomes
     ``<uuid>`` (``msg_<uuid>``, ``fco_<uuid>``: the prefix stays). Model output comes back as
     the mock sent it, so it is kept whole."""
     out: list[object] = []
@@ -886,6 +939,9 @@ def mask_input(items: Sequence[object]) -> list[object]:
         item = dict(cast(JsonObject, raw))
         if "id" in item:
             item["id"] = _masked_id(item["id"])
+        if item.get("name") == "write_stdin" and isinstance(item.get("arguments"), str):
+            # the session id the mock read from the last output: drawn afresh each run
+            item["arguments"] = _SESSION_ARGUMENT.sub(r"\1<session>", str(item["arguments"]))
         if item.get("type") in ("function_call_output", "custom_tool_call_output") and isinstance(
             item.get("output"), str
         ):

@@ -31,7 +31,8 @@ HTTP endpoints (same as ``tools/realpeer/mock_provider.py``):
 Scenarios (:data:`SCENARIOS`; ``n`` is the 0-based index of the ``/v1/responses`` request since the
 scenario was selected): ``plain`` (params ``text``, ``chunk``), ``reasoning``, ``shell`` (``cmd``,
 ``args``: more ``exec_command`` arguments),
-``apply_patch``, ``steps`` (one tool call per request: ``{"patch": text}`` or ``{"cmd": text}``,
+``apply_patch``, ``steps`` (one tool call per request: ``{"patch": text}``, ``{"cmd": text}`` or
+``{"stdin": chars}`` to the session the last output named,
 then ``text``), ``web_search``, ``error_retry`` (``failures``: HTTP 500s first), ``error_fatal``
 (always 500), ``stream_retry`` (``failures``: streams cut before ``response.completed``),
 ``stream_failed`` (``response.failed``), ``interrupt`` (``delay_s`` between events), ``multi_turn``,
@@ -53,6 +54,7 @@ from __future__ import annotations
 import argparse
 import functools
 import json
+import re
 import threading
 import time
 from collections.abc import Callable, Iterable, Mapping
@@ -473,17 +475,38 @@ def sc_apply_patch(n: int, body: JsonObject, p: JsonObject) -> Reply:
     return SSE([ev_created(rid), *call, ev_completed(rid)])
 
 
+_SESSION_ID: Final = re.compile(r"^Process running with session ID (\d+)$", re.MULTILINE)
+
+
+def last_session_id(body: JsonObject) -> int | None:
+    """The session id the last tool output in the request's input reported running."""
+    for item in reversed(_objects(body.get("input"))):
+        if item.get("type") == "function_call_output":
+            m = _SESSION_ID.search(str(item.get("output", "")))
+            if m is not None:
+                return int(m.group(1))
+    return None
+
+
 def sc_steps(n: int, body: JsonObject, p: JsonObject) -> Reply:
     """One tool call per request from ``steps`` (``{"patch": text}`` through ``apply_patch`` as
-    Codex offers it, or ``{"cmd": text}`` through the shell tool), then the ``text`` reply."""
+    Codex offers it, ``{"cmd": text, "args": {...}}`` through the shell tool, ``{"stdin":
+    chars, "yield_time_ms": n}`` through ``write_stdin`` to the session the last output named),
+    then the ``text`` reply."""
     rid = f"resp_steps_{n}"
     steps = cast(list[JsonObject], p.get("steps") or [])
     if n >= len(steps):
         return _message_reply(rid, f"msg_steps_{n}", str(p.get("text", "Done.")))
     step = steps[n]
     call_id = f"call_step_{n}"
-    if "cmd" in step:
-        call = _shell_call(body, str(step["cmd"]), call_id)
+    if "stdin" in step:
+        args: JsonObject = {"session_id": last_session_id(body), "chars": str(step["stdin"])}
+        if "yield_time_ms" in step:
+            args["yield_time_ms"] = step["yield_time_ms"]
+        call = function_call_events(f"fc_{n}", call_id, "write_stdin", args)
+    elif "cmd" in step:
+        extra = cast(JsonObject, step.get("args") or {})
+        call = _shell_call(body, str(step["cmd"]), call_id, extra=extra)
     else:
         patch = str(step["patch"])
         kind = tool_kinds(body).get("apply_patch", "")
