@@ -11,7 +11,7 @@ import select
 import signal
 import subprocess
 import threading
-from collections.abc import Iterator
+from collections.abc import Generator
 from pathlib import Path
 
 import orjson
@@ -33,7 +33,7 @@ def _gone_within(pid: int, timeout: float) -> bool:
 
 
 @contextlib.contextmanager
-def _group(*argv: str) -> Iterator[subprocess.Popen[bytes]]:
+def _group(*argv: str) -> Generator[subprocess.Popen[bytes]]:
     """A process leading its own group, killed and reaped at the end whatever happened."""
     process = subprocess.Popen(argv, start_new_session=True)
     try:

@@ -21,7 +21,7 @@ from typing import Final
 import anyio
 import anyio.lowlevel
 
-from codex_app_bridge.machine._proc import ChildProcess, spawn
+from codex_app_bridge.machine._proc import ChildProcess, Output, spawn
 from codex_app_bridge.machine._sandbox import Bubblewrap, SandboxPolicy, WrappedCommand
 
 __all__ = [
@@ -44,7 +44,7 @@ OnDelta = Callable[[str, bytes, bool], Awaitable[None]]
 @dataclass(eq=False)
 class _Stream:
     name: str
-    fd: int | None
+    output: Output
     cap: int | None
     data: bytearray = field(default_factory=bytearray)
     kept: int = 0
@@ -128,9 +128,9 @@ class CommandRun:
     async def finish(self, on_delta: OnDelta | None = None) -> tuple[int, str, str]:
         """Wait for the end; ``(exit code, stdout, stderr)`` (see the module docstring)."""
         child = self.child
-        streams = [_Stream("stdout", child.stdout_fd, self.cap)]
+        streams = [_Stream("stdout", Output(child, child.stdout_fd), self.cap)]
         if child.stderr_fd is not None:
-            streams.append(_Stream("stderr", child.stderr_fd, self.cap))
+            streams.append(_Stream("stderr", Output(child, child.stderr_fd), self.cap))
         try:
             async with anyio.create_task_group() as group:
                 for stream in streams:
@@ -141,6 +141,10 @@ class CommandRun:
                     self.timed_out = True
                     child.kill()
                     await child.wait()
+                for stream in streams:  # all it wrote before it exited, however slow the client
+                    stream.output.child_exited()
+                for stream in streams:
+                    await stream.output.caught_up.wait()
                 with anyio.move_on_after(0.1):  # a background child may hold a pipe open
                     await self._done.wait()
                 group.cancel_scope.cancel()
@@ -161,12 +165,9 @@ class CommandRun:
         return code, out.get("stdout", ""), out.get("stderr", "")
 
     async def _pump(self, stream: _Stream, on_delta: OnDelta | None) -> None:
-        fd = stream.fd
-        if fd is None:
-            return
         try:
             while True:
-                chunk = await self.child.read(fd)
+                chunk = await stream.output.read()
                 if not chunk:
                     break
                 part, reached = stream.take(chunk)
@@ -183,6 +184,7 @@ class CommandRun:
         except OSError:
             pass
         finally:
+            stream.output.stop()
             if stream.name == "stdout":
                 self._done.set()
 

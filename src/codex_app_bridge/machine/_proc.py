@@ -40,7 +40,7 @@ import anyio
 
 from codex_app_bridge.machine._guard import Guard, descendants
 
-__all__ = ["LIVE", "ChildProcess", "SpawnError", "kill_all", "spawn"]
+__all__ = ["LIVE", "ChildProcess", "Output", "SpawnError", "kill_all", "spawn"]
 
 _PR_SET_PDEATHSIG: Final = 1
 _READ_SIZE: Final = 256 * 1024
@@ -257,6 +257,60 @@ class ChildProcess:
             if fd is not None:
                 with contextlib.suppress(OSError):
                     os.close(fd)
+
+
+@dataclass(eq=False)
+class Output:
+    """One output descriptor of a child, read by one consumer; ``caught_up`` is set once
+    everything the child wrote before its exit has been read, or the consumer ``stop``-ped
+    (which it does whatever ends its reading).
+
+    Why: a consumer that waits for its client (backpressure) reads behind the child; when the
+    child exits, up to a pipe's worth of its output is still unread. Waiting a fixed time for
+    it lost that tail when the client was slow; waiting for the output's end hangs when a
+    background child holds the pipe open. At the exit (``child_exited``) the bytes still in the
+    pipe are counted (``FIONREAD``): the output written before the exit is exactly those."""
+
+    child: ChildProcess
+    fd: int | None
+    caught_up: anyio.Event = field(default_factory=anyio.Event)
+    _owed: int | None = None
+
+    async def read(self, size: int = _READ_SIZE) -> bytes:
+        """The next chunk (``b""`` at the end), as ``ChildProcess.read``."""
+        if self.fd is None:
+            self.caught_up.set()
+            return b""
+        chunk = await self.child.read(self.fd, size)
+        if not chunk:
+            self.caught_up.set()
+        elif self._owed is not None:
+            self._owed -= len(chunk)
+            if self._owed <= 0:
+                self.caught_up.set()
+        return chunk
+
+    def stop(self) -> None:
+        """The consumer reads no more (its end, an error): nobody waits for the rest."""
+        self.caught_up.set()
+
+    def child_exited(self) -> None:
+        """Count what the child left unread; call once its exit is known."""
+        if self._owed is not None or self.caught_up.is_set():
+            return
+        self._owed = _unread(self.fd)
+        if self._owed <= 0:
+            self.caught_up.set()
+
+
+def _unread(fd: int | None) -> int:
+    if fd is None:
+        return 0
+    try:
+        raw = fcntl.ioctl(fd, termios.FIONREAD, b"\0\0\0\0")
+    except OSError:
+        return 0
+    return struct.unpack("i", raw)[0]
 
 
 def _group_alive(pgid: int) -> bool:

@@ -64,7 +64,7 @@ from codex_app_bridge.machine._policy import (
     decide_patch,
     decision_kind,
 )
-from codex_app_bridge.machine._proc import ChildProcess, SpawnError, spawn
+from codex_app_bridge.machine._proc import ChildProcess, Output, SpawnError, spawn
 from codex_app_bridge.machine._sandbox import Bubblewrap, SandboxPolicy, WrappedCommand
 from codex_app_bridge.machine._turn_diff import TurnDiff, prior_contents
 from codex_app_bridge.machine._user_shell import UserShellResult, run_user_shell
@@ -238,6 +238,10 @@ class _Session:
     reported: bool = False
     completed: bool = False
     last_used: float = field(default_factory=time.monotonic)
+    output: Output = field(init=False)
+
+    def __post_init__(self) -> None:
+        self.output = Output(self.child, self.child.stdout_fd)
 
     def item(self, status: str, *, final: bool) -> CommandExecutionItem:
         return CommandExecutionItem.model_validate(
@@ -258,10 +262,9 @@ class _Session:
 
     async def pump(self) -> None:
         """Read the output until its end: bounded buffers and output deltas."""
-        fd = self.child.stdout_fd
         try:
-            while fd is not None:
-                data = await self.child.read(fd, DELTA_READ_SIZE)
+            while True:
+                data = await self.output.read(DELTA_READ_SIZE)
                 if not data:
                     break
                 self.pending.append(data)
@@ -272,6 +275,7 @@ class _Session:
         except OSError:
             pass
         finally:
+            self.output.stop()
             self.output_done.set()
 
     async def watch(self) -> None:
@@ -280,6 +284,9 @@ class _Session:
         if self.child.killed and code < 0:
             code = -1
         self.exit_code = code
+        if not self.child.killed:  # all it wrote before it exited, however slow the client
+            self.output.child_exited()
+            await self.output.caught_up.wait()
         with anyio.move_on_after(_EXIT_DRAIN_S):
             await self.output_done.wait()
         if self.wrapped is not None:
