@@ -381,6 +381,39 @@ VARIANT_EXAMPLES: list[dict[str, Any]] = [
         ],
     },
     {"type": "compacted", "message": ""},
+    {
+        "type": "token_usage_record",
+        "thread_id": "T",
+        "turn_id": "U",
+        "session_id": "T",
+        "root_turn_id": "U",
+        "response_id": "resp_1",
+        "usage": {
+            "input_tokens": 1,
+            "cached_input_tokens": 0,
+            "cache_write_input_tokens": 0,
+            "output_tokens": 2,
+            "reasoning_output_tokens": 0,
+            "total_tokens": 3,
+        },
+        "turn_token_usage": {
+            "input_tokens": 1,
+            "cached_input_tokens": 0,
+            "cache_write_input_tokens": 0,
+            "output_tokens": 2,
+            "reasoning_output_tokens": 0,
+            "total_tokens": 3,
+        },
+        "thread_token_usage": {
+            "input_tokens": 1,
+            "cached_input_tokens": 0,
+            "cache_write_input_tokens": 0,
+            "output_tokens": 2,
+            "reasoning_output_tokens": 0,
+            "total_tokens": 3,
+        },
+    },
+    {"type": "world_state", "full": True, "state": {"model": "m", "realtime": {"active": False}}},
     {"type": "thread_rolled_back", "num_turns": 2},
     {
         "type": "task_started",
@@ -840,12 +873,15 @@ def test_every_variant_the_binary_names_is_a_known_event_type() -> None:
     known = set(EVENT_MSG_TAGS)
     assert set(BINARY_VARIANTS) <= known
     # Besides the binary's names: the two v2-interop input aliases, one older event and the
-    # bridge's own record of a compaction (``compacted``, a rollout line in core).
+    # bridge's own records of what core writes straight to its rollout (``compacted``,
+    # ``token_usage_record``, ``world_state``: rollout lines in core).
     assert known - set(BINARY_VARIANTS) == {
         "turn_started",
         "turn_complete",
         "thread_name_updated",
         "compacted",
+        "token_usage_record",
+        "world_state",
     }
 
 

@@ -15,6 +15,7 @@ binary's format to the byte. Boundary: values in, ResponseItem dicts out; no I/O
 
 from __future__ import annotations
 
+import hashlib
 import os
 import time
 import uuid
@@ -27,6 +28,7 @@ __all__ = [
     "collaboration_mode_text",
     "environment_context_text",
     "permissions_text",
+    "world_state",
 ]
 
 DEFAULT_BASE_INSTRUCTIONS: Final = """\
@@ -188,3 +190,64 @@ def environment_context_text(
         "</filesystem>\n"
         "</environment_context>"
     )
+
+
+def _digest(text: str) -> str:
+    return hashlib.sha1(text.encode()).hexdigest()
+
+
+def world_state(
+    *,
+    model: str,
+    mode_kind: str,
+    mode_instructions: str | None,
+    cwd: str,
+    sandbox_mode: str,
+    writable_roots: list[str] | None,
+    permissions: str | None,
+    skills: str | None,
+) -> dict[str, Any]:
+    """The ``world_state`` snapshot 0.163.0 writes to its rollout after a context baseline (a
+    thread's first context, a compaction), in its layout. Instruction texts are represented by
+    SHA-1 fingerprints of the bridge's own texts (the binary fingerprints its own, so a binary
+    continuing a bridge thread sees them differ and records its own context again), the skills
+    list by its body."""
+    profile = _permission_profile(sandbox_mode, cwd, writable_roots or [])
+    body = None
+    if skills is not None:
+        body = skills.removeprefix("<skills_instructions>").removesuffix("</skills_instructions>")
+    return {
+        "agents_md": {},
+        "apps_instructions": False,
+        "collaboration_mode": {
+            "mode": mode_kind,
+            "model": model,
+            "instructions": _digest(mode_instructions or ""),
+        },
+        "context_window_guidance": "",
+        "environments": {
+            "environments": {"local": {"cwd": cwd, "status": "available", "shell": _shell()}},
+            "current_date": time.strftime("%Y-%m-%d", time.localtime()),
+            "timezone": _timezone(),
+            "filesystem": (
+                f"<filesystem><workspace_roots><root>{cwd}</root></workspace_roots>{profile}"
+                "</filesystem>"
+            ),
+        },
+        "environments_instructions": False,
+        "git_attribution": False,
+        "host_skills": {} if body is None else {"body": body, "includeInstructions": True},
+        "managed_developer_instructions": {},
+        "model": model,
+        "model_catalog": _digest(model),
+        "multi_agent_mode": {},
+        "permissions": (
+            {}
+            if permissions is None
+            else {"instructions": _digest(permissions), "approved_command_prefixes": []}
+        ),
+        "persistent_mode": {},
+        "plugins_instructions": False,
+        "realtime": {"active": False},
+        "skills": {"includeInstructions": True},
+    }

@@ -61,6 +61,7 @@ from codex_app_bridge.agent._prompt import (
     collaboration_mode_text,
     environment_context_text,
     permissions_text,
+    world_state,
 )
 from codex_app_bridge.agent._request import (
     RequestMeta,
@@ -112,6 +113,7 @@ from codex_app_bridge.protocol.core import (
     TokenCountEvent,
     TokenUsage,
     TokenUsageInfo,
+    TokenUsageRecordEvent,
     TurnAttribution,
     TurnDiffEvent,
     UserInput,
@@ -120,6 +122,7 @@ from codex_app_bridge.protocol.core import (
     UserTurnOp,
     WarningEvent,
     WebSearchItem,
+    WorldStateEvent,
 )
 from codex_app_bridge.protocol.jsonrpc import now_ms
 from codex_app_bridge.sources import DEFAULT_CONTEXT_WINDOW, SessionConfig, aborted_turn
@@ -214,6 +217,8 @@ class _Turn:
     call_started: dict[str, float] = field(default_factory=dict[str, float])
     diff: TurnDiff | None = None
     """The patches applied in the turn (``machine``), once one was."""
+    usage: TokenUsage = field(default_factory=TokenUsage)
+    """The turn's responses' usage so far (``token_usage_record.turn_token_usage``)."""
 
 
 class _Step:
@@ -226,6 +231,7 @@ class _Step:
         "open_message",
         "open_reasoning",
         "outputs",
+        "response_id",
         "usage",
     )
 
@@ -235,6 +241,7 @@ class _Step:
         self.calls: list[ToolCall] = []
         self.outputs: dict[str, ToolOutput] = {}
         self.usage: Mapping[str, Any] | None = None
+        self.response_id: str | None = None
         self.counted = False
         """``usage`` is in the session's totals."""
         self.completed = False
@@ -514,6 +521,34 @@ class ModelSession:
         self._mode_recorded = mode
         for item in self._context_items(turn, first=first):
             self._record(turn.turn_id, item)
+        if first:
+            self._world_state(turn)
+
+    def _world_state(self, turn: _Turn) -> None:
+        """The ``world_state`` of a context baseline (the first context, a compaction's), which
+        core writes to its rollout after the context it recorded."""
+        settings = turn.config
+        cwd = settings.cwd or self.cwd
+        workspace = settings.sandbox_workspace_write or {}
+        roots = workspace.get("writable_roots")
+        permissions = (
+            permissions_text(settings.sandbox_mode, settings.approval_policy)
+            if settings.include_permissions_instructions
+            else None
+        )
+        state = world_state(
+            model=settings.model,
+            mode_kind=collaboration_mode_kind(settings.collaboration_mode),
+            mode_instructions=_mode_instructions(settings),
+            cwd=cwd,
+            sandbox_mode=settings.sandbox_mode,
+            writable_roots=(
+                [str(r) for r in cast("list[object]", roots)] if isinstance(roots, list) else None
+            ),
+            permissions=permissions,
+            skills=self._source.skills_instructions(settings, cwd),
+        )
+        self.emit(turn.turn_id, WorldStateEvent(full=True, state=state))
 
     @staticmethod
     def _mode_message(turn_id: str, instructions: str) -> Item:
@@ -709,6 +744,7 @@ class ModelSession:
         self.history = history
         self._context_key = self._key(settings, settings.cwd or self.cwd)
         self._mode_recorded = _mode_instructions(settings)
+        self._world_state(turn)
         self._report_estimate(turn)
         self._window_number += 1
         self._context_window_id = _uuid7()
@@ -1160,21 +1196,27 @@ class ModelSession:
         if usage is not None and not step.counted:
             step.counted = True
             last = token_usage_from(usage)
-            totals = self._totals
-            totals = self._totals = TokenUsage(
-                input_tokens=totals.input_tokens + last.input_tokens,
-                cached_input_tokens=totals.cached_input_tokens + last.cached_input_tokens,
-                cache_write_input_tokens=totals.cache_write_input_tokens
-                + last.cache_write_input_tokens,
-                output_tokens=totals.output_tokens + last.output_tokens,
-                reasoning_output_tokens=totals.reasoning_output_tokens
-                + last.reasoning_output_tokens,
-                total_tokens=totals.total_tokens + last.total_tokens,
-            )
+            totals = self._totals = _sum_usage(self._totals, last)
             self._info = TokenUsageInfo(
                 total_token_usage=totals,
                 last_token_usage=last,
                 model_context_window=self._context_window(turn.config),
+            )
+            turn.usage = _sum_usage(turn.usage, last)
+            # core records each response's usage in its rollout right after the response's
+            # items (before the tool outputs and the token_count)
+            self.emit(
+                turn.turn_id,
+                TokenUsageRecordEvent(
+                    thread_id=self.thread_id,
+                    turn_id=turn.turn_id,
+                    session_id=self.thread_id,
+                    root_turn_id=turn.turn_id,
+                    response_id=step.response_id,
+                    usage=last,
+                    turn_token_usage=turn.usage,
+                    thread_token_usage=totals,
+                ),
             )
 
     # --- one SSE event ----------------------------------------------------------------------
@@ -1256,6 +1298,8 @@ class ModelSession:
             response = event.get("response")
             usage = response.get("usage") if isinstance(response, dict) else None  # pyright: ignore[reportUnknownMemberType, reportUnknownVariableType]
             step.usage = usage if isinstance(usage, dict) else None  # pyright: ignore[reportUnknownArgumentType]
+            response_id = response.get("id") if isinstance(response, dict) else None  # pyright: ignore[reportUnknownMemberType, reportUnknownVariableType]
+            step.response_id = response_id if isinstance(response_id, str) else None
             step.completed = True
 
     def _started_at(self, turn: _Turn, item_id: str) -> int:
@@ -1516,6 +1560,17 @@ class _MachineHost(_Context):
     async def request_approval(self, request: EventMsg) -> object:
         answer = await self.ask(request)
         return getattr(answer, "decision", "denied")
+
+
+def _sum_usage(a: TokenUsage, b: TokenUsage) -> TokenUsage:
+    return TokenUsage(
+        input_tokens=a.input_tokens + b.input_tokens,
+        cached_input_tokens=a.cached_input_tokens + b.cached_input_tokens,
+        cache_write_input_tokens=a.cache_write_input_tokens + b.cache_write_input_tokens,
+        output_tokens=a.output_tokens + b.output_tokens,
+        reasoning_output_tokens=a.reasoning_output_tokens + b.reasoning_output_tokens,
+        total_tokens=a.total_tokens + b.total_tokens,
+    )
 
 
 class _StepFailed(Exception):

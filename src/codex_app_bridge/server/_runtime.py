@@ -111,11 +111,15 @@ HISTORY_EVENT_TYPES: Final = frozenset(
         "error",
         "raw_response_item",
         "compacted",
+        "token_usage_record",
+        "world_state",
     }
 )
 """Event types kept in a thread's history log: what the paginated history builder reads, and
 the model's history (every recorded ``ResponseItem`` and compaction: the ``response_item`` and
-``compacted`` lines of the rollout, from which a new session's ``prior_items`` are rebuilt)."""
+``compacted`` lines of the rollout, from which a new session's ``prior_items`` are rebuilt), and
+the model source's ``token_usage_record`` / ``world_state`` records, which storage writes as
+those lines."""
 
 INTERRUPT_SETTLE: Final = 1.0
 """Longest an interrupted turn's end waits for interrupt requests still in flight (see above)."""

@@ -31,6 +31,7 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Callable
+from dataclasses import dataclass, field
 from datetime import datetime
 from pathlib import Path
 
@@ -39,6 +40,7 @@ import orjson
 from codex_app_bridge._clock import utc_now
 from codex_app_bridge.projection import uuid7
 from codex_app_bridge.protocol import core
+from codex_app_bridge.protocol._base import CoreModel
 from codex_app_bridge.protocol.v2 import WarningNotification, dump_json
 from codex_app_bridge.server._threads import ThreadRecord
 from codex_app_bridge.storage import (
@@ -69,7 +71,7 @@ def _snake(name: str) -> str:
     return "".join("_" + c.lower() if c.isupper() else c for c in name)
 
 
-def turn_context(record: ThreadRecord, started: core.EventMsg) -> core.TurnContextItem:
+def turn_context(record: ThreadRecord, started: core.EventMsg | None) -> core.TurnContextItem:
     """The ``turn_context`` line 0.163.0 writes after each turn's ``task_started``: the settings
     the turn runs with, in the core's spelling (``danger-full-access``, ``writable_roots``), so
     that a thread resumed after a restart gets its model back from the rollout."""
@@ -136,9 +138,23 @@ def envelopes_of(lines: list[core.RolloutLine]) -> list[core.EventEnvelope]:
     return envelopes
 
 
+def token_usage_line(event: core.TokenUsageRecordEvent) -> core.TokenUsageRecord:
+    """The ``token_usage_record`` line's payload for the bridge's record of a response's usage."""
+    return core.TokenUsageRecord.model_validate(event.model_dump(exclude={"type"}))
+
+
 def compacted_line(event: core.CompactedEvent) -> core.CompactedItem:
     """The ``compacted`` line's payload for the bridge's record of a compaction."""
     return core.CompactedItem(message=event.message, replacement_history=event.replacement_history)
+
+
+@dataclass(slots=True)
+class _Owed:
+    """A turn whose ``turn_context`` is not written yet, and the response items after it."""
+
+    record: ThreadRecord
+    started: core.EventMsg
+    items: list[core.ResponseItem] = field(default_factory=list[core.ResponseItem])
 
 
 class ThreadStorage:
@@ -152,8 +168,13 @@ class ThreadStorage:
         self._resume_at: dict[str, StoredThread] = {}
         self._reported: set[tuple[str, str]] = set()
         self._planned: dict[str, datetime] = {}
+        self._owed: dict[str, _Owed] = {}
+        self._started: dict[str, core.EventMsg] = {}
+        """Each thread's last ``task_started`` (the ``turn_context`` after a compaction's)."""
 
     def close(self) -> None:
+        for thread_id in list(self._owed):
+            self._flush(thread_id)
         for writer in self._writers.values():
             writer.close()
         self._writers.clear()
@@ -210,24 +231,77 @@ class ThreadStorage:
 
     def persist(self, record: ThreadRecord, envelope: core.EventEnvelope) -> None:
         """Write one envelope of the thread, if Codex persists it (the runtime's sink): an
-        event of ``PERSISTED_EVENT_TYPES`` as an ``event_msg`` line (a turn's start followed by
-        its ``turn_context``), a recorded response item as a ``response_item`` line, a
-        compaction as a ``compacted`` line."""
+        event of ``PERSISTED_EVENT_TYPES`` as an ``event_msg`` line, a recorded response item
+        as a ``response_item`` line, a compaction as a ``compacted`` line, a response's usage
+        as a ``token_usage_record`` line, a context baseline's ``world_state`` as that line
+        followed by the turn's ``turn_context``.
+
+        A turn's ``turn_context`` goes where 0.163.0 writes it: after the context a first turn
+        (or a compaction) records and its ``world_state``, else right after ``task_started``:
+        the response items that follow a turn's start wait (:class:`_Owed`) until the next
+        other line tells which."""
         msg = envelope.msg
         if record.ephemeral:
             return
         try:
+            owed = self._owed.get(record.id)
             if isinstance(msg, core.RawResponseItemEvent):
-                self._writer(record).append_response_item(msg.item)
-            elif isinstance(msg, core.CompactedEvent):
-                self._writer(record).append_compacted(compacted_line(msg))
-            elif msg.type in PERSISTED_EVENT_TYPES:
+                if owed is not None:
+                    owed.items.append(msg.item)
+                else:
+                    self._writer(record).append_response_item(msg.item)
+                return
+            if isinstance(msg, core.WorldStateEvent):
                 writer = self._writer(record)
-                writer.append_event(msg)
-                if msg.type in _TURN_STARTS:
-                    writer.append_turn_context(turn_context(record, msg))
+                self._owed.pop(record.id, None)
+                for item in owed.items if owed is not None else ():
+                    writer.append_response_item(item)
+                writer.append_record(
+                    "world_state", core.WorldStateItem(full=msg.full, state=msg.state)
+                )
+                started = owed.started if owed is not None else self._started.get(record.id)
+                writer.append_turn_context(turn_context(record, started))
+                return
+            line = self._line(msg)
+            if line is None:
+                return
+            writer = self._writer(record)
+            if owed is not None:
+                del self._owed[record.id]
+                writer.append_turn_context(turn_context(record, owed.started))
+                for item in owed.items:
+                    writer.append_response_item(item)
+            kind, payload = line
+            writer.append_record(kind, payload)
+            if msg.type in _TURN_STARTS:
+                self._owed[record.id] = _Owed(record, msg)
+                self._started[record.id] = msg
         except StorageError as exc:
             self._report(record.id, exc)
+
+    @staticmethod
+    def _line(msg: core.EventMsg) -> tuple[str, CoreModel] | None:
+        """The line an event is written as (``None``: not persisted)."""
+        if isinstance(msg, core.CompactedEvent):
+            return "compacted", compacted_line(msg)
+        if isinstance(msg, core.TokenUsageRecordEvent):
+            return "token_usage_record", token_usage_line(msg)
+        if msg.type in PERSISTED_EVENT_TYPES:
+            return "event_msg", msg
+        return None
+
+    def _flush(self, thread_id: str) -> None:
+        """Write what waits for a turn's ``turn_context`` (the thread stops being written)."""
+        owed = self._owed.pop(thread_id, None)
+        writer = self._writers.get(thread_id)
+        if owed is None or writer is None:
+            return
+        try:
+            writer.append_turn_context(turn_context(owed.record, owed.started))
+            for item in owed.items:
+                writer.append_response_item(item)
+        except StorageError as exc:
+            self._report(thread_id, exc)
 
     def write_all(self, record: ThreadRecord) -> None:
         """Store a new thread's whole log at once (a fork starts with its source's turns)."""
@@ -291,6 +365,8 @@ class ThreadStorage:
         if record.runtime is not None:
             record.runtime.sink = None
         self._planned.pop(record.id, None)
+        self._flush(record.id)
+        self._started.pop(record.id, None)
         writer = self._writers.pop(record.id, None)
         if writer is not None:
             writer.close()
@@ -299,6 +375,8 @@ class ThreadStorage:
 
     def forget(self, thread_id: str) -> None:
         """Stop writing a thread (archived or deleted)."""
+        self._flush(thread_id)
+        self._started.pop(thread_id, None)
         writer = self._writers.pop(thread_id, None)
         if writer is not None:
             writer.close()

@@ -165,6 +165,7 @@ __all__ = [
     "TokenCountEvent",
     "TokenUsage",
     "TokenUsageInfo",
+    "TokenUsageRecordEvent",
     "TurnAbortedEvent",
     "TurnAttribution",
     "TurnDiffEvent",
@@ -175,6 +176,7 @@ __all__ = [
     "WarningEvent",
     "WebSearchBeginEvent",
     "WebSearchEndEvent",
+    "WorldStateEvent",
     "agent_status_kind",
     "agent_status_message",
     "dump_event_msg",
@@ -535,6 +537,35 @@ class CompactedEvent(CoreModel):
     type: Literal["compacted"] = "compacted"
     message: str
     replacement_history: list[ResponseItem] | None = omit_none()
+
+
+class TokenUsageRecordEvent(CoreModel):
+    """``token_usage_record``: the bridge's own event for one model response's usage (not a core
+    ``EventMsg``: core writes this straight to its rollout as a ``token_usage_record`` line,
+    after the response's items and before its ``token_count``). A model source emits it where
+    core records it; storage writes it as that line. Clients are never told of it."""
+
+    type: Literal["token_usage_record"] = "token_usage_record"
+    thread_id: str
+    turn_id: str | None = None
+    session_id: str | None = None
+    root_turn_id: str | None = None
+    response_id: str | None = None
+    usage: TokenUsage
+    turn_token_usage: TokenUsage
+    thread_token_usage: TokenUsage
+
+
+class WorldStateEvent(CoreModel):
+    """``world_state``: the bridge's own event for the model-visible state a context baseline
+    records (not a core ``EventMsg``: core writes it to its rollout as a ``world_state`` line
+    after a turn's initial context, and after a compaction, followed by the ``turn_context``).
+    ``state`` is the source's own (hashes of its own instruction texts). Clients are never
+    told of it."""
+
+    type: Literal["world_state"] = "world_state"
+    full: bool
+    state: JsonValue
 
 
 class ThreadRolledBackEvent(CoreModel):
@@ -1357,6 +1388,8 @@ _EventMsgVariants: TypeAlias = (
     | Annotated[SafetyBufferingEvent, Tag("safety_buffering")]
     | Annotated[ContextCompactedEvent, Tag("context_compacted")]
     | Annotated[CompactedEvent, Tag("compacted")]
+    | Annotated[TokenUsageRecordEvent, Tag("token_usage_record")]
+    | Annotated[WorldStateEvent, Tag("world_state")]
     | Annotated[ThreadRolledBackEvent, Tag("thread_rolled_back")]
     | Annotated[TaskStartedEvent, Tag("task_started")]
     | Annotated[ThreadSettingsAppliedEvent, Tag("thread_settings_applied")]
