@@ -72,7 +72,7 @@ async def _run(scratch: Path, mock: MockResponses) -> list[JsonObject]:
                     timeout_s=TIMEOUT,
                 )
             read = await peer.request("thread/read", {"threadId": thread_id})
-    text = Path(read["thread"]["path"]).read_text(encoding="utf-8")
+    text = await anyio.Path(read["thread"]["path"]).read_text(encoding="utf-8")
     return [json.loads(x) for x in text.splitlines()]
 
 
@@ -115,5 +115,6 @@ async def test_a_model_threads_rollout_has_the_binarys_lines_in_the_binarys_plac
     thread_id = lines[0]["payload"]["id"]
     assert {(r["thread_id"], r["session_id"]) for r in records} == {(thread_id, thread_id)}
     totals = [r["thread_token_usage"]["total_tokens"] for r in records]
-    assert totals == sorted(totals) and len(set(totals)) == len(totals)
+    assert totals == sorted(totals)
+    assert len(set(totals)) == len(totals)
     assert all(r["turn_token_usage"] == r["usage"] for r in records)  # one response per turn
