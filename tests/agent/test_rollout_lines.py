@@ -67,8 +67,11 @@ async def _run(scratch: Path, mock: MockResponses) -> list[JsonObject]:
                     text = [{"type": "text", "text": step}]
                     await peer.request("turn/start", {"threadId": thread_id, "input": text})
                 await peer.wait_for(
-                    lambda m, n=count: m.get("method") == "turn/completed"
-                    and sum(1 for x in peer.received if x.get("method") == "turn/completed") >= n,
+                    lambda m, n=count: (
+                        m.get("method") == "turn/completed"
+                        and sum(1 for x in peer.received if x.get("method") == "turn/completed")
+                        >= n
+                    ),
                     timeout_s=TIMEOUT,
                 )
             read = await peer.request("thread/read", {"threadId": thread_id})
