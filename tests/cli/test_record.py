@@ -6,6 +6,7 @@ normaliser): every conformance scenario (``SCENARIO_SPECS``), none left out."""
 from __future__ import annotations
 
 import json
+import re
 import signal
 import subprocess
 import sys
@@ -14,6 +15,7 @@ from typing import Any
 
 import anyio
 import pytest
+from websockets.asyncio.client import connect as ws_connect
 
 from codex_app_bridge.cli import main
 from codex_app_bridge.conformance import MockResponses, StdioPeer, codex_env, write_codex_config
@@ -23,7 +25,14 @@ from codex_app_bridge.conformance._compare import (
     delta_checks,
     normalise_stream,
 )
-from codex_app_bridge.conformance._drive import SCENARIO_SPECS, ScenarioSpec, run_session
+from codex_app_bridge.conformance._drive import (
+    SCENARIO_SPECS,
+    Context,
+    ScenarioSpec,
+    _without_stdio_listen,  # pyright: ignore[reportPrivateUsage]
+    run_session,
+)
+from codex_app_bridge.conformance._socket_peer import SocketPeer
 from codex_app_bridge.conformance.real_codex import (
     bridge_command,
     default_server_request_handler,
@@ -47,9 +56,9 @@ _TIMING: dict[str, set[tuple[str, str]]] = {
 }
 
 
-def _lines(transcript: Path, direction: str) -> list[JsonObject]:
+def _lines(transcript: Path, direction: str, conn: int | None = None) -> list[JsonObject]:
     records = [json.loads(line) for line in transcript.read_text().splitlines()]
-    return [r["line"] for r in records if r["dir"] == direction]
+    return [r["line"] for r in records if r["dir"] == direction and r.get("conn") == conn]
 
 
 def _units(
@@ -77,11 +86,7 @@ def _record(out: Path) -> list[str]:
     return [*record, *real_codex_command()]
 
 
-# the scenarios with several clients on the server's socket wait for record to listen itself
-STDIO_SPECS = [s for s in SCENARIO_SPECS if not s.listen]
-
-
-@pytest.mark.parametrize("spec", STDIO_SPECS, ids=[s.name for s in STDIO_SPECS])
+@pytest.mark.parametrize("spec", SCENARIO_SPECS, ids=[s.name for s in SCENARIO_SPECS])
 async def test_a_recorded_real_session_passes_through_and_replays_equal_on_the_bridge(
     spec: ScenarioSpec, tmp_path: Path
 ) -> None:
@@ -95,10 +100,14 @@ async def test_a_recorded_real_session_passes_through_and_replays_equal_on_the_b
     log = (tmp_path / "real.log").read_text()
     assert real.error is None, log
 
-    # everything passed through unchanged, both ways, and the transcript holds it all
+    # everything passed through unchanged, both ways, and the transcript holds it all (a
+    # listening server: each connection's, in the order the clients opened them)
     transcript = out / "transcript.jsonl"
-    assert _lines(transcript, "c2s") == real.sent
-    assert _lines(transcript, "s2c") == real.received
+    clients = [(real.sent, real.received), *((c.sent, c.received) for c in real.clients.values())]
+    for conn, (sent, received) in enumerate(clients, start=1):
+        number = conn if spec.listen else None
+        assert _lines(transcript, "c2s", number) == sent
+        assert _lines(transcript, "s2c", number) == received
     assert (out / "script.jsonl").is_file(), log
 
     pace = ["--pace", spec.bridge_pace] if spec.bridge_pace is not None else []
@@ -111,6 +120,14 @@ async def test_a_recorded_real_session_passes_through_and_replays_equal_on_the_b
         replayed.received, replayed.sent, paths, replayed.notes.get("reads_from")
     )
     result = compare(recorded_units, replayed_units)
+    for name, other in real.clients.items():  # each further client of a listening server
+        again = replayed.clients[name]
+        result.add(
+            compare(
+                _units(other.received, other.sent, paths, other.reads_from),
+                _units(again.received, again.sent, paths, again.reads_from),
+            )
+        )
     differences = {(d.kind, d.label) for d in result.differences}
     assert differences <= _TIMING.get(spec.name, set()), result.differences
     kinds = {u.get("method") for u in recorded_units}
@@ -242,3 +259,94 @@ async def test_a_recorded_approval_is_asked_again_and_the_replay_waits_for_the_a
     replayed_units = _units(replayed.received, replayed.sent, paths, None)
     assert compare(recorded_units, replayed_units).differences == []
     assert "serverRequest/resolved" in {u.get("method") for u in replayed_units}
+
+
+_LISTENING = re.compile(rb"listening on:? (ws://\S+)\n")
+
+
+async def _ws_flow(
+    argv: list[str], env: dict[str, str], cwd: Path, spec: ScenarioSpec
+) -> tuple[SocketPeer, int, bytes]:
+    """``argv`` listening on ``ws://127.0.0.1:0``: one websocket client plays ``spec``; then
+    SIGTERM. The client, the exit status and everything the process wrote on stderr."""
+    process = await anyio.open_process(
+        [*_without_stdio_listen(argv), "--listen", "ws://127.0.0.1:0"],
+        stdin=subprocess.DEVNULL,
+        stderr=subprocess.PIPE,
+        cwd=str(cwd),
+        env=env,
+    )
+    err = b""
+    peer: SocketPeer | None = None
+    status: int | None = None
+    async with process, anyio.create_task_group() as tg:
+        assert process.stderr is not None
+        stderr = process.stderr
+        with anyio.fail_after(TIMEOUT):
+            while (found := _LISTENING.search(err)) is None:
+                err += await stderr.receive()
+
+        async def drain() -> None:  # the server's log must never fill the pipe
+            nonlocal err
+            async for chunk in stderr:
+                err += chunk
+
+        tg.start_soon(drain)
+        ws = await ws_connect(found.group(1).decode(), max_size=None)
+        peer = SocketPeer(process, ws, default_server_request_handler)
+        peer.start_reading(tg)
+        with anyio.fail_after(TIMEOUT):
+            await peer.initialize()
+            await spec.play(Context(peer, str(cwd)))
+            await peer.close()
+        process.send_signal(signal.SIGTERM)
+        with anyio.fail_after(TIMEOUT):
+            status = await process.wait()
+    assert peer is not None
+    assert status is not None
+    return peer, status, err
+
+
+async def test_record_stands_in_for_a_websocket_server_and_its_recording_replays_equal(
+    tmp_path: Path,
+) -> None:
+    """``record -- codex app-server --listen ws://127.0.0.1:0``: record listens there itself,
+    runs the server on a private socket and passes the client's frames through."""
+    spec = next(s for s in SCENARIO_SPECS if s.name == "shell_approval")
+    home, out, work, env = _layout(tmp_path)
+    with MockResponses() as mock:
+        mock.set_scenario(spec.mock, **dict(spec.mock_params))
+        write_codex_config(home, mock.base_url)
+        real, status, err = await _ws_flow(_record(out), env, work, spec)
+    assert status == 143, err.decode()  # stopped by SIGTERM
+    assert err.decode().splitlines()[-1] == "record: stopped (SIGTERM)"
+    transcript = out / "transcript.jsonl"
+    assert _lines(transcript, "c2s", 1) == real.sent
+    assert _lines(transcript, "s2c", 1) == real.received
+
+    replayed, status, err = await _ws_flow(
+        bridge_command("--script", str(out / "script.jsonl")), env, work, spec
+    )
+    assert status == 0, err.decode()
+    paths = {str(work): "<cwd>", str(home): "<codex-home>"}
+    recorded_units = _units(real.received, real.sent, paths, None)
+    replayed_units = _units(replayed.received, replayed.sent, paths, None)
+    assert compare(recorded_units, replayed_units).differences == []
+    assert any(u.get("request") == "item/commandExecution/requestApproval" for u in replayed_units)
+
+
+def test_record_refuses_to_stand_in_for_a_server_that_asks_for_a_token(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """record's own listener has no authentication: it must not open one where the server
+    would have asked clients for a token."""
+    command = [
+        "codex",
+        "app-server",
+        "--listen",
+        "ws://127.0.0.1:0",
+        "--ws-auth",
+        "capability-token",
+    ]
+    assert main(["record", "--out", str(tmp_path / "r"), "--", *command]) == 2
+    assert "--ws-auth" in capsys.readouterr().err

@@ -1,14 +1,25 @@
 """codex-app-bridge record --out DIR -- COMMAND...: record a real app-server session as a fixture.
 
-The command runs COMMAND (``codex app-server`` and its flags) and sits between it and the client
-that started this process: every line the client writes on stdin goes to COMMAND's stdin and
-every line COMMAND writes on stdout comes back, unchanged (the conformance tee, ``tee.run``);
-stderr is COMMAND's own. When COMMAND's output ends (the client closed stdin, or COMMAND
-exited), DIR holds:
+The command runs COMMAND (``codex app-server`` and its flags) and sits between it and its
+clients, passing everything through unchanged:
 
-* ``transcript.jsonl``: every line both ways, ``{"dir": "c2s" | "s2c", "line": <the message>}``
-  after a ``{"dir": "start", "argv": [...]}`` line;
-* ``script.jsonl``: the core events behind every turn the client saw, in order, as event
+* stdio (COMMAND's default, ``--listen stdio://``): every line the client that started this
+  process writes on stdin goes to COMMAND's stdin and every line COMMAND writes on stdout comes
+  back (the conformance tee, ``tee.run``); stderr is COMMAND's own. The recording ends when
+  COMMAND's output ends (the client closed stdin, or COMMAND exited).
+* a socket (``--listen ws://IP:PORT`` or ``--listen unix://PATH`` in COMMAND): record listens
+  there itself, runs COMMAND on a private unix socket instead, and passes each client
+  connection's frames both ways (``ws_tee.run``); with port 0 it says on stderr where it
+  listens. The recording ends when COMMAND exits, or on SIGINT / SIGTERM (passed on to COMMAND).
+  A COMMAND with ``--ws-auth`` is refused: record's own listener has no authentication.
+
+DIR then holds:
+
+* ``transcript.jsonl``: every message both ways, ``{"dir": "c2s" | "s2c", "line": <the
+  message>}`` after a ``{"dir": "start", "argv": [...]}`` line (with a socket, each record names
+  its connection, ``"conn": N``, between ``{"dir": "open"}`` and ``{"dir": "close"}`` records);
+* ``script.jsonl``: the core events behind every turn the clients saw, in order (each thread's
+  messages as the connection that saw it first received them), as event
   envelopes ``{"id": <turn id>, "msg": <EventMsg>}``: derived as the conformance suite derives
   them (``conformance._script.script_from_run``): the rollout's own payload where each thread's
   rollout (the ``path`` of the thread/start, thread/resume or thread/fork answer) has it (turn
@@ -23,13 +34,15 @@ A thread with no rollout (ephemeral, or no turn ever ran) is said on stderr, and
 notification no core event is known for. Ctrl-C waits for COMMAND to finish its files and writes
 what was recorded.
 
-Exit status: COMMAND's; 2 when COMMAND is missing or DIR cannot be written; 130 after Ctrl-C.
+Exit status: COMMAND's; 2 when COMMAND is missing, DIR cannot be written or the address cannot
+be listened on; 130 after Ctrl-C; 143 after SIGTERM (a socket recording).
 """
 
 from __future__ import annotations
 
 import argparse
 import sys
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any, cast
 
@@ -41,6 +54,7 @@ __all__ = ["register", "session_script", "transcript_received", "transcript_roll
 
 _COMMAND = "record"
 _EXIT_INTERRUPTED = 130
+_STOPPED = {_EXIT_INTERRUPTED: "interrupted", 143: "stopped (SIGTERM)"}
 _THREAD_METHODS = frozenset({"thread/start", "thread/resume", "thread/fork"})
 
 
@@ -48,40 +62,56 @@ def _object(value: object) -> dict[str, Any]:
     return cast(dict[str, Any], value) if isinstance(value, dict) else {}
 
 
-def transcript_rollouts(transcript: Path) -> list[tuple[str, str | None]]:
-    """``(thread id, rollout path or None)`` of every thread a session's answers showed (to
-    ``thread/start``, ``thread/resume`` and ``thread/fork``), in order of first appearance."""
-    methods: dict[object, str] = {}
-    threads: dict[str, str | None] = {}
+def _records(transcript: Path) -> Iterator[dict[str, Any]]:
+    """The transcript's records whose line is a JSON-RPC message."""
     with transcript.open("rb") as stream:
         for raw in stream:
             record = orjson.loads(raw)
-            line = record.get("line")
-            if not isinstance(line, dict):
+            if isinstance(record.get("line"), dict):
+                yield record
+
+
+def transcript_rollouts(transcript: Path) -> list[tuple[str, str | None]]:
+    """``(thread id, rollout path or None)`` of every thread a session's answers showed (to
+    ``thread/start``, ``thread/resume`` and ``thread/fork``), in order of first appearance."""
+    methods: dict[tuple[object, object], str] = {}
+    threads: dict[str, str | None] = {}
+    for record in _records(transcript):
+        message = cast(dict[str, Any], record["line"])
+        key = (record.get("conn"), message.get("id"))  # ids are per connection
+        if record.get("dir") == "c2s" and message.get("method") in _THREAD_METHODS:
+            methods[key] = message["method"]
+        elif record.get("dir") == "s2c" and "method" not in message:
+            if methods.pop(key, None) is None:
                 continue
-            message = cast(dict[str, Any], line)
-            if record.get("dir") == "c2s" and message.get("method") in _THREAD_METHODS:
-                methods[message.get("id")] = message["method"]
-            elif record.get("dir") == "s2c" and "method" not in message:
-                if methods.pop(message.get("id"), None) is None:
-                    continue
-                result = _object(message.get("result"))
-                fields = _object(result.get("thread"))
-                thread_id, path = fields.get("id"), fields.get("path")
-                if isinstance(thread_id, str) and thread_id not in threads:
-                    threads[thread_id] = path if isinstance(path, str) and path else None
+            fields = _object(_object(message.get("result")).get("thread"))
+            thread_id, path = fields.get("id"), fields.get("path")
+            if isinstance(thread_id, str) and thread_id not in threads:
+                threads[thread_id] = path if isinstance(path, str) and path else None
     return list(threads.items())
 
 
 def transcript_received(transcript: Path) -> list[dict[str, Any]]:
-    """Every JSON-RPC message the server sent the client (the ``s2c`` lines), in order."""
+    """What the server sent (the ``s2c`` lines), in order, each thread's messages once: with
+    several connections (a listening server), a thread's messages are those of the connection
+    that saw the thread first (the others get copies, and replays of their own on resume), and a
+    message about no thread is kept from the connection the last kept message came from."""
     received: list[dict[str, Any]] = []
-    with transcript.open("rb") as stream:
-        for raw in stream:
-            record = orjson.loads(raw)
-            line = record.get("line")
-            if record.get("dir") == "s2c" and isinstance(line, dict):
-                received.append(cast(dict[str, Any], line))
+    owners: dict[str, object] = {}
+    last: object = None
+    for record in _records(transcript):
+        if record.get("dir") != "s2c":
+            continue
+        message = cast(dict[str, Any], record["line"])
+        conn = record.get("conn")
+        thread_id = _object(message.get("params")).get("threadId")
+        if isinstance(thread_id, str):
+            if owners.setdefault(thread_id, conn) != conn:
+                continue
+            last = conn
+        elif received and conn != last:
+            continue
+        received.append(message)
     return received
 
 
@@ -146,13 +176,18 @@ def _say(message: str) -> None:
 
 
 def _run(args: argparse.Namespace) -> int:
-    from codex_app_bridge.conformance import tee
+    from codex_app_bridge.conformance import tee, ws_tee
 
     command: list[str] = list(args.command)
     if command[:1] == ["--"]:
         command = command[1:]
     if not command:
         _say("no command to record: codex-app-bridge record --out DIR -- codex app-server")
+        return EXIT_USAGE
+    try:
+        address = ws_tee.listen_address(command)
+    except ValueError as exc:
+        _say(str(exc))
         return EXIT_USAGE
     out = Path(args.out)
     transcript = out / "transcript.jsonl"
@@ -162,17 +197,22 @@ def _run(args: argparse.Namespace) -> int:
     except OSError as exc:
         _say(f"cannot write {out}: {exc.strerror or exc}")
         return EXIT_USAGE
-    interrupted = False
     try:
-        status = tee.run(str(transcript), command)
+        if address is None:
+            status = tee.run(str(transcript), command)
+        else:
+            status = ws_tee.run(str(transcript), command, address)
     except FileNotFoundError as exc:
         _say(f"cannot run {command[0]}: {exc.strerror or exc}")
         return EXIT_USAGE
+    except OSError as exc:  # the listening address (in use, not ours)
+        _say(f"cannot listen on {address.url if address else '?'}: {exc.strerror or exc}")
+        return EXIT_USAGE
     except KeyboardInterrupt:
-        interrupted, status = True, _EXIT_INTERRUPTED
+        status = _EXIT_INTERRUPTED
     _write_scripts(out, transcript)
-    if interrupted:
-        _say("interrupted")
+    if status in _STOPPED:
+        _say(_STOPPED[status])
     return status
 
 

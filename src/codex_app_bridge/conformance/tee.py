@@ -18,7 +18,7 @@ import sys
 import threading
 from typing import IO, Any
 
-__all__ = ["TranscriptLog", "main", "pump", "run"]
+__all__ = ["TranscriptLog", "main", "parsed", "pump", "run"]
 
 
 class TranscriptLog:
@@ -37,7 +37,7 @@ class TranscriptLog:
         self._file.close()
 
 
-def _parsed(raw: bytes) -> object:
+def parsed(raw: bytes) -> object:
     try:
         return json.loads(raw)
     except ValueError:
@@ -48,7 +48,7 @@ def pump(source: IO[bytes], sink: IO[bytes], log: TranscriptLog, direction: str)
     try:
         for raw in iter(source.readline, b""):
             if raw.strip():
-                log.write({"dir": direction, "line": _parsed(raw)})
+                log.write({"dir": direction, "line": parsed(raw)})
             try:
                 sink.write(raw)
                 sink.flush()
