@@ -9,6 +9,7 @@ from typing import Any
 from codex_app_bridge.conformance._compare import (
     Difference,
     Normaliser,
+    canonical_order,
     compare,
     delta_checks,
     diff_paths,
@@ -291,3 +292,16 @@ def test_a_comparison_is_stored_as_counts_and_differences() -> None:
         ],
     }
     assert [d["kind"] for d in found.to_json()["differences"]] == ["changed"]
+
+
+def test_a_thread_warning_racing_the_thread_start_answer_is_put_first_either_way() -> None:
+    answer: dict[str, Any] = {"response": "thread/start", "result": {}}
+    started: dict[str, Any] = {"method": "thread/started", "params": {}}
+    warning: dict[str, Any] = {"method": "warning", "params": {"message": "m"}}
+    turn: dict[str, Any] = {"method": "turn/started", "params": {}}
+    after = canonical_order([answer, started, warning, turn])
+    before = canonical_order([warning, answer, started, turn])
+    assert after == before == [warning, answer, started, turn]
+    assert canonical_order(after) == after
+    # only the racing kinds move
+    assert canonical_order([answer, started, turn]) == [answer, started, turn]

@@ -441,15 +441,21 @@ _RACING: Final = frozenset({"warning", "thread/settings/updated"})
 """Notifications that race the answer to the request that caused them: the real binary sends
 the model-catalogue ``warning`` of a turn, and the ``thread/settings/updated`` of a turn that
 changes the collaboration mode, before or after the ``turn/start`` answer, run to run
-(probed)."""
+(probed); the model-catalogue ``warning`` of a new thread also comes before the
+``thread/start`` answer or after its ``thread/started``, run to run (model mode, probed)."""
+
+
+def _raced(unit: JsonObject) -> bool:
+    return "response" in unit or unit.get("method") == "thread/started"
 
 
 def canonical_order(units: list[JsonObject]) -> list[JsonObject]:
-    """A racing notification right after an answer is put before it (both sides alike)."""
+    """A racing notification right after an answer (or a ``thread/started``) is put before it
+    (both sides alike). Idempotent: a stream already in this order stays as it is."""
     out = list(units)
     for i in range(1, len(out)):
         j = i
-        while j > 0 and out[j].get("method") in _RACING and "response" in out[j - 1]:
+        while j > 0 and out[j].get("method") in _RACING and _raced(out[j - 1]):
             out[j - 1], out[j] = out[j], out[j - 1]
             j -= 1
     return out
