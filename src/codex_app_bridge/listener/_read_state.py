@@ -35,7 +35,7 @@ from __future__ import annotations
 import uuid
 from collections.abc import Collection, Iterable
 from dataclasses import dataclass
-from typing import Final
+from typing import Any, Final
 
 from codex_app_bridge.protocol.core import (
     EventEnvelope,
@@ -77,6 +77,15 @@ class ReadState:
         )
         revision = self.revision if self.revision is not None else f"initial:{thread_id}"
         return ThreadReadState(first_unread=position, revision=revision)
+
+    def wire_json(self, thread_id: str) -> dict[str, Any]:
+        """:meth:`wire` as JSON data, made without the models (``thread/list`` of stored
+        threads answers from plain data)."""
+        position = (
+            None if self.first_unread is None else {"turnId": self.first_unread, "type": "turn"}
+        )
+        revision = self.revision if self.revision is not None else f"initial:{thread_id}"
+        return {"firstUnread": position, "revision": revision}
 
     def changed(self, thread_id: str) -> ThreadReadStateChangedNotification:
         return ThreadReadStateChangedNotification(

@@ -105,7 +105,9 @@ class TurnRecord:
             items = self.summary(summary_rule)
         else:
             items = []
-        return Turn(
+        # trusted values (this record's own, its items models already): no validation, which
+        # would build the validator of every thread item kind on a process's first turn
+        return Turn.model_construct(
             id=self.id,
             root_turn_id=self.root_turn_id,
             items=items,

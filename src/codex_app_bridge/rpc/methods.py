@@ -28,7 +28,7 @@ from __future__ import annotations
 
 from collections.abc import Awaitable, Callable, Hashable, Iterable, Iterator, Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, Generic, Protocol, TypeAlias, TypeVar
+from typing import TYPE_CHECKING, Any, Final, Generic, Protocol, TypeAlias, TypeVar, cast, get_args
 
 import orjson
 
@@ -80,6 +80,47 @@ class ParamsSpec(Protocol[P_co]):
     def decode(self, raw: RawParamsValue) -> P_co: ...
 
 
+_PlainField: TypeAlias = "tuple[str, type, bool, int | None]"
+"""A field ``ModelParams`` may fill without validating: its name, its exact type (``str``,
+``bool`` or ``int``), whether ``null`` is allowed, and an integer's lower bound (``ge``)."""
+
+_PLAIN_INT_LIMIT: Final = 2**31
+"""Integers at or beyond this are left to the validator (the wire's integer ranges)."""
+
+
+def _plain_fields(model: type[BaseModel]) -> dict[str, _PlainField]:
+    """Wire name -> ``_PlainField`` of each of ``model``'s fields that a plain value fills as
+    validation would: a ``str``, ``bool`` or ``int`` (or one of them or ``None``), with no
+    constraint but an integer's ``ge``; none at all when the model has validators of its own."""
+    decorators = model.__pydantic_decorators__
+    if (
+        decorators.validators
+        or decorators.field_validators
+        or decorators.root_validators
+        or decorators.model_validators
+    ):
+        return {}
+    plain: dict[str, _PlainField] = {}
+    for name, info in model.model_fields.items():
+        kind: Any = info.annotation
+        args = get_args(kind)
+        optional = type(None) in args
+        if optional and len(args) == 2:
+            kind = args[0] if args[1] is type(None) else args[1]
+        elif args:
+            continue
+        if kind not in (str, bool, int):
+            continue
+        minimum: int | None = None
+        if info.metadata:
+            bound = info.metadata[0]
+            if len(info.metadata) > 1 or kind is not int or type(bound).__name__ != "Ge":
+                continue
+            minimum = bound.ge
+        plain[info.alias or name] = (name, kind, optional, minimum)
+    return plain
+
+
 class ModelParams(Generic[M]):
     """Params validated by a pydantic model, strictly as serde would (no ``"1"`` -> ``1``).
 
@@ -106,6 +147,10 @@ class ModelParams(Generic[M]):
         wire_names = [info.alias or name for name, info in model.model_fields.items()]
         first = tuple(field_order or ())
         self.field_order: tuple[str, ...] = first + tuple(n for n in wire_names if n not in first)
+        self._plain_fields: dict[str, _PlainField] | None = None
+        self._required = frozenset(
+            name for name, info in model.model_fields.items() if info.is_required()
+        )
         self.min_items = self.field_count
         """Elements a positional form needs: serde fills the fields with ``#[serde(default)]``
         (absent from the wire rather than null: ``exclude_if``) at the end of a short
@@ -129,6 +174,9 @@ class ModelParams(Generic[M]):
         raise params_type_error(raw, f"struct {self.struct_name}")
 
     def _validate(self, obj: dict[str, JsonValue]) -> M:
+        plain = self._plain(obj)
+        if plain is not None:
+            return plain
         # Validate the JSON text in strict mode: JSON-mode strictness is serde's (strings for
         # enums are fine, "1" for an integer or 1 for a boolean are not).
         from pydantic import ValidationError  # loaded with the model already
@@ -139,6 +187,35 @@ class ModelParams(Generic[M]):
             error = params_error(exc, self.model, obj)
             assert error is not None
             raise error from None
+
+    def _plain(self, obj: dict[str, JsonValue]) -> M | None:
+        """The model of params whose every member is a plain field given a value of exactly its
+        type (``{"threadId": "…"}``, ``{"limit": 25, "cursor": null}``, ``{}``), built without
+        validating: what strict validation would make of them, without building the model's
+        validator (a first request of its kind pays that, about as long as the request). ``None``
+        when anything needs the validator (it then says what is wrong, as serde would)."""
+        fields = self._plain_fields
+        if fields is None:
+            fields = self._plain_fields = _plain_fields(self.model)
+        if not fields:
+            return None
+        values: dict[str, object] = {}
+        for wire, value in obj.items():
+            plain = fields.get(wire)
+            if plain is None:
+                return None
+            name, kind, optional, minimum = plain
+            if value is None:
+                if not optional:
+                    return None
+            elif type(value) is not kind or (
+                minimum is not None and not minimum <= cast("int", value) < _PLAIN_INT_LIMIT
+            ):
+                return None
+            values[name] = value
+        if not self._required.issubset(values):
+            return None
+        return self.model.model_construct(set(values), **values)
 
     def _decode_positional(self, items: list[JsonValue]) -> M:
         # Serde reads a struct from a sequence field by field; errors in present elements come

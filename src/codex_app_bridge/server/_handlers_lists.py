@@ -23,13 +23,7 @@ from datetime import UTC, datetime
 from operator import attrgetter
 from typing import TYPE_CHECKING, Any, Final
 
-from codex_app_bridge.protocol.v2 import (
-    Thread,
-    ThreadListParams,
-    ThreadListResponse,
-    ThreadLoadedListParams,
-    ThreadLoadedListResponse,
-)
+from codex_app_bridge.protocol.v2 import ThreadLoadedListParams, ThreadLoadedListResponse
 from codex_app_bridge.rpc import RequestContext
 from codex_app_bridge.server._errors import invalid_cursor
 from codex_app_bridge.server._thread_extras import list_extras
@@ -43,6 +37,7 @@ from codex_app_bridge.storage import (
 )
 
 if TYPE_CHECKING:
+    from codex_app_bridge.protocol.v2 import Thread, ThreadListParams
     from codex_app_bridge.server._services import ServerServices
 
 __all__ = ["THREAD_LIST_DEFAULT_LIMIT", "ThreadListHandlers"]
@@ -100,9 +95,7 @@ class ThreadListHandlers:
     def __init__(self, server: ServerServices) -> None:
         self.server = server
 
-    async def thread_list(
-        self, ctx: RequestContext, params: ThreadListParams
-    ) -> ThreadListResponse:
+    async def thread_list(self, ctx: RequestContext, params: ThreadListParams) -> dict[str, Any]:
         threads = self.server.threads
         by_updated = params.sort_key in ("updated_at", "recency_at")
         limit = (
@@ -150,19 +143,24 @@ class ThreadListHandlers:
         stored = await threads.stored_page(
             [row.thread_id for row in page.rows if threads.get(row.thread_id) is None]
         )
-        listed: list[tuple[Thread, dict[str, Any]]] = []
+        data: list[Thread | dict[str, Any]] = []
+        read_states: dict[str, dict[str, Any]] = {}
         for row in page.rows:
             record = threads.get(row.thread_id)
             if record is not None:
-                listed.append((record.thread(listed=True), record.read_state()))
+                data.append(record.thread(listed=True))
+                read_states[row.thread_id] = record.read_state()
             elif row.thread_id in stored:  # else gone since it was listed
-                listed.append(stored[row.thread_id])
-        return ThreadListResponse(
-            data=[thread for thread, _ in listed],
-            **list_extras({thread.id: read_state for thread, read_state in listed}),
-            next_cursor=page.next_cursor,
-            backwards_cursor=page.backwards_cursor,
-        )
+                thread, read_states[row.thread_id] = stored[row.thread_id]
+                data.append(thread)
+        # ``ThreadListResponse`` as JSON data: the stored threads are plain data already, and
+        # validating the response would build the validators of every thread item kind
+        return {
+            "backwardsCursor": page.backwards_cursor,
+            "data": data,
+            "nextCursor": page.next_cursor,
+            **list_extras(read_states),
+        }
 
     def thread_loaded_list(
         self, ctx: RequestContext, params: ThreadLoadedListParams

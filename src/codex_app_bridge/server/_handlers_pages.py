@@ -12,13 +12,13 @@ Boundary: what a request means and answers.
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from codex_app_bridge.protocol.v2 import (
     ThreadItemsListParams,
     ThreadItemsListResponse,
     ThreadTurnsListParams,
-    ThreadTurnsListResponse,
+    Turn,
 )
 from codex_app_bridge.rpc import METHOD_NOT_FOUND, RequestContext, RpcError
 from codex_app_bridge.server._errors import thread_not_loaded
@@ -29,6 +29,21 @@ if TYPE_CHECKING:
     from codex_app_bridge.server._services import ServerServices
 
 __all__ = ["HistoryPageHandlers"]
+
+
+def turn_json(turn: Turn) -> dict[str, Any]:
+    """A ``Turn`` as its JSON data, its items and error left as their models."""
+    return {
+        "completedAt": turn.completed_at,
+        "durationMs": turn.duration_ms,
+        "error": turn.error,
+        "id": turn.id,
+        "items": turn.items,
+        "itemsView": turn.items_view,
+        "rootTurnId": turn.root_turn_id,
+        "startedAt": turn.started_at,
+        "status": turn.status,
+    }
 
 
 def _items_unsupported(_thread_id: str) -> RpcError:
@@ -50,7 +65,7 @@ class HistoryPageHandlers:
 
     async def thread_turns_list(
         self, ctx: RequestContext, params: ThreadTurnsListParams
-    ) -> ThreadTurnsListResponse:
+    ) -> dict[str, Any]:
         pages = await self._pages(params.thread_id, thread_not_loaded)
         page = pages.turns(
             items_view=params.items_view,
@@ -58,9 +73,14 @@ class HistoryPageHandlers:
             cursor=params.cursor,
             limit=params.limit,
         )
-        return ThreadTurnsListResponse(
-            data=page.rows, next_cursor=page.next_cursor, backwards_cursor=page.backwards_cursor
-        )
+        # ``ThreadTurnsListResponse`` as JSON data: its turns are trusted models already, and
+        # serializing them as ``Turn`` s would build the serializer of every thread item kind
+        # (each item is written by its own)
+        return {
+            "backwardsCursor": page.backwards_cursor,
+            "data": [turn_json(turn) for turn in page.rows],
+            "nextCursor": page.next_cursor,
+        }
 
     async def thread_items_list(
         self, ctx: RequestContext, params: ThreadItemsListParams

@@ -55,6 +55,7 @@ from codex_app_bridge.server._threads import (
     ThreadRecord,
     ThreadSettings,
     sandbox_policy,
+    stored_thread_json,
     stored_thread_object,
 )
 from codex_app_bridge.sources import TURN_START_TYPES, SessionConfig, open_session
@@ -455,14 +456,23 @@ class ThreadRegistry:
         )
         return await anyio.to_thread.run_sync(rows)
 
-    async def stored_page(self, thread_ids: list[str]) -> dict[str, tuple[Thread, dict[str, Any]]]:
-        """The v2 ``Thread`` s and read states of stored threads that are not loaded, as their
-        files are now (those still stored), in one read."""
+    async def stored_page(
+        self, thread_ids: list[str]
+    ) -> dict[str, tuple[Thread | dict[str, Any], dict[str, Any]]]:
+        """The v2 ``Thread`` s (as JSON data when they have no git info) and read states of
+        stored threads that are not loaded, as their files are now (those still stored), in one
+        read."""
         if self.storage is None or not thread_ids:
             return {}
         found = await anyio.to_thread.run_sync(self.storage.catalog.find_many, thread_ids)
+        defaults = self.defaults
         return {
-            thread_id: (self.stored_thread(stored), self.stored_read_state(stored))
+            thread_id: (
+                self.stored_thread(stored)
+                if stored.git_info is not None
+                else stored_thread_json(stored, defaults),
+                self.stored_read_state(stored),
+            )
             for thread_id, stored in found.items()
         }
 

@@ -124,7 +124,9 @@ def envelopes_of(lines: list[core.RolloutLine]) -> list[core.EventEnvelope]:
             if isinstance(line.payload, core.TaskStartedEvent):
                 current = line.payload.turn_id
             envelopes.append(
-                core.EventEnvelope(id=turn_id if isinstance(turn_id, str) else "", msg=line.payload)
+                core.EventEnvelope.trusted(
+                    turn_id if isinstance(turn_id, str) else "", line.payload
+                )
             )
         elif isinstance(line, core.ResponseItemLine):
             event = core.RawResponseItemEvent(item=line.payload)

@@ -25,7 +25,6 @@ from __future__ import annotations
 from typing import Any, Final
 
 from codex_app_bridge.listener import ReadState
-from codex_app_bridge.protocol._base import dump_jsonable
 
 __all__ = [
     "LOCAL_ENVIRONMENT_ID",
@@ -73,8 +72,7 @@ def thread_extras(cwd: str, *, loaded: bool = True, listed: bool = False) -> dic
 
 def read_state_json(thread_id: str, read_state: ReadState | None) -> dict[str, Any]:
     """A thread's ``readState`` as JSON (``None``: the initial one)."""
-    value: dict[str, Any] = dump_jsonable((read_state or ReadState()).wire(thread_id))
-    return value
+    return (read_state or ReadState()).wire_json(thread_id)
 
 
 def read_extras(read_state: dict[str, Any]) -> dict[str, Any]:

@@ -55,6 +55,7 @@ __all__ = [
     "ThreadRecord",
     "ThreadSettings",
     "sandbox_policy",
+    "stored_thread_json",
     "stored_thread_object",
 ]
 
@@ -253,6 +254,44 @@ class ThreadRecord:
             turns=turns or [],
             **thread_extras(self.settings.cwd, listed=listed),
         )
+
+
+def stored_thread_json(stored: StoredThread, defaults: SourceDefaults) -> dict[str, Any]:
+    """The JSON of :func:`stored_thread_object` with no turns and no git info (a listed stored
+    thread), made from the stored values as they are: ``thread/list`` answers without building
+    the ``Thread`` model (its validator is most of a first request's time)."""
+    source: Any = stored.source if isinstance(stored.source, str) else THREAD_SOURCE
+    return {
+        "agentNickname": None,
+        "agentRole": None,
+        "cliVersion": stored.cli_version or CODEX_PROTOCOL_VERSION,
+        "createdAt": stored.created_at_s,
+        "cwd": stored.cwd,
+        "ephemeral": False,
+        "forkedFromId": stored.forked_from_id,
+        "gitInfo": None,
+        "historyMode": "paginated",
+        "id": stored.thread_id,
+        "model": stored.model or defaults.model,
+        "modelProvider": stored.model_provider or defaults.model_provider,
+        "name": stored.name,
+        "originator": stored.originator,
+        "parentThreadId": None,
+        "path": str(stored.path),
+        "preview": stored.preview,
+        "projectId": None,
+        "reasoningEffort": stored.reasoning_effort,
+        "recencyAt": stored.updated_at_s,
+        "section": None,
+        "sectionEnteredAt": None,
+        "sessionId": stored.thread_id,
+        "source": source,
+        "status": {"type": "notLoaded"},
+        "threadSource": None,
+        "turns": [],
+        "updatedAt": stored.updated_at_s,
+        **thread_extras(stored.cwd, loaded=False),
+    }
 
 
 def stored_thread_object(
