@@ -3,7 +3,10 @@ bridge's goal-continuation turns against the real binary's recorded ones, same m
 
 ``goal``: ``thread/goal/set`` starts goal turns at once, each opened by a hidden message, until
 the model's ``update_goal`` completes the goal; ``goal_budget``: a 150-token budget ends them
-(``budgetLimited``); ``goal_after_turn``: a user turn, then a goal, a restart, ``thread/resume``
+(``budgetLimited``) at a turn's end; ``goal_budget_mid_turn``: a 100-token budget spent by a
+response that calls ``get_goal``: the goal is ``budgetLimited`` at that tool boundary, the model
+is told in a hidden message before the follow-up request, the rest of the turn is still charged
+and no goal turn follows; ``goal_after_turn``: a user turn, then a goal, a restart, ``thread/resume``
 (which announces the goal) and ``thread/goal/clear``. The notifications, the requests the mock
 got (inputs masked: the continuation message's prose is the project's own) and the final reads
 must equal the real binary's but for the rows of ``test_model_mode_bridge.KNOWN``.
@@ -16,7 +19,7 @@ import pytest
 from codex_app_bridge.conformance._model_mode import ModelResult, run_model_suite_sync
 from tests.conformance.test_model_mode_bridge import REFERENCE, known
 
-GOAL_SCENARIOS = ["goal", "goal_budget", "goal_after_turn"]
+GOAL_SCENARIOS = ["goal", "goal_budget", "goal_budget_mid_turn", "goal_after_turn"]
 
 
 @pytest.fixture(scope="module")
@@ -34,9 +37,9 @@ def test_goal_turns_match_the_real_binarys(results: dict[str, ModelResult], name
     assert bridge == real
     parts = (result.stream, result.reads, result.inputs, result.fields)
     assert [d for part in parts for d in part.differences if not known(name, d)] == []
-    assert result.stream.compared > 30
+    assert result.stream.compared > 20
 
 
 def test_the_goal_runs_notifications_are_all_equal(results: dict[str, ModelResult]) -> None:
-    for name in ("goal", "goal_budget"):
+    for name in ("goal", "goal_budget", "goal_budget_mid_turn"):
         assert results[name].stream.percent == 100.0, name

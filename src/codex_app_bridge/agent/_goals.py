@@ -13,8 +13,10 @@ does for a goal within a turn (probed from the binary against a mock model):
 * **accounting**: the tokens of an active goal's turns (input not served from cache, plus
   output, as core counts them) and their wall-clock seconds are added to the goal at every
   tool boundary and at the end of the turn, each change a ``thread_goal_updated`` event (a budget reached makes the goal
-  ``budgetLimited``). Usage before the goal existed, or after the model completed it in this
-  turn, is not counted.
+  ``budgetLimited``; the rest of that turn is still charged, and when it was spent at a tool
+  boundary the session records a hidden budget-limit message before the next request:
+  ``sources.goal_budget_limit_text``). Usage before the goal existed, or after the model
+  completed it in this turn, is not counted.
 
 The continuation turns themselves are started by the server (``server._goal_turns``); their
 input is ``sources.goal_continuation_input``, a hidden user message that this session records
@@ -109,6 +111,11 @@ class GoalSession:
         """The model completed the goal in this turn: the rest of the turn is not charged."""
         self.goal_turn_id: str | None = None
         """The turn opened by a goal continuation's hidden message."""
+        self._active_at_start = False
+        """The goal was active when the turn opened: the turn is charged to its end, past a
+        spent budget (0.163.0)."""
+        self._limited: ThreadGoal | None = None
+        """The goal as a charge of this turn left it, when that charge spent its budget."""
 
     def trigger(self, turn_id: str) -> str | None:
         """``turn_trigger`` of the turn's requests (``goal`` for a goal-continuation turn)."""
@@ -119,6 +126,14 @@ class GoalSession:
         self._charged = goal_tokens(totals)
         self._clock = time.monotonic()
         self._completed = False
+        goal = self.goals.get(self.thread_id)
+        self._active_at_start = goal is not None and goal.status == "active"
+        self._limited = None
+
+    def take_budget_limit(self) -> ThreadGoal | None:
+        """The goal, if a charge of this turn just spent its budget (once)."""
+        goal, self._limited = self._limited, None
+        return goal
 
     def account(self, turn_id: str, totals: TokenUsage, emit: Callable[[EventMsg], None]) -> None:
         """Charge an active goal what was used since the last charge (a tool boundary or the
@@ -129,8 +144,11 @@ class GoalSession:
         self._clock += seconds
         if self._completed or (delta <= 0 and seconds <= 0):
             return
-        goal = self.goals.account(self.thread_id, delta, seconds)
+        before = self.goals.get(self.thread_id)
+        goal = self.goals.account(self.thread_id, delta, seconds, limited=self._active_at_start)
         if goal is not None:
+            if goal.status == "budgetLimited" and before is not None and before.status == "active":
+                self._limited = goal
             emit(self._updated(turn_id, goal))
 
     def answer(

@@ -110,6 +110,7 @@ from codex_app_bridge.protocol.core import (
     TaskError,
     TaskStartedEvent,
     TextAgentMessageContent,
+    ThreadGoal,
     TokenCountEvent,
     TokenUsage,
     TokenUsageInfo,
@@ -125,7 +126,12 @@ from codex_app_bridge.protocol.core import (
     WorldStateEvent,
 )
 from codex_app_bridge.protocol.jsonrpc import now_ms
-from codex_app_bridge.sources import DEFAULT_CONTEXT_WINDOW, SessionConfig, aborted_turn
+from codex_app_bridge.sources import (
+    DEFAULT_CONTEXT_WINDOW,
+    SessionConfig,
+    aborted_turn,
+    goal_budget_limit_text,
+)
 from codex_app_bridge.sources._replies import ANSWER_OP_TYPES, Replies
 from codex_app_bridge.sources._session import EventQueue
 
@@ -549,6 +555,19 @@ class ModelSession:
             skills=self._source.skills_instructions(settings, cwd),
         )
         self.emit(turn.turn_id, WorldStateEvent(full=True, state=state))
+
+    @staticmethod
+    def _goal_message(turn_id: str, goal: ThreadGoal) -> Item:
+        """The hidden message telling the model its goal's budget is spent."""
+        return {
+            "type": "message",
+            "id": new_response_item_id("msg"),
+            "role": "user",
+            "content": [{"type": "input_text", "text": goal_budget_limit_text(goal)}],
+            "internal_chat_message_metadata_passthrough": passthrough(
+                turn_id, kinds=["goal.budget_limit"], created=True
+            ),
+        }
 
     @staticmethod
     def _mode_message(turn_id: str, instructions: str) -> Item:
@@ -1158,6 +1177,10 @@ class ModelSession:
         if failure is not None:
             raise _StepFailed(failure)
         self._token_count(turn, step)
+        if self._goals is not None and step.calls:
+            limited = self._goals.take_budget_limit()
+            if limited is not None:  # 0.163.0 tells the model before the follow-up request
+                self._record(turn.turn_id, self._goal_message(turn.turn_id, limited))
         diff = turn.diff
         if diff is not None and (unified := diff.unified_diff()) is not None:
             # 0.163.0 re-sends the turn's diff after every response once a patch applied

@@ -530,6 +530,13 @@ _GOAL_SCENARIOS: Final[tuple[ModelScenario, ...]] = (
         _goal_run("Write a haiku", 150, "budgetLimited"),
     ),
     ModelScenario(
+        "goal_budget_mid_turn",
+        "goal",
+        {"complete_at": 99, "get_goal_first": 1},
+        "a goal with a 100-token budget spent by a response that calls get_goal, mid-turn",
+        _goal_run("Write a haiku", 100, "budgetLimited"),
+    ),
+    ModelScenario(
         "goal_after_turn",
         "goal",
         {"complete_at": 2},

@@ -821,12 +821,17 @@ def sc_goal(n: int, body: JsonObject, p: JsonObject) -> Reply:
     """A model pursuing a thread goal: a message per request until request ``complete_at``
     (default 2), which calls ``update_goal`` with status ``complete`` (in a response that
     reports no usage); the request that carries
-    a tool's output gets a closing message."""
+    a tool's output gets a closing message. With ``get_goal_first`` N, requests below N call
+    ``get_goal`` (in a response with the usual usage) instead."""
     rid = f"resp_goal_{n}"
     items = _objects(body.get("input"))
     last = items[-1] if items else {}
     if last.get("type") == "function_call_output":
         return _message_reply(rid, f"msg_goal_{n}", "The goal is complete.")
+    if n < int(p.get("get_goal_first", 0)):
+        # a get_goal call in a response that reports usage: the goal is charged mid-turn
+        call = function_call_events(f"fc_goal_{n}", f"call_goal_{n}", "get_goal", {})
+        return SSE([ev_created(rid), *call, ev_completed(rid)])
     if n >= int(p.get("complete_at", 2)):
         call = function_call_events(
             f"fc_goal_{n}", f"call_goal_{n}", "update_goal", {"status": "complete"}

@@ -43,6 +43,7 @@ from codex_app_bridge.sources._goals import (
     UNSET,
     GoalError,
     ThreadGoals,
+    goal_budget_limit_text,
     goal_continuation_text,
 )
 from codex_app_bridge.sources._inject import (
@@ -145,6 +146,7 @@ __all__ = [
     "answer_for",
     "failed_task_complete",
     "failed_turn",
+    "goal_budget_limit_text",
     "goal_continuation_text",
     "index_rollout",
     "index_script",
