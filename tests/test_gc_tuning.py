@@ -1,13 +1,17 @@
 """The collector tuning of ``_gc``: the process's own command applies it, an embedding caller of
-``main(argv)`` (the tests, a library user) keeps its own settings."""
+``main(argv)`` (the tests, a library user) keeps its own settings; ``release_memory`` collects
+and trims."""
 
 from __future__ import annotations
 
+import gc
+import platform
 import subprocess
 import sys
+import weakref
 from pathlib import Path
 
-from codex_app_bridge._gc import YOUNG_THRESHOLD
+from codex_app_bridge._gc import YOUNG_THRESHOLD, release_memory
 
 # history needs a rollout (an empty input is refused)
 _ROLLOUT = Path(__file__).resolve().parent / "data" / "captures" / "plain" / "rollout.jsonl"
@@ -46,3 +50,25 @@ def test_an_embedding_caller_keeps_its_settings() -> None:
     assert code == "0"
     assert after == before
     assert frozen == "False"
+
+
+class _Node:
+    next: object = None
+
+
+def test_release_memory_collects_cycles_and_trims_glibc() -> None:
+    freed: list[str] = []
+    cycle = _Node()
+    cycle.next = cycle
+    weakref.finalize(cycle, freed.append, "cycle")
+    del cycle
+    collecting = gc.isenabled()
+    gc.disable()
+    try:
+        trimmed = release_memory()
+    finally:
+        if collecting:
+            gc.enable()
+    assert freed == ["cycle"]
+    glibc = sys.platform.startswith("linux") and platform.libc_ver()[0] == "glibc"
+    assert trimmed is glibc

@@ -192,6 +192,39 @@ async def test_an_unloaded_stored_thread_is_freed_by_reference_counting(tmp_path
         assert messages[-1]["params"]["turn"]["status"] == "completed"
 
 
+async def test_memory_is_given_back_once_the_last_thread_is_unloaded() -> None:
+    # issue 23's soak: what a busy spell left free stayed in the process; once no thread is
+    # loaded, the unloader collects and trims (``_gc.release_memory``), not before
+    async with open_bridge("memory", idle_unload=IDLE) as bridge:
+        client: Session = await bridge.connect()
+        watcher: Session = await bridge.connect()
+        await client.initialize(name="client")
+        await watcher.initialize(name="watcher")
+        server = bridge.server
+        assert server is not None
+        unloader = server.idle_unloader
+        assert unloader is not None
+        released = anyio.Event()
+        loaded_then: list[list[str]] = []
+
+        def release() -> None:
+            assert server.threads is not None
+            loaded_then.append([r.id for r in server.threads if r.loaded])
+            released.set()
+
+        unloader.release = release
+        first, second = await client.start_thread(), await client.start_thread()
+        for thread_id in (first, second):
+            await client.run_turn(thread_id, "some work")
+        await client.result("thread/unsubscribe", {"threadId": first})
+        await watcher.until(closed(first))
+        await client.result("thread/unsubscribe", {"threadId": second})
+        await watcher.until(closed(second))
+        with anyio.fail_after(60):
+            await released.wait()
+        assert loaded_then == [[]]
+
+
 def _tables_keyed_by(thread_ids: set[str]) -> list[str]:
     """Every live dict or set of the process with one of ``thread_ids`` as a key or member
     (alone or in a tuple key): the per-thread tables that still hold those threads."""

@@ -12,13 +12,20 @@ listener and runtime over the kept history) and subscribes the caller.
 The real server waits 30 minutes (hard-coded there); ``serve --idle-unload SECONDS`` changes it
 here (``0`` never unloads). ``IdleUnloader.run`` polls, at most every second (sooner for short
 timeouts), so an unload happens between ``idle_timeout`` and ``idle_timeout`` + one poll.
+
+When an unload leaves no thread loaded, the server has gone quiet: the process's free memory is
+given back (``_gc.release_memory``: a full collection, then glibc's ``malloc_trim``), at most
+once per ``RELEASE_INTERVAL`` (a later quiet moment waits for the interval, never a request).
 """
 
 from __future__ import annotations
 
+import math
 from typing import TYPE_CHECKING, Final
 
 import anyio
+
+from codex_app_bridge._gc import release_memory
 
 if TYPE_CHECKING:
     from collections.abc import Callable
@@ -26,12 +33,15 @@ if TYPE_CHECKING:
     from codex_app_bridge.server._registry import ThreadRegistry
     from codex_app_bridge.server._threads import ThreadRecord
 
-__all__ = ["DEFAULT_IDLE_UNLOAD_SECONDS", "IdleUnloader", "is_idle"]
+__all__ = ["DEFAULT_IDLE_UNLOAD_SECONDS", "RELEASE_INTERVAL", "IdleUnloader", "is_idle"]
 
 DEFAULT_IDLE_UNLOAD_SECONDS: Final = 30 * 60.0
 """The real server's ``THREAD_UNLOADING_DELAY``."""
 
 _MAX_POLL = 1.0
+
+RELEASE_INTERVAL: Final = 30.0
+"""Seconds between two releases of free memory (each is a full collection)."""
 
 
 def is_idle(record: ThreadRecord) -> bool:
@@ -54,6 +64,10 @@ class IdleUnloader:
         self._threads = threads
         self.timeout = timeout
         self._idle_since: dict[str, float] = {}
+        self._release_due = False
+        self._released_at = -math.inf
+        self.release: Callable[[], object] = release_memory
+        """What gives memory back once no thread is loaded (``_gc.release_memory``)."""
 
     @property
     def poll_interval(self) -> float:
@@ -79,5 +93,11 @@ class IdleUnloader:
             if now - since >= self.timeout:
                 del self._idle_since[record.id]
                 await threads.unload(record)
+                self._release_due = True
         for thread_id in set(self._idle_since) - seen:
             del self._idle_since[thread_id]
+        if self._release_due and now - self._released_at >= RELEASE_INTERVAL:
+            if not any(record.loaded for record in threads):
+                self.release()
+                self._released_at = now
+            self._release_due = False
