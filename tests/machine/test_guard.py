@@ -15,6 +15,7 @@ from collections.abc import Generator
 from pathlib import Path
 
 import orjson
+import pytest
 
 from codex_app_bridge.machine._guard import Guard
 from tests.conftest import bridge_command, bridge_env
@@ -59,9 +60,12 @@ def test_the_guard_kills_the_groups_it_watches_and_not_those_it_forgot() -> None
     assert guard.process.returncode == 0
 
 
-def test_a_server_killed_with_sigkill_takes_its_commands_groups_with_it(tmp_path: Path) -> None:
+@pytest.mark.parametrize("end", ["stdin-eof", "sigkill"])
+def test_a_server_that_exits_or_is_killed_takes_its_commands_groups_with_it(
+    tmp_path: Path, end: str
+) -> None:
     """``command/exec`` of a shell that leaves a child in its group and one in a session of its
-    own; ``kill -9`` of the server; all three are gone."""
+    own; the server's input ends (it exits, rc 0) or it is ``kill -9``'d; all three are gone."""
     script = (
         "sleep 600 & echo $! > pids; setsid sleep 600 & echo $! >> pids; echo $$ >> pids; "
         "echo ready; wait"
@@ -115,8 +119,12 @@ def test_a_server_killed_with_sigkill_takes_its_commands_groups_with_it(tmp_path
         pids = [int(p) for p in (tmp_path / "pids").read_text().split()]
         assert len(pids) == 3
         assert all(pid_alive(p) for p in pids)
-        server.kill()
-        assert server.wait(timeout=WAIT_S) == -signal.SIGKILL
+        if end == "sigkill":
+            server.kill()
+            assert server.wait(timeout=WAIT_S) == -signal.SIGKILL
+        else:
+            server.stdin.close()
+            assert server.wait(timeout=WAIT_S) == 0
         assert [p for p in pids if not _gone_within(p, WAIT_S)] == []
     finally:
         if server.poll() is None:

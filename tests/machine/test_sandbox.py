@@ -7,8 +7,10 @@ from __future__ import annotations
 
 import os
 import socket
+from dataclasses import dataclass, field
 from pathlib import Path
 
+import anyio
 import orjson
 import pytest
 
@@ -20,7 +22,9 @@ from codex_app_bridge.machine import (
     decide_exec,
     decide_patch,
 )
-from tests.machine.conftest import FakeHost, environ_without_tmpdir, usable_bubblewrap
+from codex_app_bridge.machine._proc import LIVE
+from codex_app_bridge.protocol.core import EventMsg
+from tests.machine.conftest import WAIT_S, FakeHost, environ_without_tmpdir, usable_bubblewrap
 
 pytestmark = pytest.mark.anyio
 
@@ -218,3 +222,43 @@ async def test_a_declined_patch_leaves_no_trace(tmp_path: Path, work: Path) -> N
     assert (work / "keep.txt").read_text() == "a\n"
     assert [e.type for e in host.events] == ["item_started", "item_completed"]
     assert host.of_type("item_completed")[0]["item"]["status"] == "declined"
+
+
+@dataclass
+class _UnansweredHost(FakeHost):
+    """Asks and never hears back: the turn is interrupted, the thread unloads or the wait times
+    out (each cancels the call) while the request is pending."""
+
+    asked: anyio.Event = field(default_factory=anyio.Event)
+
+    async def request_approval(self, request: EventMsg) -> object:
+        self.requests.append(request)
+        self.asked.set()
+        await anyio.sleep_forever()
+        raise AssertionError("unreachable")
+
+
+@pytest.mark.parametrize(
+    ("tool", "arguments"),
+    [
+        ("exec_command", _args(cmd="touch ran; sleep 600 & echo $! > pid")),
+        ("apply_patch", "*** Begin Patch\n*** Add File: ran\n+x\n*** End Patch\n"),
+    ],
+)
+async def test_an_approval_left_unanswered_leaves_no_trace(
+    tmp_path: Path, work: Path, tool: str, arguments: str
+) -> None:
+    host = _UnansweredHost(
+        str(work),
+        approval_policy=ApprovalPolicy("untrusted"),
+        sandbox_policy=SandboxPolicy("danger-full-access"),
+    )
+    live_before = set(LIVE)
+    async with _tools(tmp_path, Bubblewrap(None)) as tools, anyio.create_task_group() as group:
+        group.start_soon(tools.call, host, tool, "c1", arguments)
+        with anyio.fail_after(WAIT_S):
+            await host.asked.wait()
+        group.cancel_scope.cancel()
+    assert len(host.requests) == 1
+    assert _names(work) == []
+    assert set(LIVE) == live_before  # no process was started
