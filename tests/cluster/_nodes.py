@@ -1,6 +1,7 @@
 """Bridge nodes in the test's event loop, each a ``BridgeServer`` joined to one NATS server.
 
 ``spawn_node(url, name)`` runs a ``serve --cluster`` process instead, which a test may kill.
+``jetstream(url)`` is the test's own connection, to look at the log (``read_log``) and leases.
 ``open_node(url, name)`` yields an e2e ``Bridge`` (``tests.e2e._harness``: in-memory client
 sessions, every message checked against the 0.163.0 schemas) whose server shares its threads
 through a ``ClusterNode``; the node leaves the cluster when the block ends.
@@ -9,15 +10,16 @@ through a ``ClusterNode``; the node leaves the cluster when the block ends.
 from __future__ import annotations
 
 import subprocess
-from collections.abc import AsyncIterator
+from collections.abc import AsyncGenerator, AsyncIterator
 from contextlib import asynccontextmanager
-from typing import Any
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
 
 import anyio
 from anyio.abc import Process
 
 from codex_app_bridge.cluster import ClusterNode, ClusterOptions
-from codex_app_bridge.cluster._subjects import LEASE_TTL
+from codex_app_bridge.cluster._subjects import EVENT_HEADER, LEASE_TTL, STREAM, events_subject
 from codex_app_bridge.sources import DefaultAgent, EventSource, TurnSource
 from tests.conftest import bridge_command, bridge_env
 from tests.e2e._harness import (
@@ -27,6 +29,9 @@ from tests.e2e._harness import (
     _memory_bridge,  # pyright: ignore[reportPrivateUsage]
     _pump_lines,  # pyright: ignore[reportPrivateUsage]
 )
+
+if TYPE_CHECKING:
+    from nats.js.client import JetStreamContext
 
 
 @asynccontextmanager
@@ -70,3 +75,58 @@ async def spawn_node(url: str, name: str, *args: str) -> AsyncIterator[tuple[Pro
                 await process.wait()
             lines_recv.close()
             tg.cancel_scope.cancel()
+
+
+@asynccontextmanager
+async def jetstream(url: str) -> AsyncGenerator[JetStreamContext]:
+    """The test's own connection to NATS, to look at the log and the leases."""
+    import nats
+
+    nc = await nats.connect(url, connect_timeout=int(TIMEOUT), max_reconnect_attempts=3)  # pyright: ignore[reportUnknownMemberType]
+    try:
+        yield nc.jetstream()  # pyright: ignore[reportUnknownMemberType]
+    finally:
+        await nc.close()
+
+
+@dataclass(frozen=True)
+class LogMessage:
+    writer: str
+    """The node that wrote it (its name in the lease bucket's holder ``NAME/...``)."""
+    first: int
+    """The number of its first event in the thread's log (``Codex-Event``)."""
+    count: int
+    """How many events it holds (a take-over's fence: none)."""
+
+
+async def read_log(js: JetStreamContext, thread_id: str) -> list[LogMessage]:
+    """Every message of the thread's log, in order."""
+    subject = events_subject(thread_id)
+    last = (await js.get_last_msg(STREAM, subject)).seq or 0
+    sub = await js.subscribe(subject, ordered_consumer=True)
+    messages: list[LogMessage] = []
+    try:
+        while True:
+            msg = await sub.next_msg(timeout=TIMEOUT)
+            headers = msg.headers or {}
+            messages.append(
+                LogMessage(
+                    writer=headers["Nats-Msg-Id"].split("/")[0],
+                    first=int(headers[EVENT_HEADER]),
+                    count=msg.data.count(b"\n") + 1 if msg.data else 0,
+                )
+            )
+            if msg.metadata.sequence.stream >= last:
+                return messages
+    finally:
+        await sub.unsubscribe()
+
+
+def events_in(log: list[LogMessage]) -> int:
+    """How many events the log holds, checking that their numbers run 1..N: none lost, none
+    twice."""
+    expected = 1
+    for message in log:
+        assert message.first == expected, log
+        expected += message.count
+    return expected - 1

@@ -11,7 +11,7 @@ import anyio.to_thread
 import pytest
 
 from codex_app_bridge.sources import DefaultAgent
-from tests.cluster._nodes import open_node, spawn_node
+from tests.cluster._nodes import events_in, jetstream, open_node, read_log, spawn_node
 from tests.cluster.conftest import NatsServer
 from tests.e2e._harness import TIMEOUT, is_turn_completed
 
@@ -107,3 +107,57 @@ async def test_nodes_reconnect_after_a_nats_restart_mid_turn_and_lose_nothing(
                         "completed",
                         "completed",
                     ]
+
+
+async def test_an_owner_paused_past_its_lease_cannot_write_the_log_another_node_took(
+    nats_server: NatsServer,
+) -> None:
+    url = nats_server.url
+    ttl = 2.0
+    with anyio.fail_after(TIMEOUT * 2):
+        args = ("--pace", "0.02", "--cluster-lease-ttl", str(ttl))
+        async with jetstream(url) as js, spawn_node(url, "a", *args) as (owner, alice):
+            await alice.initialize(name="alice")
+            thread_id = await alice.start_thread()
+            first, _ = await alice.run_turn(thread_id, "before the pause")
+            async with open_node(url, "b", lease_ttl=ttl) as (bridge, node):
+                bob = await bridge.connect()
+                await bob.initialize(name="bob")
+                await bob.result("thread/resume", {"threadId": thread_id, "excludeTurns": True})
+                await bob.drain_pending()
+                await alice.drain_pending()
+
+                cut = await alice.start_turn(thread_id, LONG)
+                await bob.until(lambda m: m.get("method") == "item/agentMessage/delta")
+                owner.send_signal(signal.SIGSTOP)  # paused mid-turn, past its lease
+                try:
+                    # b takes the thread: the turn a was playing ends there, b plays the next
+                    ended = (await bob.until(is_turn_completed(cut)))[-1]
+                    assert ended["params"]["turn"]["status"] == "interrupted"
+                    assert node.owns(thread_id)
+                    after, seen = await bob.run_turn(thread_id, "after the take-over")
+                    assert seen[-1]["params"]["turn"]["status"] == "completed"
+                finally:
+                    owner.send_signal(signal.SIGCONT)
+
+                # a wakes up mid-turn and finds the thread taken: it stops writing the log
+                # and its client sees the turn end there
+                ended = (await alice.until(is_turn_completed(cut)))[-1]
+                assert ended["params"]["turn"]["status"] == "interrupted"
+                await node.flush()
+
+                # nothing of a's in the log after b's fence; the numbers run 1..N, b has N
+                log = await read_log(js, thread_id)
+                writers = [m.writer for m in log]
+                taken = writers.index("b")
+                assert set(writers[:taken]) == {"a"}
+                assert set(writers[taken:]) == {"b"}, writers
+                assert log[taken].count == 0  # the fence
+                assert node.log_length(thread_id) == events_in(log)
+                assert node.lost_events == node.duplicate_events == 0
+                read = await bob.result(
+                    "thread/read", {"threadId": thread_id, "includeTurns": True}
+                )
+                turns = read["thread"]["turns"]
+                assert [t["id"] for t in turns] == [first, cut, after]
+                assert [t["status"] for t in turns] == ["completed", "interrupted", "completed"]

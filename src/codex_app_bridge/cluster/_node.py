@@ -7,10 +7,14 @@ It is the server's ``SharedThreads`` (``server._shared``) and makes its source
   node it was started or loaded on from storage) taps its runtime (``ThreadRuntime.tap``: every
   event its listener is given, deltas included, in order) and publishes each ``{id, msg}``
   envelope to ``codex.thread.<id>.events`` in the ``CODEX_THREADS`` stream (file storage). The
-  tap only appends to the thread's buffer; one publisher task encodes what is buffered and
-  publishes it as messages of up to ``BATCH`` envelopes (JSON lines), without awaiting each
-  acknowledgement (``publish_async``: acknowledgements are
-  checked as they come, a failed one is logged and counted in ``failed_publishes``).
+  tap only appends to the thread's buffer; the thread's publisher task encodes what is buffered
+  and publishes it as messages of up to ``BATCH`` envelopes (JSON lines), one at a time (what
+  piles up meanwhile goes in the next), each numbered (``Codex-Event``) and expecting the log's
+  last sequence: a node that took the thread over writes a fence (an empty message) first, and
+  the stream refuses a former owner's message after it (``_fence``, ``_lose``).
+* **Leases**: an owner renews its thread's lease (a KV entry with the bucket's TTL); a node that
+  follows a thread whose lease lapsed takes it, reads the log to its end, fences it and ends
+  the turn that was in flight (``_take_over``).
 * **Metadata** (settings, preview, timestamps, name) goes to the ``codex_threads`` KV bucket when
   the thread is loaded and whenever a turn starts or ends.
 * **Another node** that is asked for the thread (``thread/resume``: ``find``) reads the metadata
@@ -26,18 +30,16 @@ followed thread's session behaves ``_follow``'s.
 
 from __future__ import annotations
 
-import asyncio
 import logging
 import ssl
 import uuid
 from collections.abc import Awaitable, Callable
-from dataclasses import dataclass
-from functools import partial
 from types import TracebackType
 from typing import TYPE_CHECKING, Any, Final, Self
 
 import anyio
 import anyio.abc
+import orjson
 
 from codex_app_bridge.cluster._control import apply_submission
 from codex_app_bridge.cluster._follow import ClusterSource, FollowerSession, control_error
@@ -87,38 +89,43 @@ BATCH: Final = 256
 """Most events in one message of the log (the events a runtime gave its listener in a row, as
 JSON lines: one message, one acknowledgement for all of them)."""
 _RETRY_AFTER: Final = 0.25
-"""Seconds before events the stream did not answer for are sent again."""
+"""Seconds before a message the stream did not take is sent again."""
 _META_TYPES: Final = TURN_START_TYPES | TURN_END_TYPES
-
-
-@dataclass(slots=True)
-class _Unacked:
-    subject: str
-    data: bytes
-    msg_id: str
-    first: int
-    """The number of its first event in the thread's log."""
-    future: asyncio.Future[Any] | None = None
+EXPECTED_LAST: Final = "Nats-Expected-Last-Subject-Sequence"
+STORE_TIMEOUT: Final = 5.0
+"""Seconds a message of the log waits for the stream's answer before it is sent again."""
+FENCE_TRIES: Final = 5
+"""Times a node taking a thread over writes its fence, reading what the former owner wrote
+meanwhile between tries."""
+WRONG_LAST_SEQUENCE: Final = 10071
+"""JetStream's error code for a message whose expected last subject sequence is not the last."""
 
 
 class _Log:
-    """What an owned thread has given its listener and is not published yet."""
+    """An owned thread's log as this node writes it: what its runtime gave its listener and
+    is not published yet, and where the log stands."""
 
-    __slots__ = ("buffer", "node", "record", "sent", "subject")
+    __slots__ = ("buffer", "busy", "last_sequence", "record", "sent", "subject", "wake")
 
-    def __init__(self, node: ClusterNode, record: ThreadRecord, sent: int = 0) -> None:
-        self.node = node
+    def __init__(self, record: ThreadRecord, sent: int, last_sequence: int) -> None:
         self.record = record
         self.subject = events_subject(record.id)
         self.buffer: list[EventEnvelope] = []
         self.sent = sent
         """Events of the thread's log before the buffer (the next is number ``sent + 1``)."""
+        self.last_sequence = last_sequence
+        """The stream sequence of the log's last message (``0``: none): the next one is
+        published expecting it (``Nats-Expected-Last-Subject-Sequence``)."""
+        self.busy = False
+        """A message of the log is being published."""
+        self.wake: anyio.Event | None = None
+        """Set when the buffer gets an event (``ClusterNode._publish`` waits on it)."""
 
     def append(self, envelope: EventEnvelope) -> None:
         buffer = self.buffer
         buffer.append(envelope)
-        if len(buffer) == 1:
-            self.node.dirty(self)
+        if len(buffer) == 1 and self.wake is not None:
+            self.wake.set()
 
 
 def _tls_context(options: ClusterOptions) -> ssl.SSLContext | None:
@@ -138,27 +145,24 @@ class ClusterNode:
         self.options = options
         self.name = options.name or "codex-app-bridge"
         self.failed_publishes = 0
+        self.fenced = 0
+        """Messages the stream refused because another node had written the log since."""
         self.published = 0
         self.lost_events = 0
         """Events the log lacked between what a followed thread had and a message after it."""
         self.duplicate_events = 0
         """Events of the log a followed thread had already (dropped, not applied twice)."""
         self._lease_ttl = options.lease_ttl
+        self.retried = 0
+        """Messages sent again (NATS away, or its JetStream recovering: the stream drops a
+        copy it stored already)."""
         self._sent = 0
-        self._unacked: dict[str, _Unacked] = {}
-        """Events published and not acknowledged yet, in the order they were published."""
-        self._online = True
-        self._back_online: anyio.Event | None = None
-        """Set while NATS is reachable (made in ``__aenter__``: an event needs the loop)."""
         self._nc: Client | None = None
         self._js: JetStreamContext | None = None
         self._meta: KeyValue | None = None
         self._task_group: anyio.abc.TaskGroup | None = None
-        self._dirty: dict[str, _Log] = {}
-        self._wake: anyio.Event | None = None
-        self._publishing = False
         self._idle: anyio.Event | None = None
-        """Set when the publisher has nothing left to publish (``flush``)."""
+        """Set when no owned thread has anything left to publish (``flush``)."""
         self._owned: dict[str, ThreadRecord] = {}
         self._logs: dict[str, _Log] = {}
         self._control: dict[str, Subscription] = {}
@@ -226,11 +230,8 @@ class ClusterNode:
                 )
             )
         self._lease_ttl = (await self._leases_kv.status()).ttl or options.lease_ttl
-        self._back_online = anyio.Event()
-        self._back_online.set()
         group = self._task_group = anyio.create_task_group()
         await group.__aenter__()
-        group.start_soon(self._publish_loop, name="cluster publisher")
         group.start_soon(self._lease_loop, name="cluster leases")
         logger.info("cluster: node %s joined %s", self.name, ", ".join(options.servers))
         return self
@@ -245,8 +246,6 @@ class ClusterNode:
             reconnect_time_wait=0.25,
             allow_reconnect=True,
             error_cb=self._nats_error,
-            disconnected_cb=self._disconnected,
-            reconnected_cb=self._reconnected,
             **credentials,
         )
         return client
@@ -325,14 +324,16 @@ class ClusterNode:
         if record.ephemeral:
             return  # nothing of it outlives this process: not shared
         self._owned[record.id] = record
-        self._tap(record, 0)
+        self._tap(record, 0, 0)
         self._group.start_soon(self._own, record)
 
-    def _tap(self, record: ThreadRecord, sent: int) -> None:
-        """Publish what an owned thread's runtime gives its listener, numbered from ``sent + 1``."""
+    def _tap(self, record: ThreadRecord, sent: int, last_sequence: int) -> None:
+        """Publish what an owned thread's runtime gives its listener, numbered from
+        ``sent + 1``, after the log's message ``last_sequence``."""
         assert record.runtime is not None
-        log = self._logs[record.id] = _Log(self, record, sent)
+        log = self._logs[record.id] = _Log(record, sent, last_sequence)
         record.runtime.tap = log.append
+        self._group.start_soon(self._publish, log, name=f"cluster log {record.id}")
 
     def owns(self, thread_id: str) -> bool:
         """Whether this node holds the thread's lease (plays its turns, writes its log)."""
@@ -392,7 +393,7 @@ class ClusterNode:
     def _unseen(self, thread_id: str, msg: Msg) -> list[bytes]:
         """A followed thread's log message: the events in it this node has not applied yet
         (counted as applied now); a gap before them is logged and counted."""
-        lines = msg.data.split(b"\n")
+        lines = msg.data.split(b"\n") if msg.data else []  # a fence holds none
         number = (msg.headers or {}).get(EVENT_HEADER)
         have = self._events.get(thread_id, 0)
         fresh, lost = unseen(lines, None if number is None else int(number), have)
@@ -452,117 +453,101 @@ class ClusterNode:
         error = apply_submission(record, submission)
         await msg.respond(ok_reply() if error is None else error_reply(error))
 
-    def dirty(self, log: _Log) -> None:
-        self._dirty[log.record.id] = log
-        if self._wake is not None:
-            self._wake.set()
+    async def _publish(self, log: _Log) -> None:
+        """Publish what an owned thread's runtime buffered, in order, as messages of up to
+        ``BATCH`` events, one at a time: each expects the log's last sequence, so that once
+        another node took the thread over (and fenced the log: ``_fence``) the stream refuses
+        this one's. What piles up while a message is on its way goes in the next."""
+        thread_id = log.record.id
+        while self._logs.get(thread_id) is log:
+            if not log.buffer:
+                log.wake = anyio.Event()
+                self._check_idle()
+                await log.wake.wait()
+                continue
+            batch, log.buffer = log.buffer[:BATCH], log.buffer[BATCH:]
+            self._sent += 1
+            first = log.sent + 1
+            log.sent += len(batch)
+            log.busy = True
+            data = b"\n".join([dump_event_envelope(e) for e in batch])
+            stored = await self._store(log, data, f"{self.holder}:{self._sent}", first)
+            log.busy = False
+            if not stored:
+                self.fenced += 1
+                self._lose(thread_id, "another node has written its log since")
+                break
+            if any(e.msg.type in _META_TYPES for e in batch):
+                await self._put_meta(log.record)
+        self._check_idle()
 
-    async def _publish_loop(self) -> None:
-        js = self._js
+    async def _store(self, log: _Log, data: bytes, msg_id: str, first: int) -> bool:
+        """Publish one message of a thread's log until the stream has it (``True``) or refuses
+        it because the log's last message is another node's (``False``). While NATS is away,
+        or its JetStream recovering the stream, the same message goes again (the stream drops
+        a copy it stored already: ``Nats-Msg-Id``)."""
+        from nats.errors import Error as NatsError
+
         nc = self._nc
-        assert js is not None
         assert nc is not None
         while True:
-            if not self._dirty:
-                wake = self._wake = anyio.Event()
-                await wake.wait()
-            dirty, self._dirty = self._dirty, {}
-            self._publishing = True
-            for log in dirty.values():
-                events, log.buffer = log.buffer, []
-                announce = False
-                for start in range(0, len(events), BATCH):
-                    batch = events[start : start + BATCH]
-                    if not (self._online and nc.is_connected):
-                        # nothing new goes out before what a NATS restart may have lost is
-                        # sent again (``_reconnected``): the log keeps the owner's order
-                        await self._offline().wait()
-                    self._sent += 1
-                    data = b"\n".join([dump_event_envelope(e) for e in batch])
-                    entry = _Unacked(log.subject, data, f"{self.holder}:{self._sent}", log.sent + 1)
-                    log.sent += len(batch)
-                    self._unacked[entry.msg_id] = entry
-                    await self._send(js, entry)
-                    if not announce and any(e.msg.type in _META_TYPES for e in batch):
-                        announce = True
-                if announce:
-                    await self._put_meta(log.record)
-            self._publishing = False
-            if not self._dirty and self._idle is not None:
-                self._idle.set()
-                self._idle = None
+            headers = {
+                "Nats-Msg-Id": msg_id,
+                EVENT_HEADER: str(first),
+                EXPECTED_LAST: str(log.last_sequence),
+            }
+            try:
+                reply = await nc.request(log.subject, data, timeout=STORE_TIMEOUT, headers=headers)
+                answer: dict[str, Any] = orjson.loads(reply.data)
+            except (NatsError, TimeoutError, orjson.JSONDecodeError) as exc:
+                logger.info("cluster: thread %s: sending again (%s)", log.record.id, exc)
+                self.retried += 1
+                await anyio.sleep(_RETRY_AFTER)
+                continue
+            error: dict[str, Any] | None = answer.get("error")
+            if error is None:
+                log.last_sequence = int(answer["seq"])
+                self.published += 1
+                return True
+            if error.get("err_code") == WRONG_LAST_SEQUENCE:
+                stored = await self._stored_as(log.subject, msg_id)
+                if stored is None:
+                    return False
+                log.last_sequence = stored  # a copy sent before reached the stream
+                self.published += 1
+                return True
+            if error.get("code") == 503:  # JetStream not ready yet
+                self.retried += 1
+                await anyio.sleep(_RETRY_AFTER)
+                continue
+            self.failed_publishes += 1  # the followers see the gap (``lost_events``)
+            logger.warning("cluster: thread %s: events not stored: %s", log.record.id, error)
+            return True
 
-    async def _send(self, js: JetStreamContext, entry: _Unacked) -> None:
-        # the stream drops a copy it already stored
-        headers = {"Nats-Msg-Id": entry.msg_id, EVENT_HEADER: str(entry.first)}
-        future = await js.publish_async(entry.subject, entry.data, headers=headers)  # pyright: ignore[reportUnknownMemberType]
-        entry.future = future
-        future.add_done_callback(partial(self._acked, entry))
+    async def _stored_as(self, subject: str, msg_id: str) -> int | None:
+        """The sequence of the log's last message if it is ``msg_id``, else ``None``."""
+        from nats.js.errors import NotFoundError
 
-    def _acked(self, entry: _Unacked, future: asyncio.Future[Any]) -> None:
-        from nats.js.errors import NoStreamResponseError
+        assert self._js is not None
+        try:
+            last = await self._js.get_last_msg(STREAM, subject)
+        except NotFoundError:
+            return None
+        return last.seq if (last.headers or {}).get("Nats-Msg-Id") == msg_id else None
 
-        if future is not entry.future:
-            return  # sent again since (``_reconnected``)
-        if not future.cancelled() and isinstance(future.exception(), NoStreamResponseError):
-            # NATS is back but its JetStream not yet (recovering the stream): hold new
-            # events and send the unacknowledged again shortly, in order
-            if self._online and self._task_group is not None:
-                self._offline()
-                self._task_group.start_soon(self._retry)
-            return
-        self._unacked.pop(entry.msg_id, None)
-        if future.cancelled() or future.exception() is not None:
-            self.failed_publishes += 1
-            logger.warning(
-                "cluster: an event was not stored: %s",
-                "cancelled" if future.cancelled() else future.exception(),
-            )
-        else:
-            self.published += 1
-
-    def _offline(self) -> anyio.Event:
-        """NATS is away: the event set once it is back and the unacknowledged are sent."""
-        self._online = False
-        if self._back_online is None or self._back_online.is_set():
-            self._back_online = anyio.Event()
-        return self._back_online
-
-    async def _retry(self) -> None:
-        await anyio.sleep(_RETRY_AFTER)
-        await self._reconnected()
-
-    async def _disconnected(self) -> None:
-        self._offline()
-
-    async def _reconnected(self) -> None:
-        """NATS is back: what was sent and not acknowledged goes again, in order, under the
-        same message ids (the stream's duplicate window drops what it had stored), before
-        anything new."""
-        js = self._js
-        assert js is not None
-        self._online = False
-        pending = list(self._unacked.values())
-        if pending:
-            logger.info("cluster: sending %d unacknowledged events again", len(pending))
-        for entry in pending:
-            old = entry.future
-            await self._send(js, entry)
-            if old is not None:
-                old.cancel()
-        self._online = True
-        if self._back_online is not None:
-            self._back_online.set()
+    def _check_idle(self) -> None:
+        if self._idle is not None and not any(
+            log.buffer or log.busy for log in self._logs.values()
+        ):
+            self._idle.set()
+            self._idle = None
 
     async def flush(self) -> None:
         """Wait until everything tapped so far is published and acknowledged."""
-        js = self._js
-        assert js is not None
-        while self._dirty or self._publishing:
+        while any(log.buffer or log.busy for log in self._logs.values()):
             if self._idle is None:
                 self._idle = anyio.Event()
             await self._idle.wait()
-        await js.publish_async_completed()
 
     # --- leases -------------------------------------------------------------------------------
 
@@ -584,21 +569,25 @@ class ClusterNode:
                     thread_id, self.holder.encode(), last=revision
                 )
             except KeyWrongLastSequenceError:
-                self._lose(thread_id)
+                self._lose(thread_id, "its lease lapsed")
             except Exception as exc:  # NATS away: the lease may lapse, renewed when it is back
                 logger.warning("cluster: thread %s: lease not renewed: %s", thread_id, exc)
 
-    def _lose(self, thread_id: str) -> None:
-        """Another node took the thread (this one was cut off longer than a lease): stop
-        publishing and answering for it, so that the log has one writer."""
-        logger.error(
-            "cluster: thread %s: lease lost to another node; no longer its owner", thread_id
-        )
+    def _lose(self, thread_id: str, why: str) -> None:
+        """Another node took the thread (this one was cut off or paused longer than a lease):
+        stop publishing and answering for it, so that the log has one writer, and end the turn
+        it was playing here (its clients see it interrupted; the log goes on without it)."""
+        log = self._logs.pop(thread_id, None)
+        if log is None:
+            return
+        if log.wake is not None:
+            log.wake.set()  # its publisher ends
+        logger.error("cluster: thread %s: %s; node %s no longer owns it", thread_id, why, self.name)
         self._leases.pop(thread_id, None)
-        self._logs.pop(thread_id, None)
         record = self._owned.pop(thread_id, None)
         if record is not None and record.runtime is not None:
             record.runtime.tap = None
+            record.runtime.interrupt(None)
         sub = self._control.pop(thread_id, None)
         if sub is not None:
             self._group.start_soon(sub.unsubscribe)
@@ -636,16 +625,50 @@ class ClusterNode:
         self._leases[thread_id] = revision
         self._following.pop(thread_id, None)
         await self._catch_up(thread_id)
+        fence = await self._fence(thread_id)
+        if fence is None:
+            self._leases.pop(thread_id, None)
+            self._following[thread_id] = record  # still its follower; it may try again
+            return
         self._after.pop(thread_id, None)
         runtime = record.runtime
         if runtime is None:
             return
         self._owned[thread_id] = record
-        self._tap(record, self._events.pop(thread_id, 0))
+        self._tap(record, self._events.pop(thread_id, 0), fence)
         session = self._sessions.pop(thread_id, None)
         if session is not None:
             session.take_over()
         await self._announce(record)
+
+    async def _fence(self, thread_id: str) -> int | None:
+        """Close the log to its former owner: an empty message expecting the last sequence
+        this node has read, so that a message the former owner sends later (it was paused or
+        cut off, not dead), expecting an earlier one, is refused. The fence's sequence, or
+        ``None`` when it could not be written."""
+        from nats.js.errors import APIError
+
+        js = self._js
+        assert js is not None
+        for _ in range(FENCE_TRIES):
+            headers = {
+                EVENT_HEADER: str(self._events.get(thread_id, 0) + 1),
+                EXPECTED_LAST: str(self._after.get(thread_id, 0)),
+                "Nats-Msg-Id": f"{self.holder}:fence",
+            }
+            try:
+                ack = await js.publish(events_subject(thread_id), b"", headers=headers)
+            except APIError as exc:
+                if exc.err_code != WRONG_LAST_SEQUENCE:
+                    logger.warning("cluster: thread %s: log not fenced: %s", thread_id, exc)
+                    return None
+                await self._catch_up(thread_id)  # the former owner wrote after what was read
+                continue
+            except Exception as exc:
+                logger.warning("cluster: thread %s: log not fenced: %s", thread_id, exc)
+                return None
+            return ack.seq
+        return None
 
     async def _catch_up(self, thread_id: str) -> None:
         """Wait until the followed thread's consumer has delivered the log's last event."""
