@@ -127,6 +127,7 @@ async def client_flows(
     cut = await bob.start_turn(thread_id, LONG)
     await bob.until(is_delta)
     await carol.until(is_delta)
+    killed = anyio.current_time()
     async with anyio.create_task_group() as tg:
         tg.start_soon(watch_lease)
         owner.send_signal(signal.SIGKILL)

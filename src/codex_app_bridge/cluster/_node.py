@@ -35,7 +35,7 @@ import ssl
 import uuid
 from collections.abc import Awaitable, Callable
 from types import TracebackType
-from typing import TYPE_CHECKING, Any, Final, Self
+from typing import TYPE_CHECKING, Any, Final, Self, cast
 
 import anyio
 import anyio.abc
@@ -533,7 +533,8 @@ class ClusterNode:
             last = await self._js.get_last_msg(STREAM, subject)
         except NotFoundError:
             return None
-        return last.seq if (last.headers or {}).get("Nats-Msg-Id") == msg_id else None
+        headers = cast("dict[str, str]", last.headers or {})  # pyright: ignore[reportUnknownMemberType]
+        return last.seq if headers.get("Nats-Msg-Id") == msg_id else None
 
     def _check_idle(self) -> None:
         if self._idle is not None and not any(
