@@ -37,6 +37,7 @@ from codex_app_bridge.conformance.real_codex import (
     bridge_command,
     default_server_request_handler,
     real_codex_command,
+    real_codex_path,
 )
 from tests.conftest import bridge_env
 
@@ -350,3 +351,69 @@ def test_record_refuses_to_stand_in_for_a_server_that_asks_for_a_token(
     ]
     assert main(["record", "--out", str(tmp_path / "r"), "--", *command]) == 2
     assert "--ws-auth" in capsys.readouterr().err
+
+
+def test_sigterm_while_recording_stdio_stops_the_server_and_writes_the_script(
+    tmp_path: Path,
+) -> None:
+    """A client that ends its server with SIGTERM right after closing its stdin (the official
+    SDK does) still gets a recording: the signal is passed on, the transcript kept."""
+    out = tmp_path / "r"
+    echo = "import sys\nfor line in sys.stdin:\n    print(line, end='', flush=True)\n"
+    record = [sys.executable, "-m", "codex_app_bridge", "record", "--out", str(out), "--"]
+    proc = subprocess.Popen(
+        [*record, sys.executable, "-c", echo],
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        env=bridge_env(),
+    )
+    try:
+        assert proc.stdin is not None
+        assert proc.stdout is not None
+        proc.stdin.write(b'{"id":1,"method":"ping"}\n')
+        proc.stdin.flush()
+        assert proc.stdout.readline() == b'{"id":1,"method":"ping"}\n'
+        proc.send_signal(signal.SIGTERM)  # stdin still open: only the signal ends it
+        _, err = proc.communicate(timeout=TIMEOUT)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait(timeout=TIMEOUT)
+    assert proc.returncode == 143
+    assert err.splitlines()[-1] == b"record: stopped (SIGTERM)"
+    assert _lines(out / "transcript.jsonl", "s2c") == [{"id": 1, "method": "ping"}]
+
+
+def test_the_readme_example_records_an_sdk_session_and_replays_it(tmp_path: Path) -> None:
+    """examples/record_and_replay.py, as the README gives it: the official SDK's flow through
+    record against the real binary (the mock model standing in for a paid one), then on the
+    bridge serving the recording: the same final answer."""
+    example = Path(__file__).resolve().parents[2] / "examples" / "record_and_replay.py"
+    home, out, work, env = _layout(tmp_path)
+    answer = "Hello from the recorded model."
+    bridge = [sys.executable, "-m", "codex_app_bridge"]
+    real = [str(real_codex_path()), "app-server"]
+    with MockResponses() as mock:
+        mock.set_scenario("plain", text=answer)
+        write_codex_config(home, mock.base_url)
+        recorded = subprocess.run(
+            [sys.executable, str(example), *bridge, "record", "--out", str(out), "--", *real],
+            env=env,
+            cwd=work,
+            capture_output=True,
+            text=True,
+            timeout=TIMEOUT,
+            check=False,
+        )
+    assert (recorded.returncode, recorded.stdout) == (0, answer + "\n"), recorded.stderr
+    replayed = subprocess.run(
+        [sys.executable, str(example), *bridge, "serve", "--script", str(out / "script.jsonl")],
+        env=env,
+        cwd=work,
+        capture_output=True,
+        text=True,
+        timeout=TIMEOUT,
+        check=False,
+    )
+    assert (replayed.returncode, replayed.stdout) == (0, answer + "\n"), replayed.stderr

@@ -35,7 +35,8 @@ notification no core event is known for. Ctrl-C waits for COMMAND to finish its 
 what was recorded.
 
 Exit status: COMMAND's; 2 when COMMAND is missing, DIR cannot be written or the address cannot
-be listened on; 130 after Ctrl-C; 143 after SIGTERM (a socket recording).
+be listened on; 130 after Ctrl-C; 143 after SIGTERM (passed on to COMMAND, whose files are then
+turned into the script as after a normal end).
 """
 
 from __future__ import annotations
@@ -49,12 +50,13 @@ from typing import Any, cast
 import orjson
 
 from codex_app_bridge.cli._flags import EXIT_USAGE
+from codex_app_bridge.conformance.tee import EXIT_TERMINATED
 
 __all__ = ["register", "session_script", "transcript_received", "transcript_rollouts"]
 
 _COMMAND = "record"
 _EXIT_INTERRUPTED = 130
-_STOPPED = {_EXIT_INTERRUPTED: "interrupted", 143: "stopped (SIGTERM)"}
+_STOPPED = {_EXIT_INTERRUPTED: "interrupted", EXIT_TERMINATED: "stopped (SIGTERM)"}
 _THREAD_METHODS = frozenset({"thread/start", "thread/resume", "thread/fork"})
 
 

@@ -13,12 +13,16 @@ from __future__ import annotations
 
 import contextlib
 import json
+import signal
 import subprocess
 import sys
 import threading
 from typing import IO, Any
 
-__all__ = ["TranscriptLog", "main", "parsed", "pump", "run"]
+__all__ = ["EXIT_TERMINATED", "TranscriptLog", "main", "parsed", "pump", "run"]
+
+EXIT_TERMINATED = 143
+"""``run``'s status after SIGTERM (128 + 15, as a shell reports it)."""
 
 
 class TranscriptLog:
@@ -69,23 +73,36 @@ def main(argv: list[str] | None = None) -> int:
 
 def run(log_path: str, command: list[str]) -> int:
     """Run ``command`` between this process's stdin/stdout and the child's, logging every line
-    to ``log_path`` (appended); the child's exit status once its stdout closed."""
+    to ``log_path`` (appended); the child's exit status once its stdout closed. SIGTERM (in the
+    main thread) is passed on to the child, and the status is then ``EXIT_TERMINATED``."""
     log = TranscriptLog(log_path)
     try:
         log.write({"dir": "start", "argv": command})
         child = subprocess.Popen(command, stdin=subprocess.PIPE, stdout=subprocess.PIPE)
         assert child.stdin is not None
         assert child.stdout is not None
+        terminated: list[int] = []
+
+        def on_sigterm(signum: int, _frame: object) -> None:
+            terminated.append(signum)  # the child ends its output, then this returns
+            child.terminate()
+
+        main = threading.current_thread() is threading.main_thread()
+        previous = signal.signal(signal.SIGTERM, on_sigterm) if main else None
         to_child = threading.Thread(
             target=pump, args=(sys.stdin.buffer, child.stdin, log, "c2s"), daemon=True
         )
         to_child.start()
         try:
             pump(child.stdout, sys.stdout.buffer, log, "s2c")
-            return child.wait()
+            status = child.wait()
+            return EXIT_TERMINATED if terminated else status
         except KeyboardInterrupt:
             _stop(child)  # it had the same Ctrl-C: give it the time to finish its files
             raise
+        finally:
+            if main:
+                signal.signal(signal.SIGTERM, previous)
     finally:
         log.close()
 
