@@ -6,7 +6,8 @@ the model's ``update_goal`` completes the goal; ``goal_budget``: a 150-token bud
 (``budgetLimited``) at a turn's end; ``goal_budget_mid_turn``: a 100-token budget spent by a
 response that calls ``get_goal``: the goal is ``budgetLimited`` at that tool boundary, the model
 is told in a hidden message before the follow-up request, the rest of the turn is still charged
-and no goal turn follows; ``goal_after_turn``: a user turn, then a goal, a restart, ``thread/resume``
+and no goal turn follows; ``goal_failed_turn``: the second goal turn fails (``response.failed``)
+and the goal is ``blocked`` with that turn's id before its error; ``goal_after_turn``: a user turn, then a goal, a restart, ``thread/resume``
 (which announces the goal) and ``thread/goal/clear``. The notifications, the requests the mock
 got (inputs masked: the continuation message's prose is the project's own) and the final reads
 must equal the real binary's but for the rows of ``test_model_mode_bridge.KNOWN``.
@@ -19,7 +20,13 @@ import pytest
 from codex_app_bridge.conformance._model_mode import ModelResult, run_model_suite_sync
 from tests.conformance.test_model_mode_bridge import REFERENCE, known
 
-GOAL_SCENARIOS = ["goal", "goal_budget", "goal_budget_mid_turn", "goal_after_turn"]
+GOAL_SCENARIOS = [
+    "goal",
+    "goal_budget",
+    "goal_budget_mid_turn",
+    "goal_failed_turn",
+    "goal_after_turn",
+]
 
 
 @pytest.fixture(scope="module")
@@ -41,5 +48,5 @@ def test_goal_turns_match_the_real_binarys(results: dict[str, ModelResult], name
 
 
 def test_the_goal_runs_notifications_are_all_equal(results: dict[str, ModelResult]) -> None:
-    for name in ("goal", "goal_budget", "goal_budget_mid_turn"):
+    for name in ("goal", "goal_budget", "goal_budget_mid_turn", "goal_failed_turn"):
         assert results[name].stream.percent == 100.0, name

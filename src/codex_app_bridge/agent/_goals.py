@@ -130,6 +130,14 @@ class GoalSession:
         self._active_at_start = goal is not None and goal.status == "active"
         self._limited = None
 
+    def turn_failed(self, turn_id: str, emit: Callable[[EventMsg], None]) -> None:
+        """A turn failed while the goal was active: 0.163.0 marks the goal ``blocked`` (with the
+        turn's id, before the turn's error), so no goal turn follows."""
+        goal = self.goals.get(self.thread_id)
+        if goal is None or goal.status != "active":
+            return
+        emit(self._updated(turn_id, self.goals.set(self.thread_id, status="blocked")))
+
     def take_budget_limit(self) -> ThreadGoal | None:
         """The goal, if a charge of this turn just spent its budget (once)."""
         goal, self._limited = self._limited, None

@@ -962,6 +962,8 @@ class ModelSession:
             self._abort(turn)
             return
         if config_failure is not None:
+            if self._goals is not None:
+                self._goals.turn_failed(turn_id, partial(self.emit, turn_id))
             self.emit(turn_id, ErrorEvent(message=config_failure, codex_error_info="other"))
             self.emit(
                 turn_id,
@@ -976,6 +978,8 @@ class ModelSession:
         if failure is not None:
             self._flush_rate_limits(turn)
             self._account_goal(turn)
+            if self._goals is not None:
+                self._goals.turn_failed(turn_id, partial(self.emit, turn_id))
             info = core_error_info(failure.codex_error_info)
             self.emit(turn_id, ErrorEvent(message=failure.message, codex_error_info=info))
             self.emit(

@@ -332,6 +332,36 @@ def _goal_run(objective: str, budget: int, ends: str) -> Play:
     return play
 
 
+async def _goal_after_failed_turn(ctx: ModelContext) -> None:
+    """A goal on a new thread whose second goal turn fails; waits for the failed turn and for
+    the goal's next state: blocked or paused (the run stops; 0.163.0: blocked, with the failed
+    turn's id, before the error) or complete (the turns went on)."""
+    failed = paused = complete = False
+
+    def match(message: JsonObject) -> bool:
+        nonlocal failed, paused, complete
+        method = message.get("method")
+        params: JsonObject = message.get("params") or {}
+        if method == "turn/completed":
+            turn: JsonObject = params.get("turn") or {}
+            if turn.get("status") == "failed":
+                failed = True
+            elif complete:
+                return failed
+        elif method == "thread/goal/updated":
+            status = (params.get("goal") or {}).get("status")
+            paused = paused or status in ("paused", "blocked")
+            complete = complete or status == "complete"
+        return failed and paused
+
+    thread_id = await ctx.start_thread()
+    done = ctx.peer.expect(match)
+    params = {"threadId": thread_id, "objective": "Write a haiku"}
+    ctx.notes["set"] = await ctx.peer.request_raw("thread/goal/set", params)
+    await ctx.peer.wait(done, TURN_TIMEOUT_S)
+    ctx.notes["get"] = await ctx.peer.request_raw("thread/goal/get", {"threadId": thread_id})
+
+
 async def _goal_after_turn_and_restart(ctx: ModelContext) -> None:
     """A user turn, then a goal (no budget) the model completes in its second goal turn; a new
     server process resumes the thread (the goal is announced, not cleared) and clears it."""
@@ -535,6 +565,13 @@ _GOAL_SCENARIOS: Final[tuple[ModelScenario, ...]] = (
         {"complete_at": 99, "get_goal_first": 1},
         "a goal with a 100-token budget spent by a response that calls get_goal, mid-turn",
         _goal_run("Write a haiku", 100, "budgetLimited"),
+    ),
+    ModelScenario(
+        "goal_failed_turn",
+        "goal",
+        {"complete_at": 3, "fail_at": 1},
+        "a goal whose second goal turn fails (response.failed): the goal is blocked",
+        _goal_after_failed_turn,
     ),
     ModelScenario(
         "goal_after_turn",

@@ -822,12 +822,17 @@ def sc_goal(n: int, body: JsonObject, p: JsonObject) -> Reply:
     (default 2), which calls ``update_goal`` with status ``complete`` (in a response that
     reports no usage); the request that carries
     a tool's output gets a closing message. With ``get_goal_first`` N, requests below N call
-    ``get_goal`` (in a response with the usual usage) instead."""
+    ``get_goal`` (in a response with the usual usage) instead; request ``fail_at`` fails
+    (``response.failed``, ``invalid_prompt``)."""
     rid = f"resp_goal_{n}"
     items = _objects(body.get("input"))
     last = items[-1] if items else {}
     if last.get("type") == "function_call_output":
         return _message_reply(rid, f"msg_goal_{n}", "The goal is complete.")
+    if n == int(p.get("fail_at", -1)):
+        return SSE(
+            [ev_created(rid), ev_failed(rid, "invalid_prompt", "mock: the prompt was rejected")]
+        )
     if n < int(p.get("get_goal_first", 0)):
         # a get_goal call in a response that reports usage: the goal is charged mid-turn
         call = function_call_events(f"fc_goal_{n}", f"call_goal_{n}", "get_goal", {})

@@ -12,9 +12,11 @@ Rules (probed from the binary against a mock model):
   only the turn that ends the goal's run counts as unread activity (``thread/readState``).
 * It stops when the goal is no longer active: the model's ``update_goal`` (``complete``,
   ``blocked``, ``paused``), a budget reached (``budgetLimited``, from the source's accounting),
-  ``thread/goal/set`` or ``clear``. An interrupted turn pauses the goal (``thread/goal/updated``
-  with ``turnId: null``, as core does), and so does a failed one here (the bridge's choice: a
-  provider that keeps failing is not called in a loop). Plan mode runs no goal turns.
+  ``thread/goal/set`` or ``clear``. A failed turn leaves the goal ``blocked`` (the model source
+  marks it, with the turn's id, before the turn's error, as 0.163.0: model-mode
+  ``goal_failed_turn``); should a source end a turn failed with the goal still active, it is
+  paused here. An interrupted turn pauses the goal (``thread/goal/updated`` with
+  ``turnId: null``, as core's source does; not probed). Plan mode runs no goal turns.
 * Only a source that runs goals (``continues_goals``: the model source) gets them; the others
   keep goals as data.
 
