@@ -349,7 +349,8 @@ async def _goal_after_failed_turn(ctx: ModelContext) -> None:
             elif complete:
                 return failed
         elif method == "thread/goal/updated":
-            status = (params.get("goal") or {}).get("status")
+            goal: JsonObject = params.get("goal") or {}
+            status = goal.get("status")
             paused = paused or status in ("paused", "blocked")
             complete = complete or status == "complete"
         return failed and paused
