@@ -5,10 +5,7 @@ connection goes on."""
 from __future__ import annotations
 
 import os
-import signal
 import subprocess
-from collections.abc import AsyncIterator
-from contextlib import asynccontextmanager
 from pathlib import Path
 from typing import Any
 
@@ -21,6 +18,7 @@ from websockets.exceptions import ConnectionClosed
 from codex_app_bridge.transport import DecodeError, LineSplitter, decode_line
 from codex_app_bridge.transport._framing import OversizedLine
 from tests.conftest import bridge_command, bridge_env
+from tests.transport._serving import listening_url, serving
 
 TIMEOUT = 60
 INIT = {"id": 1, "method": "initialize", "params": {"clientInfo": {"name": "t", "version": "1"}}}
@@ -113,9 +111,9 @@ async def test_a_socket_message_past_the_limit_closes_that_client_with_1009(
 
     try:
         async with (
-            serving(["--listen", listen, "--max-message-size", "1K"]) as url,
-            connection(url) as bystander,
-            connection(url) as sender,
+            serving(["--listen", listen, "--max-message-size", "1K"]) as banner,
+            connection(listening_url(banner)) as bystander,
+            connection(listening_url(banner)) as sender,
         ):
             await bystander.send(orjson.dumps(INIT), text=True)
             await sender.send(orjson.dumps(INIT), text=True)
@@ -143,30 +141,3 @@ async def _answer(client: ClientConnection, request_id: int) -> dict[str, Any]:
         message = orjson.loads(await client.recv())
         if message.get("id") == request_id:
             return message
-
-
-@asynccontextmanager
-async def serving(args: list[str]) -> AsyncIterator[str]:
-    """A ``serve`` process and the address its banner names; SIGTERM at the end exits 0."""
-    process = await anyio.open_process(
-        [*bridge_command(), "serve", *args],
-        stdin=subprocess.DEVNULL,
-        stdout=subprocess.DEVNULL,
-        stderr=subprocess.PIPE,
-        env=bridge_env({"LOG_LEVEL": "ERROR"}),
-    )
-    async with process:
-        assert process.stderr is not None
-        banner = b""
-        with anyio.fail_after(TIMEOUT):
-            while b"listening on: " not in banner or not banner.endswith(b"\n"):
-                banner += await process.stderr.receive()
-        line = next(x for x in banner.decode().splitlines() if "listening on: " in x)
-        try:
-            yield line.split(": ")[1]
-        except BaseException:
-            process.kill()  # a failed check: the process goes, the failure is reported
-            raise
-        process.send_signal(signal.SIGTERM)
-        with anyio.fail_after(TIMEOUT):
-            assert await process.wait() == 0

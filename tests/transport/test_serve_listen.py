@@ -5,10 +5,7 @@ from __future__ import annotations
 
 import argparse
 import os
-import signal
 import subprocess
-from collections.abc import AsyncIterator
-from contextlib import asynccontextmanager
 from pathlib import Path
 
 import anyio
@@ -21,6 +18,7 @@ from websockets.exceptions import InvalidStatus
 from codex_app_bridge.cli import build_parser
 from codex_app_bridge.cli._serve import StartError, serve_settings
 from tests.conftest import bridge_command, bridge_env
+from tests.transport._serving import listening_url, serving
 
 TIMEOUT = 60
 INIT = {"id": 1, "method": "initialize", "params": {"clientInfo": {"name": "t", "version": "1"}}}
@@ -37,38 +35,11 @@ def run(args: list[str]) -> subprocess.CompletedProcess[bytes]:
     )
 
 
-@asynccontextmanager
-async def serving(args: list[str]) -> AsyncIterator[tuple[anyio.abc.Process, str]]:
-    """A ``serve`` process and its stderr up to the ``listening on:`` line; SIGTERM at the end
-    must exit 0."""
-    process = await anyio.open_process(
-        [*bridge_command(), "serve", *args],
-        stdin=subprocess.DEVNULL,
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        env=bridge_env(),
-    )
-    async with process:
-        assert process.stderr is not None
-        banner = b""
-        with anyio.fail_after(TIMEOUT):
-            while b"listening on: " not in banner or not banner.endswith(b"\n"):
-                banner += await process.stderr.receive()
-        yield process, banner.decode()
-        process.send_signal(signal.SIGTERM)
-        with anyio.fail_after(TIMEOUT):
-            assert await process.wait() == 0
-
-
-def listening_url(banner: str) -> str:
-    return next(line for line in banner.splitlines() if "listening on: " in line).split(": ")[1]
-
-
 @pytest.mark.anyio
 async def test_a_unix_socket_server_serves_clients_and_removes_its_socket(tmp_path: Path) -> None:
     path = Path("/tmp") / f"cab-serve-{os.getpid()}.sock"
     try:
-        async with serving(["--listen", f"unix://{path}"]) as (_, banner):
+        async with serving(["--listen", f"unix://{path}"]) as banner:
             assert listening_url(banner) == f"unix://{path}"
             async with unix_connect(str(path), uri="ws://localhost/") as ws:
                 await ws.send(orjson.dumps(INIT), text=True)
@@ -93,7 +64,7 @@ async def test_a_websocket_server_with_a_token_refuses_clients_without_it(tmp_pa
     token = tmp_path / "token"
     token.write_text("let-me-in\n")
     args = ["--listen", "ws://127.0.0.1:0", "--ws-auth", "capability-token"]
-    async with serving([*args, "--ws-token-file", str(token)]) as (_, banner):
+    async with serving([*args, "--ws-token-file", str(token)]) as banner:
         url = listening_url(banner)
         assert f"readyz: http://{url.removeprefix('ws://')}/readyz" in banner
         for headers in ({}, {"Authorization": "Bearer wrong"}):
