@@ -225,6 +225,10 @@ class _Turn:
     """The patches applied in the turn (``machine``), once one was."""
     usage: TokenUsage = field(default_factory=TokenUsage)
     """The turn's responses' usage so far (``token_usage_record.turn_token_usage``)."""
+    step: _Step | None = None
+    """The sampling step running (or last run)."""
+    approval_cancelled: bool = False
+    """The user answered an approval with ``cancel`` (the turn ends interrupted)."""
 
 
 class _Step:
@@ -1034,6 +1038,10 @@ class ModelSession:
             wall = time.monotonic() - started
             text = f"Wall time: {math.floor(wall * 10) / 10} seconds\naborted by user"
             self._record_output(turn, call, ToolOutput(output=text))
+        if turn.approval_cancelled and turn.step is not None:
+            # the response had completed before its tool asked: 0.163.0 counts its usage
+            # (thread/tokenUsage/updated before the turn's end), as after any response
+            self._add_usage(turn, turn.step)
         self._record(
             turn_id,
             {
@@ -1111,7 +1119,7 @@ class ModelSession:
             metadata = turn_metadata(meta)
             body = self._body(turn, meta, metadata)
             headers = request_headers(meta, metadata, turn.turn_state)
-            step = _Step()
+            step = turn.step = _Step()
             try:
                 return await self._stream(turn, client, body, headers, step)
             except _StepFailed as failed:
@@ -1520,6 +1528,7 @@ class ModelSession:
                 # the user cancelled an approval: the turn ends interrupted, no output recorded
                 turn.open_calls.pop(call.call_id, None)
                 turn.interrupted = True
+                turn.approval_cancelled = True
                 turn.scope.cancel()
                 raise
             return ToolOutput(output=output)
