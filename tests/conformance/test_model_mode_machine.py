@@ -6,7 +6,9 @@
 ``touch ../outside.txt`` is refused by the sandbox, in both servers); ``shell_approval`` and
 ``shell_declined``: untrusted, the client accepts (the command runs, still confined) or
 declines (nothing runs, the model is told, and no item is left in ``thread/read``);
-``shell_escalated``: on-request, the model asks for ``require_escalated`` with a justification,
+``shell_cancelled``: the client cancels, the turn ends interrupted (the response's usage still
+counted); ``shell_for_session``: accepted for the session, the same command again runs without
+a prompt; ``shell_escalated``: on-request, the model asks for ``require_escalated`` with a justification,
 the client accepts, the command runs outside the sandbox; ``shell_denied``: untrusted, accepted,
 the sandbox refuses the write (the approval proposes the script's first command as the rule);
 ``shell_session``: the command outlives its yield, ``write_stdin`` polls the session until it
@@ -36,6 +38,8 @@ MACHINE_SCENARIOS = [
     "shell",
     "shell_approval",
     "shell_declined",
+    "shell_cancelled",
+    "shell_for_session",
     "shell_escalated",
     "shell_denied",
     "shell_session",
@@ -63,10 +67,10 @@ def test_commands_and_patches_match_the_real_binarys(run: Run, name: str) -> Non
     result = run[1][name]
     assert result.notes == []
     real, bridge = result.request_counts
-    assert bridge == real >= 2
+    assert bridge == real >= (1 if name == "shell_cancelled" else 2)
     parts = (result.stream, result.reads, result.inputs, result.fields)
     assert [d for part in parts for d in part.differences if not known(name, d)] == []
-    assert result.stream.compared > 25
+    assert result.stream.compared > 20
     assert result.inputs.equal == result.inputs.compared == real
 
 
@@ -99,7 +103,9 @@ def test_what_the_bridge_left_on_disk(run: Run) -> None:
     for name in ("shell", "shell_approval", "shell_denied"):
         assert not (base(name) / "outside.txt").exists(), name
     assert (base("shell_escalated") / "outside.txt").exists()  # accepted: unsandboxed
-    assert not (base("shell_declined") / "work" / "approved.txt").exists()
+    for name in ("shell_declined", "shell_cancelled"):
+        assert not (base(name) / "work" / "approved.txt").exists(), name
+    assert (base("shell_for_session") / "work" / "twice.txt").exists()
     edited = base("apply_patch_edit") / "work"
     assert (edited / "upd.txt").read_text() == "a\nB\nc\n"
     assert (edited / "moved" / "mv2.txt").read_text() == "1\ntwo\n"

@@ -390,6 +390,18 @@ async def _decline_commands(message: JsonObject) -> JsonObject:
     return await default_server_request_handler(message)
 
 
+async def _cancel_commands(message: JsonObject) -> JsonObject:
+    if message.get("method") == "item/commandExecution/requestApproval":
+        return {"result": {"decision": "cancel"}}
+    return await default_server_request_handler(message)
+
+
+async def _accept_commands_for_session(message: JsonObject) -> JsonObject:
+    if message.get("method") == "item/commandExecution/requestApproval":
+        return {"result": {"decision": "acceptForSession"}}
+    return await default_server_request_handler(message)
+
+
 WORKSPACE_WRITE: Final[JsonObject] = {"sandbox": "workspace-write"}
 """The thread's sandbox for the machine-tool scenarios: commands run under bubblewrap with the
 cwd writable (the real binary's own helper; the bridge's)."""
@@ -430,6 +442,7 @@ EDIT_PATCH: Final = """*** Begin Patch
 +two
 *** End Patch"""
 """Every kind of hunk: an update, a delete, an add in a new directory, a move with an edit."""
+SESSION_APPROVED: Final = "touch twice.txt"
 SESSION_COMMAND: Final = "sleep 1.5 && echo done"
 ESCALATED_COMMAND: Final = "sleep 0.5 && touch ../outside.txt && echo created"
 DENIED_COMMAND: Final = "true && sleep 0.5 && touch ../outside.txt"
@@ -466,6 +479,27 @@ _MACHINE_SCENARIOS: Final[tuple[ModelScenario, ...]] = (
         "exec_command under untrusted: the client declines, nothing runs, the model is told",
         _single("Run a command.", approvalPolicy="untrusted", **WORKSPACE_WRITE),
         handler=_decline_commands,
+        own_tmpdir=True,
+        extra_config=CWD_ONLY,
+    ),
+    ModelScenario(
+        "shell_cancelled",
+        "shell",
+        {"cmd": APPROVED_COMMAND},
+        "exec_command under untrusted: the client cancels, nothing runs, the turn is interrupted",
+        _single("Run a command.", approvalPolicy="untrusted", **WORKSPACE_WRITE),
+        handler=_cancel_commands,
+        own_tmpdir=True,
+        extra_config=CWD_ONLY,
+    ),
+    ModelScenario(
+        "shell_for_session",
+        "steps",
+        {"steps": [{"cmd": SESSION_APPROVED}, {"cmd": SESSION_APPROVED}], "text": "Twice."},
+        "exec_command under untrusted accepted for the session: the same command again runs "
+        "without a second prompt",
+        _single("Run it twice.", approvalPolicy="untrusted", **WORKSPACE_WRITE),
+        handler=_accept_commands_for_session,
         own_tmpdir=True,
         extra_config=CWD_ONLY,
     ),
