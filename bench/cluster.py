@@ -4,7 +4,14 @@
 side by side in one run: deltas per second while turns stream, and CPU seconds per 1,000 deltas
 of the bridge process (and of nats-server). Issue 24's goal: cluster mode costs at most 30 %.
 
-    PYTHONPATH=src python bench/cluster.py [--turns N] [--words W] [--rounds R]
+Then, with ``--threads T`` (> 0), the scaling: one node, then two, each ``serve --cluster``
+process playing T threads of its own at once (a turn on every thread, ``--turns`` times), driven
+by this script (the load generator, one reader thread per node): the aggregate deltas per wall
+second, the CPU seconds of each node, of nats-server and of the load generator, and deltas per
+node-CPU-second (what shows the scaling where the machine's cores are the ceiling; goal: two
+nodes >= 1.6x one node's deltas per wall second where each node has a core of its own).
+
+    PYTHONPATH=src python bench/cluster.py [--turns N] [--words W] [--rounds R] [--threads T]
 
 Every delta of every turn is counted (a turn ends at its ``turn/completed``); the script fails
 if a turn streams no delta.
@@ -20,6 +27,7 @@ import signal
 import subprocess
 import sys
 import tempfile
+import threading
 import time
 from pathlib import Path
 
@@ -121,11 +129,112 @@ def run(extra: list[str], turns: int, words: int) -> tuple[int, float, float]:
     return deltas, wall, cpu
 
 
+class Node:
+    """A ``serve --cluster`` process on stdio, played by the load generator."""
+
+    def __init__(self, url: str, name: str) -> None:
+        env = {**os.environ, "PYTHONPATH": str(SRC), "LOG_LEVEL": "ERROR"}
+        argv = [sys.executable, "-m", "codex_app_bridge", "serve", "--pace", "0"]
+        self.proc = subprocess.Popen(
+            [*argv, "--cluster", url, "--cluster-name", name],
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            env=env,
+        )
+        self.next_id = 100
+        self.deltas = 0
+
+    def send(self, method: str, params: dict[str, object]) -> int:
+        assert self.proc.stdin is not None
+        self.next_id += 1
+        message = {"id": self.next_id, "method": method, "params": params}
+        self.proc.stdin.write(json.dumps(message).encode() + b"\n")
+        self.proc.stdin.flush()
+        return self.next_id
+
+    def read(self) -> dict[str, object]:
+        assert self.proc.stdout is not None
+        line = self.proc.stdout.readline()
+        if not line:
+            raise SystemExit("a cluster node exited")
+        return json.loads(line)
+
+    def answer(self, request_id: int) -> dict[str, object]:
+        while True:
+            message = self.read()
+            if message.get("id") == request_id and "method" not in message:
+                return message
+
+    def start(self, threads: int) -> list[str]:
+        client = {"clientInfo": {"name": "load", "version": "1"}}
+        self.answer(self.send("initialize", client))
+        ids: list[str] = []
+        for _ in range(threads):
+            result = self.answer(self.send("thread/start", {}))["result"]
+            ids.append(result["thread"]["id"])  # type: ignore[index]
+        return ids
+
+    def play(self, thread_ids: list[str], turns: int, text: str) -> None:
+        """A turn on every thread at once, ``turns`` times; every delta counted."""
+        for _ in range(turns):
+            for thread_id in thread_ids:
+                params = {"threadId": thread_id, "input": [{"type": "text", "text": text}]}
+                self.send("turn/start", params)
+            running = len(thread_ids)
+            while running:
+                method = self.read().get("method")
+                if method == "item/agentMessage/delta":
+                    self.deltas += 1
+                elif method == "turn/completed":
+                    running -= 1
+
+    def stop(self) -> None:
+        assert self.proc.stdin is not None
+        self.proc.stdin.close()
+        self.proc.wait(timeout=60)
+
+
+def scaling(url: str, nats_pid: int, nodes: int, threads: int, turns: int, words: int) -> None:
+    """``nodes`` nodes, each playing ``threads`` threads: one line of figures."""
+    members = [Node(url, f"n{i}") for i in range(nodes)]
+    try:
+        thread_ids = [node.start(threads) for node in members]
+        text = " ".join(f"w{i}" for i in range(words))
+        cpu0 = [cpu_seconds(node.proc.pid) for node in members]
+        nats0, load0 = cpu_seconds(nats_pid), time.process_time()
+        started = time.perf_counter()
+        workers = [
+            threading.Thread(target=node.play, args=(ids, turns, text))
+            for node, ids in zip(members, thread_ids, strict=True)
+        ]
+        for worker in workers:
+            worker.start()
+        for worker in workers:
+            worker.join()
+        wall = time.perf_counter() - started
+        node_cpu = [cpu_seconds(n.proc.pid) - c for n, c in zip(members, cpu0, strict=True)]
+        nats_cpu, load_cpu = cpu_seconds(nats_pid) - nats0, time.process_time() - load0
+    finally:
+        for node in members:
+            node.stop()
+    deltas = sum(node.deltas for node in members)
+    if not deltas:
+        raise SystemExit("the threads streamed no delta")
+    print(
+        f"{nodes} node(s) x {threads} threads: {deltas:8d} deltas {deltas / wall:9.0f} deltas/s  "
+        f"CPU s: nodes {' + '.join(f'{c:.2f}' for c in node_cpu)}, nats-server {nats_cpu:.2f}, "
+        f"load generator {load_cpu:.2f}; {deltas / sum(node_cpu):9.0f} deltas per node-CPU-s"
+    )
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument("--turns", type=int, default=20)
     parser.add_argument("--words", type=int, default=2000, help="words of input per turn")
     parser.add_argument("--rounds", type=int, default=2, help="alternating runs of each mode")
+    parser.add_argument(
+        "--threads", type=int, default=0, help="threads per node in the scaling runs (0: none)"
+    )
     args = parser.parse_args()
     with tempfile.TemporaryDirectory() as store:
         nats, url = start_nats(store)
@@ -137,6 +246,11 @@ def main() -> None:
                 before = cpu_seconds(nats.pid)
                 results["cluster"].append(run(["--cluster", url], args.turns, args.words))
                 nats_cpu += cpu_seconds(nats.pid) - before
+            if args.threads > 0:
+                print(f"scaling, {args.turns} turns of {args.words} words on every thread:")
+                for _ in range(args.rounds):
+                    for nodes in (1, 2):
+                        scaling(url, nats.pid, nodes, args.threads, args.turns, args.words)
         finally:
             nats.send_signal(signal.SIGTERM)
             nats.wait(timeout=30)

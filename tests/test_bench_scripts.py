@@ -76,6 +76,9 @@ RUNS: dict[str, list[str]] = {
     "command_exec": [
         *("command_exec.py", "--runs", "3", "--mb", "1", "--rounds", "1", "--servers", "bridge"),
     ],
+    "cluster": [
+        *("cluster.py", "--turns", "1", "--words", "20", "--rounds", "1", "--threads", "2"),
+    ],
     "soak": [
         *("soak.py", "--clients", "3", "--seconds", "2", "--interval", "1"),
         *("--idle-unload", "0.2"),
@@ -160,6 +163,7 @@ def output(runs: dict[str, Future[subprocess.CompletedProcess[str]]]) -> Read:
         ("serve_rollout", r"rollout .* peak RSS +\d+ MiB"),
         ("offline_memory", r"(?m)^  inspect truncate --last-fork-turns N - +peak RSS +[\d,]+ MB"),
         ("stored_threads", r"(?m)^    thread/list, a later page +bridge +[\d.]+ \("),
+        ("cluster", r"(?s)2 node\(s\) x 2 threads: .* deltas per node-CPU-s.*throughput: [\d.]+"),
     ],
 )
 def test_benchmark_script_runs_and_prints_figures(output: Read, name: str, expected: str) -> None:
