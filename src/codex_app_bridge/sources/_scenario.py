@@ -42,6 +42,7 @@ from __future__ import annotations
 import re
 from collections.abc import AsyncIterator, Callable
 from dataclasses import dataclass, field
+from functools import partial
 from pathlib import Path
 from typing import Any, Final, cast
 
@@ -473,54 +474,31 @@ class ScenarioSource:
         elif step.kind == "reply":
             text = turn.expand(step.text)
             item_id = turn.item_id("msg")
-            at = now_ms()
-            yield ItemStartedEvent(
-                thread_id=turn.thread_id,
-                turn_id=turn.turn_id,
-                item=AgentMessageItem(id=item_id, content=[]),
-                started_at_ms=at,
-            )
-            for delta in _deltas(text):
-                await self._pause(turn.pace)
-                yield AgentMessageContentDeltaEvent(
-                    thread_id=turn.thread_id, turn_id=turn.turn_id, item_id=item_id, delta=delta
-                )
             done = AgentMessageItem(id=item_id, content=[TextAgentMessageContent(text=text)])
-            yield ItemCompletedEvent(
+            started = AgentMessageItem(id=item_id, content=[])
+            delta = partial(
+                AgentMessageContentDeltaEvent,
                 thread_id=turn.thread_id,
                 turn_id=turn.turn_id,
-                item=done,
-                started_at_ms=at,
-                completed_at_ms=now_ms(),
+                item_id=item_id,
             )
+            async for event in self._streamed(turn, started, done, text, delta):
+                yield event
             turn.last_message = text
         elif step.kind == "reasoning":
             text = turn.expand(step.text)
             item_id = turn.item_id("rs")
-            at = now_ms()
-            yield ItemStartedEvent(
-                thread_id=turn.thread_id,
-                turn_id=turn.turn_id,
-                item=ReasoningItem(id=item_id, summary_text=[], raw_content=[]),
-                started_at_ms=at,
-            )
-            for delta in _deltas(text):
-                await self._pause(turn.pace)
-                yield ReasoningContentDeltaEvent(
-                    thread_id=turn.thread_id,
-                    turn_id=turn.turn_id,
-                    item_id=item_id,
-                    delta=delta,
-                    summary_index=0,
-                )
             done = ReasoningItem(id=item_id, summary_text=[text], raw_content=[])
-            yield ItemCompletedEvent(
+            started = ReasoningItem(id=item_id, summary_text=[], raw_content=[])
+            delta = partial(
+                ReasoningContentDeltaEvent,
                 thread_id=turn.thread_id,
                 turn_id=turn.turn_id,
-                item=done,
-                started_at_ms=at,
-                completed_at_ms=now_ms(),
+                item_id=item_id,
+                summary_index=0,
             )
+            async for event in self._streamed(turn, started, done, text, delta):
+                yield event
         elif step.kind == "plan":
             plan = [PlanItemArg(step=turn.expand(s), status=status) for s, status in step.plan]
             yield PlanUpdateEvent(plan=plan)
@@ -532,6 +510,30 @@ class ScenarioSource:
                 yield event
         elif step.kind == "fail":
             turn.failed = turn.expand(step.text)
+
+    async def _streamed(
+        self,
+        turn: _Turn,
+        started: AgentMessageItem | ReasoningItem,
+        done: AgentMessageItem | ReasoningItem,
+        text: str,
+        delta: Callable[..., EventMsg],
+    ) -> AsyncIterator[EventMsg]:
+        """An item started empty, ``text`` streamed as ``delta(delta=piece)`` events (paced),
+        then the item completed as ``done``."""
+        at = now_ms()
+        thread_id, turn_id = turn.thread_id, turn.turn_id
+        yield ItemStartedEvent(thread_id=thread_id, turn_id=turn_id, item=started, started_at_ms=at)
+        for piece in _deltas(text):
+            await self._pause(turn.pace)
+            yield delta(delta=piece)
+        yield ItemCompletedEvent(
+            thread_id=thread_id,
+            turn_id=turn_id,
+            item=done,
+            started_at_ms=at,
+            completed_at_ms=now_ms(),
+        )
 
     async def _command(self, turn: _Turn, step: Step) -> AsyncIterator[EventMsg]:
         request = turn.request
