@@ -10,10 +10,11 @@ both servers over stdio, alternating each round (the order rotates).
   rate = N / (request written -> answer read), and the server's CPU and peak RSS over it.
 
 Both run with ``sandboxPolicy: dangerFullAccess`` (the real binary's sandboxed path needs its
-own helper and CODEX_HOME outside /tmp; the bridge's bubblewrap cost is a separate question).
+own helper and CODEX_HOME outside /tmp). ``--sandbox readOnly`` times the bridge's overhead with
+bubblewrap around each ``true`` (use it with ``--servers bridge``).
 
     .venv/bin/python bench/command_exec.py [--runs 30] [--mb 100] [--rounds 3]
-        [--servers bridge,real]
+        [--servers bridge,real] [--sandbox dangerFullAccess|readOnly]
 """
 
 from __future__ import annotations
@@ -44,12 +45,12 @@ DELTA = b'"command/exec/outputDelta"'
 EXIT = b'"exitCode"'
 
 
-def overhead(client: StdioClient, runs: int) -> list[float]:
+def overhead(client: StdioClient, runs: int, policy: dict[str, str]) -> list[float]:
     """Seconds from writing each ``command/exec ["true"]`` to reading its answer."""
     times: list[float] = []
     for _ in range(runs):
         started = time.perf_counter()
-        result = client.call("command/exec", {"command": ["true"], "sandboxPolicy": FULL})
+        result = client.call("command/exec", {"command": ["true"], "sandboxPolicy": policy})
         times.append(time.perf_counter() - started)
         if result.get("exitCode") != 0:
             raise SystemExit(f"command/exec true answered {result}")
@@ -118,14 +119,21 @@ def main() -> None:
     parser.add_argument("--mb", type=float, default=100, help="MiB streamed per round")
     parser.add_argument("--rounds", type=int, default=3)
     parser.add_argument("--servers", default=",".join(SERVERS))
+    parser.add_argument(
+        "--sandbox", default="dangerFullAccess", choices=["dangerFullAccess", "readOnly"]
+    )
     args = parser.parse_args()
+    policy = {"type": args.sandbox}
     servers = parse_servers(parser, args.servers, SERVERS)
     size = int(args.mb * 1024 * 1024)
     latencies: dict[str, list[float]] = {s: [] for s in servers}
     rates: dict[str, list[float]] = {s: [] for s in servers}
     cpus: dict[str, list[float]] = {s: [] for s in servers}
     rss: dict[str, list[int]] = {s: [] for s in servers}
-    print(f"command/exec: {args.runs} x `true`, then {size:,} bytes streamed, per round")
+    print(
+        f"command/exec: {args.runs} x `true` ({args.sandbox}), then {size:,} bytes streamed, "
+        "per round"
+    )
     print(
         f"{'round':<6}{'server':<8}{'p50 ms':>9}{'p90 ms':>9}{'MB/s':>10}{'cpu s':>8}{'rss MB':>8}"
     )
@@ -135,8 +143,8 @@ def main() -> None:
             for name in order:
                 with spawn(name, made) as client:
                     client.initialize()
-                    overhead(client, 3)  # warm-up: imports, first spawn
-                    times = sorted(overhead(client, args.runs))
+                    overhead(client, 3, policy)  # warm-up: imports, first spawn
+                    times = sorted(overhead(client, args.runs, policy))
                     elapsed, cpu, peak = output(client, size, round_no)
                     client.close()
                 p50 = statistics.median(times) * 1000
