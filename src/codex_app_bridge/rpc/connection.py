@@ -436,6 +436,12 @@ class Connection:
         finally:
             self._own_requests.discard(pending.id)
 
+    @property
+    def busy(self) -> bool:
+        """Whether a request of this connection is being handled in a task of its own (the
+        others are answered as they are read)."""
+        return self._active > 0
+
     def unhandled(self, key: Hashable) -> int:
         """Requests counted under ``key`` (``count_key``) received but whose handler has not
         returned yet (queued, waiting for their scope's turn, or running)."""

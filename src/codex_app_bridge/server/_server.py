@@ -144,6 +144,8 @@ class BridgeServer:
         ``None`` or ``0``: never)."""
         self._interrupt_grace = interrupt_grace
         self._task_group: anyio.abc.TaskGroup | None = None
+        self._warming = False
+        """Whether the warm-up (``_warm``) was started."""
         self._connections: dict[int, Connection] = {}
         self._welcomed: dict[int, Connection] = {}
         """Initialized connections waiting for the hub to exist (``add_connection``)."""
@@ -306,7 +308,7 @@ class BridgeServer:
             self.table,
             policy=outbound_policy_for(kind),
             coalesce=kind in (TransportKind.STDIO, TransportKind.MEMORY),
-            gate=check_request,
+            gate=self._gate,
             scopes=self.scopes,
             server_requests=self.server_requests,
             drain_timeout=self._drain_timeout,
@@ -314,6 +316,24 @@ class BridgeServer:
             outbound_budget=self.outbound_budget,
             count_key=in_flight_key,
         )
+
+    async def _gate(self, ctx: RequestContext) -> None:
+        """``check_request``; the first request other than ``initialize`` that is answered
+        starts the warm-up (``_warm``) in the server's task group."""
+        await check_request(ctx)
+        if not self._warming and ctx.method != "initialize":
+            ctx.after_response(self._start_warm_up)
+
+    async def _start_warm_up(self) -> None:
+        if self._warming or self._task_group is None:
+            return
+        self._warming = True
+        from codex_app_bridge.server._warm import warm_up
+
+        self._task_group.start_soon(warm_up, self._busy, name="warm-up")
+
+    def _busy(self) -> bool:
+        return any(connection.busy for connection in self._connections.values())
 
     async def serve_connection(
         self, streams: TransportStreams, kind: TransportKind = TransportKind.STDIO

@@ -1,0 +1,265 @@
+"""Warm-up: what the first request of each common kind would load, loaded while the server idles.
+
+A fresh process answers ``initialize`` and then its first requests with nothing built: each
+namespace of handlers is imported, and each model's validator and serializer built, by the first
+request that needs it (``_table.DeferredMethodTable``, pydantic's ``defer_build``), so the first
+``thread/turns/list`` or ``thread/resume`` of a process pays for it. Once the server has answered
+its first request other than ``initialize``, ``warm_up`` runs the same work in small steps on the
+event loop: the stored-history path (a small rollout in 0.163.0's format parsed, paged into turns
+and written as ``thread/turns/list`` writes them) and the handlers and models of a resume.
+
+Each step is one import or one model's validator, a few milliseconds, run only while no request
+is being handled (``busy``); between steps every task that is ready (a request that arrived
+meanwhile) runs first, so a request waits at most for the step in progress, never for the whole
+warm-up; a step that fails is logged and skipped (what it
+would have loaded is then loaded by the request that needs it, as without a warm-up).
+
+Boundary: loads code and builds validators; no state of the server is read or written.
+"""
+
+from __future__ import annotations
+
+import ast
+import importlib
+import importlib.util
+import logging
+import sys
+from collections.abc import Callable, Iterator
+from functools import partial
+from pathlib import Path
+from typing import TYPE_CHECKING, Final, get_args
+
+import anyio
+import anyio.lowlevel
+import orjson
+
+if TYPE_CHECKING:
+    from pydantic import BaseModel
+
+__all__ = ["SAMPLE_ROLLOUT", "warm_up", "warm_up_steps"]
+
+logger = logging.getLogger(__name__)
+
+_THREAD: Final = "00000000-0000-7000-8000-000000000000"
+_TURN: Final = "00000000-0000-7000-8000-000000000001"
+_AT: Final = "2026-01-01T00:00:00.000Z"
+
+
+def _line(ordinal: int, kind: str, payload: dict[str, object]) -> bytes:
+    return orjson.dumps({"timestamp": _AT, "ordinal": ordinal, "type": kind, "payload": payload})
+
+
+_USAGE: Final = {
+    "input_tokens": 1,
+    "cached_input_tokens": 0,
+    "output_tokens": 1,
+    "reasoning_output_tokens": 0,
+    "total_tokens": 2,
+}
+
+SAMPLE_ROLLOUT: Final = b"\n".join(
+    [
+        _line(
+            0,
+            "session_meta",
+            {
+                "id": _THREAD,
+                "timestamp": _AT,
+                "cwd": "/",
+                "originator": "warm-up",
+                "cli_version": "0.163.0",
+                "source": "vscode",
+                "model_provider": "openai",
+            },
+        ),
+        _line(1, "event_msg", {"type": "task_started", "turn_id": _TURN, "started_at": 0}),
+        _line(
+            2,
+            "turn_context",
+            {
+                "turn_id": _TURN,
+                "cwd": "/",
+                "approval_policy": "never",
+                "sandbox_policy": {"type": "danger-full-access"},
+                "model": "m",
+                "summary": "auto",
+            },
+        ),
+        _line(
+            3,
+            "response_item",
+            {"type": "message", "role": "user", "content": [{"type": "input_text", "text": "q"}]},
+        ),
+        _line(4, "event_msg", {"type": "user_message", "message": "q", "images": []}),
+        _line(
+            5,
+            "event_msg",
+            {
+                "type": "item_completed",
+                "thread_id": _THREAD,
+                "turn_id": _TURN,
+                "item": {
+                    "type": "UserMessage",
+                    "id": "u",
+                    "content": [{"type": "text", "text": "q", "text_elements": []}],
+                },
+            },
+        ),
+        _line(
+            6,
+            "response_item",
+            {
+                "type": "message",
+                "role": "assistant",
+                "content": [{"type": "output_text", "text": "a"}],
+            },
+        ),
+        _line(7, "event_msg", {"type": "agent_message", "message": "a"}),
+        _line(
+            8,
+            "event_msg",
+            {
+                "type": "item_completed",
+                "thread_id": _THREAD,
+                "turn_id": _TURN,
+                "item": {
+                    "type": "AgentMessage",
+                    "id": "a",
+                    "content": [{"type": "Text", "text": "a"}],
+                },
+            },
+        ),
+        _line(
+            9,
+            "event_msg",
+            {
+                "type": "token_count",
+                "info": {
+                    "total_token_usage": _USAGE,
+                    "last_token_usage": _USAGE,
+                    "model_context_window": 1000,
+                },
+                "rate_limits": None,
+            },
+        ),
+        _line(
+            10,
+            "event_msg",
+            {"type": "task_complete", "turn_id": _TURN, "last_agent_message": "a"},
+        ),
+    ]
+)
+"""One completed turn as a stored rollout holds it (the line kinds every stored thread has)."""
+
+
+def _module(name: str) -> Iterator[Callable[[], object]]:
+    """The steps of importing one module: each wire model it imports by name made first, one
+    per step (what most of a handler module's own import time is), then the module."""
+    spec = importlib.util.find_spec(name)
+    origin = None if spec is None else spec.origin
+    if origin is not None and name not in sys.modules:
+        from codex_app_bridge.protocol import v2
+
+        tree = ast.parse(Path(origin).read_bytes())
+        for node in tree.body:
+            if isinstance(node, ast.ImportFrom) and node.module == "codex_app_bridge.protocol.v2":
+                for alias in node.names:
+                    yield partial(getattr, v2, alias.name, None)
+    yield partial(importlib.import_module, name)
+
+
+def _validators(model: type[BaseModel]) -> Iterator[Callable[[], object]]:
+    """The steps of building ``model``'s validator: each model its fields refer to first (those
+    it refers to before it), one per step, then its own (which reuses theirs)."""
+    import pydantic
+
+    seen: set[type[BaseModel]] = set()
+    order: list[type[BaseModel]] = []
+
+    def visit(annotation: object) -> None:
+        if type(annotation).__name__ == "TypeAliasType":  # typing's or typing_extensions'
+            visit(getattr(annotation, "__value__", None))
+        elif isinstance(annotation, type) and issubclass(annotation, pydantic.BaseModel):
+            if annotation in seen:
+                return
+            seen.add(annotation)
+            for info in annotation.model_fields.values():
+                visit(info.annotation)
+            order.append(annotation)
+        else:
+            for argument in get_args(annotation):
+                visit(argument)
+
+    visit(model)
+    for each in order:
+        yield each.model_rebuild
+
+
+def _history_pages() -> Iterator[Callable[[], object]]:
+    """The steps of ``thread/turns/list`` over a stored rollout: read, paged, written."""
+    yield from _module("codex_app_bridge.server._handlers_pages")
+    from codex_app_bridge.rpc._context import encode_result
+    from codex_app_bridge.server._handlers_pages import turn_json
+    from codex_app_bridge.server._pages import HistoryPages, positioned_events
+    from codex_app_bridge.server._stored import envelopes_of
+    from codex_app_bridge.storage import parse_rollout_bytes
+
+    yield lambda: None  # the imports above were this step
+    path = Path("warm-up.jsonl")
+    for raw in SAMPLE_ROLLOUT.split(b"\n"):  # each kind of line's validator, one per step
+        yield partial(parse_rollout_bytes, path, raw)
+    lines = parse_rollout_bytes(path, SAMPLE_ROLLOUT).lines
+    yield partial(envelopes_of, lines)
+    pages = HistoryPages(_THREAD, positioned_events(lines))
+    yield lambda: None
+    for view in ("summary", "full"):
+        page = pages.turns(items_view=view, direction=None, cursor=None, limit=None)
+        yield partial(encode_result, 0, {"data": [turn_json(turn) for turn in page.rows]})
+
+
+def _resume() -> Iterator[Callable[[], object]]:
+    """The steps of ``thread/resume`` beyond the history: its handlers and answer's models."""
+    yield from _module("codex_app_bridge.server._handlers_threads")
+    from codex_app_bridge.protocol import v2
+
+    for model in (v2.Turn, v2.Thread, v2.ThreadResumeResponse, v2.ThreadReadResponse):
+        yield from _validators(model)
+
+
+def warm_up_steps() -> Iterator[Callable[[], object]]:
+    """Every step, in order (each one's own imports are made while the previous runs)."""
+    yield from _history_pages()
+    yield from _resume()
+
+
+_IDLE_POLL_S: Final = 0.001
+"""How often the warm-up looks again while a request is being handled."""
+
+
+async def warm_up(busy: Callable[[], bool]) -> None:
+    """Run every step while no request is being handled (``busy()`` false), letting every ready
+    task run before each (see the module docstring)."""
+    steps = warm_up_steps()
+    while True:
+        await _idle(busy)
+        try:
+            step = next(steps)
+        except StopIteration:
+            return
+        except Exception:  # a step's own imports failed: the requests load it themselves
+            logger.debug("warm-up stopped", exc_info=True)
+            return
+        await _idle(busy)
+        try:
+            step()
+        except Exception:
+            logger.debug("warm-up step %r failed", step, exc_info=True)
+
+
+async def _idle(busy: Callable[[], bool]) -> None:
+    while True:
+        for _ in range(3):  # input that arrived meanwhile is read, accepted, then handled
+            await anyio.lowlevel.checkpoint()
+        if not busy():
+            return
+        await anyio.sleep(_IDLE_POLL_S)
