@@ -7,7 +7,9 @@ the model's ``update_goal`` completes the goal; ``goal_budget``: a 150-token bud
 response that calls ``get_goal``: the goal is ``budgetLimited`` at that tool boundary, the model
 is told in a hidden message before the follow-up request, the rest of the turn is still charged
 and no goal turn follows; ``goal_failed_turn``: the second goal turn fails (``response.failed``)
-and the goal is ``blocked`` with that turn's id before its error; ``goal_after_turn``: a user turn, then a goal, a restart, ``thread/resume``
+and the goal is ``blocked`` with that turn's id before its error; ``goal_interrupted_turn``: the
+second goal turn is interrupted while it streams: the goal stays active, unannounced, and no goal
+turn follows; ``goal_after_turn``: a user turn, then a goal, a restart, ``thread/resume``
 (which announces the goal) and ``thread/goal/clear``. The notifications, the requests the mock
 got (inputs masked: the continuation message's prose is the project's own) and the final reads
 must equal the real binary's but for the rows of ``test_model_mode_bridge.KNOWN``.
@@ -25,6 +27,7 @@ GOAL_SCENARIOS = [
     "goal_budget",
     "goal_budget_mid_turn",
     "goal_failed_turn",
+    "goal_interrupted_turn",
     "goal_after_turn",
 ]
 
@@ -48,5 +51,5 @@ def test_goal_turns_match_the_real_binarys(results: dict[str, ModelResult], name
 
 
 def test_the_goal_runs_notifications_are_all_equal(results: dict[str, ModelResult]) -> None:
-    for name in ("goal", "goal_budget", "goal_budget_mid_turn", "goal_failed_turn"):
+    for name in GOAL_SCENARIOS[:-1]:
         assert results[name].stream.percent == 100.0, name

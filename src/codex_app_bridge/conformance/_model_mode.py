@@ -363,6 +363,39 @@ async def _goal_after_failed_turn(ctx: ModelContext) -> None:
     ctx.notes["get"] = await ctx.peer.request_raw("thread/goal/get", {"threadId": thread_id})
 
 
+async def _goal_interrupted_turn(ctx: ModelContext) -> None:
+    """A goal on a new thread whose second goal turn (a slow stream) is interrupted after a few
+    deltas; waits for its end and reads the goal."""
+    started: list[str] = []
+
+    def second_turn_streaming(message: JsonObject) -> bool:
+        params: JsonObject = message.get("params") or {}
+        if message.get("method") == "turn/started":
+            turn: JsonObject = params.get("turn") or {}
+            started.append(str(turn.get("id")))
+        return (
+            len(started) == 2
+            and message.get("method") == "item/agentMessage/delta"
+            and params.get("turnId") == started[1]
+        )
+
+    thread_id = await ctx.start_thread()
+    seen = ctx.peer.expect(second_turn_streaming)
+    params = {"threadId": thread_id, "objective": "Write a haiku"}
+    ctx.notes["set"] = await ctx.peer.request_raw("thread/goal/set", params)
+    await ctx.peer.wait(seen, TURN_TIMEOUT_S)
+    done = ctx.peer.expect(
+        lambda m: (
+            m.get("method") == "turn/completed"
+            and (m.get("params") or {}).get("turn", {}).get("status") == "interrupted"
+        )
+    )
+    interrupt = {"threadId": thread_id, "turnId": started[1]}
+    ctx.notes["interrupt"] = await ctx.peer.request_raw("turn/interrupt", interrupt)
+    await ctx.peer.wait(done, TURN_TIMEOUT_S)
+    ctx.notes["get"] = await ctx.peer.request_raw("thread/goal/get", {"threadId": thread_id})
+
+
 async def _goal_after_turn_and_restart(ctx: ModelContext) -> None:
     """A user turn, then a goal (no budget) the model completes in its second goal turn; a new
     server process resumes the thread (the goal is announced, not cleared) and clears it."""
@@ -607,6 +640,14 @@ _GOAL_SCENARIOS: Final[tuple[ModelScenario, ...]] = (
         {"complete_at": 3, "fail_at": 1},
         "a goal whose second goal turn fails (response.failed): the goal is blocked",
         _goal_after_failed_turn,
+    ),
+    ModelScenario(
+        "goal_interrupted_turn",
+        "goal",
+        {"complete_at": 3, "slow_at": 1},
+        "a goal whose second goal turn is interrupted while it streams",
+        _goal_interrupted_turn,
+        volatile=frozenset({"item/agentMessage/delta"}),
     ),
     ModelScenario(
         "goal_after_turn",

@@ -823,12 +823,15 @@ def sc_goal(n: int, body: JsonObject, p: JsonObject) -> Reply:
     reports no usage); the request that carries
     a tool's output gets a closing message. With ``get_goal_first`` N, requests below N call
     ``get_goal`` (in a response with the usual usage) instead; request ``fail_at`` fails
-    (``response.failed``, ``invalid_prompt``)."""
+    (``response.failed``, ``invalid_prompt``); request ``slow_at`` streams a long message
+    slowly (to be interrupted)."""
     rid = f"resp_goal_{n}"
     items = _objects(body.get("input"))
     last = items[-1] if items else {}
     if last.get("type") == "function_call_output":
         return _message_reply(rid, f"msg_goal_{n}", "The goal is complete.")
+    if n == int(p.get("slow_at", -1)):
+        return sc_interrupt(n, body, {"delay_s": 0.02})
     if n == int(p.get("fail_at", -1)):
         return SSE(
             [ev_created(rid), ev_failed(rid, "invalid_prompt", "mock: the prompt was rejected")]

@@ -15,8 +15,9 @@ Rules (probed from the binary against a mock model):
   ``thread/goal/set`` or ``clear``. A failed turn leaves the goal ``blocked`` (the model source
   marks it, with the turn's id, before the turn's error, as 0.163.0: model-mode
   ``goal_failed_turn``); should a source end a turn failed with the goal still active, it is
-  paused here. An interrupted turn pauses the goal (``thread/goal/updated`` with
-  ``turnId: null``, as core's source does; not probed). Plan mode runs no goal turns.
+  paused here. After an interrupted turn the goal stays ``active`` with no update and no goal
+  turn follows (0.163.0, model-mode ``goal_interrupted_turn``; here a later turn's end
+  continues the run: not probed). Plan mode runs no goal turns.
 * Only a source that runs goals (``continues_goals``: the model source) gets them; the others
   keep goals as data.
 
@@ -56,8 +57,9 @@ class GoalTurns:
         if not self._runs_goals() or not self.server.goals.is_active(record.id):
             return
         msg = terminal.msg
-        failed = msg.type == "turn_aborted" or getattr(msg, "error", None) is not None
-        if failed:
+        if msg.type == "turn_aborted":
+            return  # the goal stays active and no goal turn follows (0.163.0)
+        if getattr(msg, "error", None) is not None:
             paused = self.server.goals.set(record.id, status="paused")
             notify = partial(self.server.hub.broadcast, "thread/goal/updated", goal_updated(paused))
             self.server.start_task(notify)
