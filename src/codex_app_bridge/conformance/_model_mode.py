@@ -384,12 +384,13 @@ async def _goal_interrupted_turn(ctx: ModelContext) -> None:
     params = {"threadId": thread_id, "objective": "Write a haiku"}
     ctx.notes["set"] = await ctx.peer.request_raw("thread/goal/set", params)
     await ctx.peer.wait(seen, TURN_TIMEOUT_S)
-    done = ctx.peer.expect(
-        lambda m: (
-            m.get("method") == "turn/completed"
-            and (m.get("params") or {}).get("turn", {}).get("status") == "interrupted"
-        )
-    )
+
+    def interrupted(message: JsonObject) -> bool:
+        params: JsonObject = message.get("params") or {}
+        turn: JsonObject = params.get("turn") or {}
+        return message.get("method") == "turn/completed" and turn.get("status") == "interrupted"
+
+    done = ctx.peer.expect(interrupted)
     interrupt = {"threadId": thread_id, "turnId": started[1]}
     ctx.notes["interrupt"] = await ctx.peer.request_raw("turn/interrupt", interrupt)
     await ctx.peer.wait(done, TURN_TIMEOUT_S)
