@@ -49,6 +49,16 @@ async def open_node(
             yield bridge, node
 
 
+async def join(bridge: Bridge, name: str, thread_id: str) -> Session:
+    """A client of ``bridge`` subscribed to the thread (``thread/resume`` without its turns),
+    with nothing pending."""
+    client = await bridge.connect()
+    await client.initialize(name=name)
+    await client.result("thread/resume", {"threadId": thread_id, "excludeTurns": True})
+    await client.drain_pending()
+    return client
+
+
 @asynccontextmanager
 async def spawn_node(url: str, name: str, *args: str) -> AsyncIterator[tuple[Process, Session]]:
     """A ``serve --cluster`` process on stdio and its one client session; the test may

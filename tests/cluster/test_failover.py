@@ -11,7 +11,7 @@ import anyio.to_thread
 import pytest
 
 from codex_app_bridge.sources import DefaultAgent
-from tests.cluster._nodes import events_in, jetstream, open_node, read_log, spawn_node
+from tests.cluster._nodes import events_in, jetstream, join, open_node, read_log, spawn_node
 from tests.cluster.conftest import NatsServer
 from tests.e2e._harness import TIMEOUT, is_turn_completed
 
@@ -30,10 +30,7 @@ async def test_a_follower_takes_over_a_thread_whose_owner_was_killed_mid_turn(
             thread_id = await alice.start_thread()
             first, _ = await alice.run_turn(thread_id, "before the crash")
             async with open_node(nats_server.url, "survivor") as (bridge, _):
-                bob = await bridge.connect()
-                await bob.initialize(name="bob")
-                await bob.result("thread/resume", {"threadId": thread_id, "excludeTurns": True})
-                await bob.drain_pending()
+                bob = await join(bridge, "bob", thread_id)
 
                 cut = await alice.start_turn(thread_id, LONG)
                 await bob.until(lambda m: m.get("method") == "item/agentMessage/delta")
@@ -70,10 +67,7 @@ async def test_nodes_reconnect_after_a_nats_restart_mid_turn_and_lose_nothing(
             thread_id = await alice.start_thread()
             await alice.run_turn(thread_id, "before the restart")
             async with open_node(nats_server.url, "follower") as (bridge_b, _):
-                bob = await bridge_b.connect()
-                await bob.initialize(name="bob")
-                await bob.result("thread/resume", {"threadId": thread_id, "excludeTurns": True})
-                await bob.drain_pending()
+                bob = await join(bridge_b, "bob", thread_id)
                 await alice.drain_pending()
 
                 turn = await alice.start_turn(thread_id, LONG)
@@ -121,10 +115,7 @@ async def test_an_owner_paused_past_its_lease_cannot_write_the_log_another_node_
             thread_id = await alice.start_thread()
             first, _ = await alice.run_turn(thread_id, "before the pause")
             async with open_node(url, "b", lease_ttl=ttl) as (bridge, node):
-                bob = await bridge.connect()
-                await bob.initialize(name="bob")
-                await bob.result("thread/resume", {"threadId": thread_id, "excludeTurns": True})
-                await bob.drain_pending()
+                bob = await join(bridge, "bob", thread_id)
                 await alice.drain_pending()
 
                 cut = await alice.start_turn(thread_id, LONG)

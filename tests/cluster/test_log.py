@@ -10,7 +10,7 @@ from typing import Any
 import anyio
 import pytest
 
-from tests.cluster._nodes import open_node
+from tests.cluster._nodes import join, open_node
 from tests.cluster.conftest import NatsServer
 from tests.e2e._harness import TIMEOUT, Message, is_turn_completed
 
@@ -123,10 +123,7 @@ async def test_an_approval_raised_on_the_owner_is_answered_from_another_node(
             thread_id = await alice.start_thread()
             await alice.run_turn(thread_id, "first")
             async with open_node(nats_server.url, "node-b") as (bridge_b, _):
-                bob = await bridge_b.connect()
-                await bob.initialize(name="bob")
-                await bob.result("thread/resume", {"threadId": thread_id, "excludeTurns": True})
-                await bob.drain_pending()
+                bob = await join(bridge_b, "bob", thread_id)
                 await alice.drain_pending()
 
                 turn = await alice.start_turn(thread_id, "approve: ls -la")

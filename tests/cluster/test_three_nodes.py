@@ -18,7 +18,7 @@ import anyio
 import pytest
 
 from codex_app_bridge.cluster._subjects import LEASE_BUCKET
-from tests.cluster._nodes import events_in, jetstream, open_node, read_log, spawn_node
+from tests.cluster._nodes import events_in, jetstream, join, open_node, read_log, spawn_node
 from tests.cluster.conftest import NatsServer
 from tests.cluster.test_log import APPROVAL, _stream, _strip  # pyright: ignore[reportPrivateUsage]
 from tests.e2e._harness import TIMEOUT, Message, Session, is_turn_completed
@@ -61,9 +61,9 @@ async def test_three_nodes_share_a_thread_and_a_survivor_takes_it_when_its_owner
             first, _ = await alice.run_turn(thread_id, "first, on a")
             # each client connects inside its node's block (the harness closes in that order)
             async with open_node(url, "b", lease_ttl=TTL) as (bridge_b, node_b):
-                bob = await bridge_b.connect()
+                bob = await join(bridge_b, "bob", thread_id)
                 async with open_node(url, "c", lease_ttl=TTL) as (bridge_c, node_c):
-                    carol = await bridge_c.connect()
+                    carol = await join(bridge_c, "carol", thread_id)
                     async with jetstream(url) as js:
                         await client_flows(
                             thread_id, first, owner, alice, (node_b, bob), (node_c, carol), js
@@ -80,11 +80,6 @@ async def client_flows(
     js: JetStreamContext,
 ) -> None:
     (node_b, bob), (node_c, carol) = b, c
-    for name, client in (("bob", bob), ("carol", carol)):
-        await client.initialize(name=name)
-        params = {"threadId": thread_id, "excludeTurns": True}
-        await client.result("thread/resume", params)
-        await client.drain_pending()
     marks = (len(bob.received), len(carol.received))
 
     # turns started from b and from c, played by a, reach both
