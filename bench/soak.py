@@ -96,7 +96,7 @@ async def session(
     url: str, stats: Stats, mine: list[str], rng: random.Random, *, resume: float = 0.3
 ) -> None:
     """One client's visit; it resumes one of its earlier threads with probability ``resume``."""
-    async with connect(url, max_size=None, open_timeout=WAIT) as ws:
+    async with connect(url, max_size=None, open_timeout=WAIT, ping_timeout=WAIT) as ws:
         client = Client(ws, stats)
         await client.call("initialize", {"clientInfo": {"name": "soak", "version": "1"}})
         if mine and rng.random() < resume:
@@ -237,7 +237,7 @@ async def wait_unloaded(url: str, process: subprocess.Popen[bytes]) -> None:
     """Until no thread is loaded (the idle unload took them all), asking on a fresh client."""
     async with asyncio.timeout(300):
         while True:
-            async with connect(url, max_size=None, open_timeout=WAIT) as ws:
+            async with connect(url, max_size=None, open_timeout=WAIT, ping_timeout=WAIT) as ws:
                 client = Client(ws, Stats())
                 await client.call("initialize", {"clientInfo": {"name": "probe", "version": "1"}})
                 loaded = await client.call("thread/loaded/list", {})
