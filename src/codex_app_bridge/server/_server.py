@@ -333,7 +333,12 @@ class BridgeServer:
         self._task_group.start_soon(warm_up, self._busy, name="warm-up")
 
     def _busy(self) -> bool:
-        return any(connection.busy for connection in self._connections.values())
+        """A request is being handled, or a turn runs (its events must not wait for a step)."""
+        if any(connection.busy for connection in self._connections.values()):
+            return True
+        return self._threads is not None and any(
+            record.active_turn_id is not None for record in self._threads
+        )
 
     async def serve_connection(
         self, streams: TransportStreams, kind: TransportKind = TransportKind.STDIO

@@ -9,10 +9,10 @@ event loop: the stored-history path (a small rollout in 0.163.0's format parsed,
 and written as ``thread/turns/list`` writes them) and the handlers and models of a resume.
 
 Each step is one import or one model's validator, a few milliseconds, run only while no request
-is being handled (``busy``); between steps every task that is ready (a request that arrived
-meanwhile) runs first, so a request waits at most for the step in progress, never for the whole
-warm-up; a step that fails is logged and skipped (what it
-would have loaded is then loaded by the request that needs it, as without a warm-up).
+is being handled and no turn runs (``busy``); between steps every task that is ready (a request
+that arrived meanwhile) runs first, so a request waits at most for the step in progress, never
+for the whole warm-up; a step that fails is logged and skipped (what it would have loaded is then
+loaded by the request that needs it, as without a warm-up).
 
 Boundary: loads code and builds validators; no state of the server is read or written.
 """
