@@ -29,7 +29,7 @@ async def test_a_follower_takes_over_a_thread_whose_owner_was_killed_mid_turn(
             await alice.initialize(name="alice")
             thread_id = await alice.start_thread()
             first, _ = await alice.run_turn(thread_id, "before the crash")
-            async with open_node(nats_server.url, "survivor") as (bridge, _):
+            async with open_node(nats_server.url, "survivor") as (bridge, survivor):
                 bob = await join(bridge, "bob", thread_id)
 
                 cut = await alice.start_turn(thread_id, LONG)
@@ -50,6 +50,7 @@ async def test_a_follower_takes_over_a_thread_whose_owner_was_killed_mid_turn(
                 assert [t["id"] for t in turns] == [first, cut, after]
                 assert [t["status"] for t in turns] == ["completed", "interrupted", "completed"]
                 assert all(t["items"] for t in turns)
+                assert survivor.lost_events == survivor.duplicate_events == 0
 
 
 async def test_nodes_reconnect_after_a_nats_restart_mid_turn_and_lose_nothing(

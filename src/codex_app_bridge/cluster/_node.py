@@ -712,6 +712,8 @@ class ClusterNode:
         assert self._js is not None
 
         async def on_event(msg: Msg) -> None:
+            if thread_id in self._logs:
+                return  # taken over (its fence delivered late): this node writes the log now
             sequence = self._after[thread_id] = msg.metadata.sequence.stream
             lines = self._unseen(thread_id, msg)
             if lines:
