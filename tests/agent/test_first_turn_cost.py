@@ -21,9 +21,15 @@ from tests.agent._harness import run_turns
 from tests.conftest import bridge_env
 
 # ``serve`` as the harness starts it, reporting at exit which of the big unions were built
-# (and the kinds of line its rollout holds: the scratch CODEX_HOME is gone when the test reads)
+# (and the kinds of line its rollout holds: the scratch CODEX_HOME is gone when the test reads).
+# The idle warm-up (``server._warm``) builds the rollout-line union on purpose, for the first
+# ``thread/turns/list``, once the turn is over and before the process exits: it has no steps
+# here, so what is reported is what the turn itself built.
 PROBE = """
 import atexit, json, os, pathlib, sys
+
+import codex_app_bridge.server._warm as warm
+warm.warm_up_steps = lambda: iter(())
 
 def report():
     from codex_app_bridge.protocol import core
@@ -57,7 +63,16 @@ async def test_a_model_turn_and_its_rollout_build_neither_event_union() -> None:
         "EventEnvelope": False,
         "EventMsgLine": False,
         "RolloutLine": False,
-        "rollouts": [["event_msg", "response_item", "session_meta", "turn_context"]],
+        "rollouts": [
+            [
+                "event_msg",
+                "response_item",
+                "session_meta",
+                "token_usage_record",
+                "turn_context",
+                "world_state",
+            ]
+        ],
     }
 
 
