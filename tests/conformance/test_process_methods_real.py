@@ -92,11 +92,11 @@ async def _play(ctx: ModelContext) -> None:
     query = {"sessionId": "s1", "query": "main"}
     await call("fuzzy_update", "fuzzyFileSearch/sessionUpdate", query)
     notes["fuzzy_completed"] = (await peer.wait(completed, WAIT_S))["params"]
-    # the last update before completion: the real binary may send an early one with no files
-    # yet when the machine is busy (the search still running), then the results
+    await call("fuzzy_stop", "fuzzyFileSearch/sessionStop", {"sessionId": "s1"})
+    # the last update before the stop was answered: the real binary may send an early one with
+    # no files yet when the machine is busy (the search still running), then the results
     updates = [m for m in peer.received if m.get("method") == "fuzzyFileSearch/sessionUpdated"]
     notes["fuzzy_updated"] = updates[-1]["params"]
-    await call("fuzzy_stop", "fuzzyFileSearch/sessionStop", {"sessionId": "s1"})
     await call("fuzzy_stop_again", "fuzzyFileSearch/sessionStop", {"sessionId": "s1"})
     unknown = {"sessionId": "nope", "query": "x"}
     await call("fuzzy_unknown", "fuzzyFileSearch/sessionUpdate", unknown)
@@ -126,6 +126,13 @@ def test_every_answer_and_notification_is_the_real_binarys(
     for side in (real, bridge):
         for file in side["fuzzy_updated"]["files"]:
             file["score"] = "<score>"
+    if not real["fuzzy_updated"]["files"]:
+        # on a busy machine 0.163.0 can complete a session whose only update went out before
+        # its search matched anything (seen on CI: ``files: []``, then ``sessionCompleted``,
+        # nothing after): its answer then says nothing about the files, so the bridge's are
+        # checked against what the tree holds (the one match of "main")
+        assert [f["path"] for f in bridge["fuzzy_updated"]["files"]] == ["src/main.py"]
+        real["fuzzy_updated"]["files"] = bridge["fuzzy_updated"]["files"]
     assert sorted(bridge) == sorted(real)
     for name in real:
         assert bridge[name] == real[name], name
