@@ -305,3 +305,17 @@ def test_a_thread_warning_racing_the_thread_start_answer_is_put_first_either_way
     assert canonical_order(after) == after
     # only the racing kinds move
     assert canonical_order([answer, started, turn]) == [answer, started, turn]
+
+
+def test_the_status_after_a_declined_approval_is_put_after_the_item_it_completed() -> None:
+    resolved: dict[str, Any] = {"method": "serverRequest/resolved", "params": {"requestId": 0}}
+    status: dict[str, Any] = {"method": "thread/status/changed", "params": {"status": {}}}
+    completed: dict[str, Any] = {"method": "item/completed", "params": {"item": {}}}
+    usage: dict[str, Any] = {"method": "thread/tokenUsage/updated", "params": {}}
+    raced = canonical_order([resolved, status, completed, usage])
+    usual = canonical_order([resolved, completed, status, usage])
+    assert raced == usual == [resolved, completed, status, usage]
+    assert canonical_order(raced) == raced
+    # a status change anywhere else keeps its place
+    assert canonical_order([status, completed, usage]) == [status, completed, usage]
+    assert canonical_order([resolved, status, usage]) == [resolved, status, usage]
