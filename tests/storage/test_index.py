@@ -14,6 +14,7 @@ import subprocess
 import sys
 import tempfile
 import textwrap
+import time
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
@@ -294,6 +295,54 @@ def test_files_changed_in_the_same_instant_as_their_listing_are_listed_again(
     assert len(catalog.rows(EVERYTHING)) == 1
     _write_thread(None, tmp_path, 1, created=created)
     assert len(catalog.rows(EVERYTHING)) == 2
+
+
+def test_a_busy_server_lists_the_directory_it_writes_in_once_per_interval(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # a request after each thread the server creates in today's directory: what it created is
+    # known from its notes; a listing (as many entries as the day's threads) is not repeated
+    listed: list[str] = []
+    original = index_module.RolloutIndex._list  # pyright: ignore[reportPrivateUsage]
+
+    def counting(index: Any, rel_dir: str, mtime_ns: int, changed: set[str]) -> list[str]:
+        listed.append(rel_dir)
+        return original(index, rel_dir, mtime_ns, changed)
+
+    monkeypatch.setattr(index_module.RolloutIndex, "_list", counting)
+    catalog = ThreadCatalog(CodexHome(tmp_path))
+    now = [time.time_ns() + 10 * index_module.RACY_NS]  # its parents' creation: not racy
+    catalog.index.clock_ns = lambda: now[0]
+    day = _write_thread(catalog, tmp_path, 0, created=START).parent
+    assert catalog.find(_thread_id(0)) is not None
+    listed.clear()
+    for n in range(1, 6):
+        _write_thread(catalog, tmp_path, n, created=START + timedelta(minutes=n))
+        assert catalog.find(_thread_id(n)) is not None
+    assert listed == []
+    # another process creates a thread there: its change is later than the server's own
+    _write_thread(None, tmp_path, 6, created=START + timedelta(minutes=6))
+    latest = max(p.stat().st_mtime_ns for p in day.iterdir())
+    os.utime(day, ns=(latest, latest + 1))
+    assert catalog.find(_thread_id(6)) is not None
+    assert listed == [str(day.relative_to(tmp_path))]
+    # one in the same timestamp tick as the server's last change is seen within the interval
+    _write_thread(catalog, tmp_path, 7, created=START + timedelta(minutes=7))
+    assert catalog.find(_thread_id(7)) is not None
+    ours = day.stat().st_mtime_ns
+    _write_thread(None, tmp_path, 8, created=START + timedelta(minutes=8))
+    os.utime(day, ns=(latest, ours))
+    assert catalog.find(_thread_id(8)) is None
+    now[0] += index_module.RELIST_NS
+    assert catalog.find(_thread_id(8)) is not None
+    # a note lost (more than the queue keeps): the directory is listed
+    listed.clear()
+    _write_thread(
+        catalog, tmp_path, 9, created=START + timedelta(minutes=9), events=_events() * 100
+    )
+    assert catalog.find(_thread_id(9)) is not None
+    assert listed == [str(day.relative_to(tmp_path))]
+    _assert_current(catalog, tmp_path)
 
 
 # ---------------------------------------------------------------------------- crashes

@@ -10,7 +10,15 @@ past what it checked:
   and lists again those that changed, so a file added, removed or moved by anyone (another
   server, the real binary, a user deleting files) is seen. A directory modified less than
   :data:`RACY_NS` before it was listed is listed again (a change within the same timestamp tick
-  would not move its time).
+  would not move its time). A directory the server's own notes changed since it was listed
+  (it creates, moves or removes rollouts there: today's directory on a busy server) is listed
+  again, while its modification time is not later than the server's last change there, at
+  most once per :data:`RELIST_NS`: what the server did there is known from its notes, and a
+  listing costs as many entries as the directory holds (a busy server would list the whole
+  day's directory for every request). A change made there by someone else moves the time past
+  the server's own and is listed at once, unless it fell in the same timestamp tick: then it
+  is seen within :data:`RELIST_NS`. When a note was lost (the queue overflowed, a transaction
+  rolled back), nothing is taken from the notes: every changed directory is listed.
 * **What each file says**: its :class:`~._facts.RolloutFacts`, tied to the size and modification
   time they were folded at. What ``thread/list`` filters on (``session_meta``, preview) never
   changes as a rollout grows, so it is read once; the rest is checked against the file (a
@@ -41,7 +49,7 @@ import os
 import sqlite3
 import time
 from collections import deque
-from collections.abc import Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, replace
 from datetime import UTC, datetime
 from pathlib import Path
@@ -67,6 +75,9 @@ _log = logging.getLogger(__name__)
 
 RACY_NS: Final = 2_000_000_000
 """A directory modified this close to its listing is listed again next time."""
+RELIST_NS: Final = 1_000_000_000
+"""A directory whose changes since its listing the server's notes tell is listed again at most
+this often (see the module docstring)."""
 INDEX_VERSION: Final = "4"
 
 UNREAD: Final = 0
@@ -178,6 +189,12 @@ class RolloutIndex:
         self._log_notes: dict[str, deque[tuple[int, bytes, int, int]]] = {
             log: deque(maxlen=_MAX_NOTES) for log in LOGS
         }
+        self._touched: dict[str, int] = {}
+        """Directories the applied notes changed since they were listed: when, at the latest
+        (nanoseconds: a modification time up to this one may be the server's own)."""
+        self._notes_lost = False
+        """A note was dropped or rolled back: ``_touched`` cannot be trusted."""
+        self.clock_ns: Callable[[], int] = time.time_ns
 
     # ------------------------------------------------------------------ paths
 
@@ -254,7 +271,11 @@ class RolloutIndex:
             self._db = None
 
     def transaction(self) -> _Transaction:
-        return _Transaction(self.db)
+        return _Transaction(self.db, self._forget_notes)
+
+    def _forget_notes(self) -> None:
+        """What the notes told is not in the database (rolled back): list what changed."""
+        self._notes_lost = True
 
     # ------------------------------------------------------------------ files
 
@@ -326,7 +347,10 @@ class RolloutIndex:
         """Bring the file set up to date (see the module docstring), applying queued notes;
         the threads whose files or facts changed (call inside :meth:`transaction`)."""
         changed: set[str] = set()
+        lost, self._notes_lost = self._notes_lost, False
         self._apply_notes(changed)
+        if lost:
+            self._touched.clear()
         known = {
             rel: (parent, mtime_ns, listed_ns)
             for rel, parent, mtime_ns, listed_ns in self.db.execute(
@@ -438,18 +462,24 @@ class RolloutIndex:
                 self._drop_dir(rel, changed)
             return
         entry = known.get(rel)
+        below = children.get(rel, [])
         if entry is None or entry[1] != stat.st_mtime_ns or entry[2] - entry[1] < RACY_NS:
-            subdirs = self._list(rel, stat.st_mtime_ns, changed)
-            for gone in set(children.get(rel, ())) - {f"{rel}/{s}" for s in subdirs}:
-                self._drop_dir(gone, changed)
-            below = [f"{rel}/{sub}" for sub in subdirs]
-        else:
-            below = children.get(rel, [])
+            told = (
+                entry is not None
+                and stat.st_mtime_ns <= self._touched.get(rel, -1)
+                and self.clock_ns() - entry[2] < RELIST_NS
+            )
+            if not told:  # else the notes tell what the server did there
+                subdirs = self._list(rel, stat.st_mtime_ns, changed)
+                for gone in set(below) - {f"{rel}/{s}" for s in subdirs}:
+                    self._drop_dir(gone, changed)
+                below = [f"{rel}/{sub}" for sub in subdirs]
         for sub in below:
             self._visit(sub, known, children, changed)
 
     def _list(self, rel_dir: str, mtime_ns: int, changed: set[str]) -> list[str]:
-        listed_ns = time.time_ns()
+        listed_ns = self.clock_ns()
+        self._touched.pop(rel_dir, None)
         subdirs: list[str] = []
         names: dict[str, RolloutName] = {}
         try:
@@ -538,14 +568,28 @@ class RolloutIndex:
         queue is bounded (:data:`_MAX_NOTES`, a line up to :data:`_MAX_NOTED_BYTES`): a note
         left out costs a read of those bytes later, never a wrong answer."""
         if len(data) <= _MAX_NOTED_BYTES:
-            self._notes.append(("append", (str(path), start, data, size, mtime_ns)))
+            self._note("append", (str(path), start, data, size, mtime_ns))
+        elif start == 0:
+            self._notes_lost = True  # a file created: its directory is listed
 
     def noted_move(self, source: Path, target: Path) -> None:
         """The server moved a rollout (archive, unarchive, or putting one back)."""
-        self._notes.append(("move", (str(source), str(target))))
+        self._note("move", (str(source), str(target), self.clock_ns()))
 
     def noted_removal(self, path: Path) -> None:
-        self._notes.append(("remove", (str(path),)))
+        self._note("remove", (str(path), self.clock_ns()))
+
+    def _note(self, kind: str, args: tuple[Any, ...]) -> None:
+        if len(self._notes) == _MAX_NOTES:
+            self._notes_lost = True  # the oldest goes: it may have created, moved or removed
+        self._notes.append((kind, args))
+
+    def _touch(self, rel: str, at_ns: int) -> None:
+        """A note changed ``rel``'s directory, at ``at_ns`` at the latest (see
+        :data:`RELIST_NS`)."""
+        parent = _parent(rel)
+        if parent is not None:
+            self._touched[parent] = max(at_ns, self._touched.get(parent, at_ns))
 
     def noted_log(self, log: str, start: int, data: bytes, size: int, mtime_ns: int) -> None:
         """The server appended ``data`` at ``start`` of one of :data:`LOGS` (bounded too)."""
@@ -562,6 +606,7 @@ class RolloutIndex:
             else:
                 rel = self.rel(args[0])
                 if rel is not None:
+                    self._touch(rel, args[1])
                     self._delete_file(rel, changed)
 
     def _stored_facts(self, rel: str) -> tuple[bool, RolloutFacts | None]:
@@ -576,6 +621,7 @@ class RolloutIndex:
             return
         indexed, known = self._stored_facts(rel)
         if start == 0:
+            self._touch(rel, mtime_ns)  # created: its directory changed before this write
             facts = RolloutFacts()
         elif known is not None and known.scanned == known.size == start:
             facts = replace(known)
@@ -602,12 +648,14 @@ class RolloutIndex:
         if file is not None:
             changed.add(file.name.thread_id)
 
-    def _apply_move(self, changed: set[str], source: str, target: str) -> None:
+    def _apply_move(self, changed: set[str], source: str, target: str, at_ns: int) -> None:
         rel_source, rel_target = self.rel(source), self.rel(target)
         if rel_source is None or rel_target is None:
             return
         _, facts = self._stored_facts(rel_source)
         self._delete_file(rel_source, changed)
+        self._touch(rel_source, at_ns)
+        self._touch(rel_target, at_ns)
         self._add_file(rel_target, changed, facts)  # a rename keeps size and modification time
 
     # ------------------------------------------------------------------ logs
@@ -745,9 +793,10 @@ class _Transaction:
     """``with index.transaction():`` one ``BEGIN`` ... ``COMMIT`` (``ROLLBACK`` on error);
     nested uses join the outer one."""
 
-    def __init__(self, db: sqlite3.Connection) -> None:
+    def __init__(self, db: sqlite3.Connection, on_rollback: Callable[[], object]) -> None:
         self.db = db
         self.outer = False
+        self.on_rollback = on_rollback
 
     def __enter__(self) -> sqlite3.Connection:
         self.outer = not self.db.in_transaction
@@ -761,4 +810,5 @@ class _Transaction:
         if exc_type is None:
             self.db.execute("COMMIT")
         elif self.db.in_transaction:
+            self.on_rollback()
             self.db.execute("ROLLBACK")
