@@ -110,7 +110,6 @@ from codex_app_bridge.protocol.core import (
     TaskError,
     TaskStartedEvent,
     TextAgentMessageContent,
-    ThreadGoal,
     TokenCountEvent,
     TokenUsage,
     TokenUsageInfo,
@@ -524,7 +523,15 @@ class ModelSession:
             if mode != self._mode_recorded:
                 self._mode_recorded = mode
                 if mode is not None:  # a turn switched modes: its instructions, on their own
-                    self._record(turn.turn_id, self._mode_message(turn.turn_id, mode))
+                    self._record(
+                        turn.turn_id,
+                        self._hidden_message(
+                            turn.turn_id,
+                            "developer",
+                            collaboration_mode_text(mode),
+                            "collaboration_mode.instructions",
+                        ),
+                    )
             return
         first = self._context_key is None
         self._context_key = key
@@ -561,27 +568,17 @@ class ModelSession:
         self.emit(turn.turn_id, WorldStateEvent(full=True, state=state))
 
     @staticmethod
-    def _goal_message(turn_id: str, goal: ThreadGoal) -> Item:
-        """The hidden message telling the model its goal's budget is spent."""
+    def _hidden_message(turn_id: str, role: str, text: str, kind: str) -> Item:
+        """A message the model sees and the client does not (``kind``: what it carries, as the
+        metadata passthrough names it): a goal's spent budget, a collaboration mode's
+        instructions."""
         return {
             "type": "message",
             "id": new_response_item_id("msg"),
-            "role": "user",
-            "content": [{"type": "input_text", "text": goal_budget_limit_text(goal)}],
+            "role": role,
+            "content": [{"type": "input_text", "text": text}],
             "internal_chat_message_metadata_passthrough": passthrough(
-                turn_id, kinds=["goal.budget_limit"], created=True
-            ),
-        }
-
-    @staticmethod
-    def _mode_message(turn_id: str, instructions: str) -> Item:
-        return {
-            "type": "message",
-            "id": new_response_item_id("msg"),
-            "role": "developer",
-            "content": [{"type": "input_text", "text": collaboration_mode_text(instructions)}],
-            "internal_chat_message_metadata_passthrough": passthrough(
-                turn_id, kinds=["collaboration_mode.instructions"], created=True
+                turn_id, kinds=[kind], created=True
             ),
         }
 
@@ -1192,7 +1189,15 @@ class ModelSession:
         if self._goals is not None and step.calls:
             limited = self._goals.take_budget_limit()
             if limited is not None:  # 0.163.0 tells the model before the follow-up request
-                self._record(turn.turn_id, self._goal_message(turn.turn_id, limited))
+                self._record(
+                    turn.turn_id,
+                    self._hidden_message(
+                        turn.turn_id,
+                        "user",
+                        goal_budget_limit_text(limited),
+                        "goal.budget_limit",
+                    ),
+                )
         diff = turn.diff
         if diff is not None and (unified := diff.unified_diff()) is not None:
             # 0.163.0 re-sends the turn's diff after every response once a patch applied
