@@ -141,8 +141,10 @@ def envelopes_of(lines: list[core.RolloutLine]) -> list[core.EventEnvelope]:
 
 
 def token_usage_line(event: core.TokenUsageRecordEvent) -> core.TokenUsageRecord:
-    """The ``token_usage_record`` line's payload for the bridge's record of a response's usage."""
-    return core.TokenUsageRecord.model_validate(event.model_dump(exclude={"type"}))
+    """The ``token_usage_record`` line's payload for the bridge's record of a response's usage
+    (the event's own fields, already valid: none is validated again)."""
+    fields = {name: getattr(event, name) for name in core.TokenUsageRecord.model_fields}
+    return core.TokenUsageRecord.model_construct(**fields)
 
 
 def compacted_line(event: core.CompactedEvent) -> core.CompactedItem:

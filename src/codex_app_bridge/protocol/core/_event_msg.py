@@ -165,6 +165,7 @@ __all__ = [
     "TokenCountEvent",
     "TokenUsage",
     "TokenUsageInfo",
+    "TokenUsageRecord",
     "TokenUsageRecordEvent",
     "TurnAbortedEvent",
     "TurnAttribution",
@@ -539,13 +540,10 @@ class CompactedEvent(CoreModel):
     replacement_history: list[ResponseItem] | None = omit_none()
 
 
-class TokenUsageRecordEvent(CoreModel):
-    """``token_usage_record``: the bridge's own event for one model response's usage (not a core
-    ``EventMsg``: core writes this straight to its rollout as a ``token_usage_record`` line,
-    after the response's items and before its ``token_count``). A model source emits it where
-    core records it; storage writes it as that line. Clients are never told of it."""
+class TokenUsageRecord(CoreModel):
+    """A ``token_usage_record`` rollout line's payload: usage of one model response, with
+    turn/thread totals."""
 
-    type: Literal["token_usage_record"] = "token_usage_record"
     thread_id: str
     turn_id: str | None = None
     session_id: str | None = None
@@ -554,6 +552,16 @@ class TokenUsageRecordEvent(CoreModel):
     usage: TokenUsage
     turn_token_usage: TokenUsage
     thread_token_usage: TokenUsage
+
+
+class TokenUsageRecordEvent(TokenUsageRecord):
+    """``token_usage_record``: the bridge's own event for one model response's usage (not a core
+    ``EventMsg``: core writes this straight to its rollout as a ``token_usage_record`` line,
+    after the response's items and before its ``token_count``). A model source emits it where
+    core records it; storage writes its :class:`TokenUsageRecord` as that line. Clients are
+    never told of it."""
+
+    type: Literal["token_usage_record"] = "token_usage_record"
 
 
 class WorldStateEvent(CoreModel):

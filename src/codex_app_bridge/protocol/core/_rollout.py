@@ -26,7 +26,7 @@ from pydantic import Field, JsonValue, Tag, TypeAdapter, ValidationError
 
 from codex_app_bridge.protocol._base import CoreModel, omit_none, union_adapter
 from codex_app_bridge.protocol._tagged import UNKNOWN_TAG, tagged_discriminator, variant_tags
-from codex_app_bridge.protocol.core._event_msg import EventMsg, TokenUsage
+from codex_app_bridge.protocol.core._event_msg import EventMsg, TokenUsageRecord
 from codex_app_bridge.protocol.core._response_item import ResponseItem
 
 __all__ = [
@@ -104,19 +104,6 @@ class TurnContextItem(CoreModel):
     sandbox_policy: JsonValue
     model: str
     summary: JsonValue = "auto"
-
-
-class TokenUsageRecord(CoreModel):
-    """``token_usage_record`` payload: usage of one model response, with turn/thread totals."""
-
-    thread_id: str
-    turn_id: str | None = None
-    session_id: str | None = None
-    root_turn_id: str | None = None
-    response_id: str | None = None
-    usage: TokenUsage
-    turn_token_usage: TokenUsage
-    thread_token_usage: TokenUsage
 
 
 class CompactedItem(CoreModel):
