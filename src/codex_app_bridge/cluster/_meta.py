@@ -1,7 +1,8 @@
 """A thread's metadata as the cluster's KV bucket keeps it (``thread/list``, names, settings).
 
 One JSON object per thread, written by its owner when the thread is loaded there and whenever a
-turn starts or ends; read by a node that loads the thread from the log. Wire-side names
+turn starts or ends (its ``readState`` then too); read by a node that loads the thread from the
+log, and kept by every node as a ``thread/list`` row (``row_of_meta``). Wire-side names
 (camelCase), so that another tool can read the bucket.
 
 Boundary: pure conversions between a ``ThreadRecord`` and bytes.
@@ -9,18 +10,20 @@ Boundary: pure conversions between a ``ThreadRecord`` and bytes.
 
 from __future__ import annotations
 
+from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any
 
 import orjson
 
 from codex_app_bridge.protocol._base import dump_jsonable
-from codex_app_bridge.server._threads import ThreadRecord, ThreadSettings
+from codex_app_bridge.server._threads import THREAD_SOURCE, ThreadRecord, ThreadSettings
+from codex_app_bridge.storage import ThreadRow
 
 if TYPE_CHECKING:
     from codex_app_bridge.protocol.core import EventEnvelope
     from codex_app_bridge.server._shared import SharedThread
 
-__all__ = ["meta_of_record", "shared_thread"]
+__all__ = ["meta_of_record", "row_of_meta", "shared_thread"]
 
 
 def meta_of_record(record: ThreadRecord, owner: str) -> bytes:
@@ -43,8 +46,35 @@ def meta_of_record(record: ThreadRecord, owner: str) -> bytes:
         "updatedAt": record.updated_at,
         "forkedFromId": record.forked_from_id,
         "turnsStarted": record.turns_started,
+        "readState": record.read_state(),
     }
     return orjson.dumps(data)
+
+
+def _iso(seconds: int) -> str:
+    moment = datetime.fromtimestamp(seconds, UTC)
+    return f"{moment:%Y-%m-%dT%H:%M:%S}.000Z"
+
+
+def row_of_meta(data: bytes) -> ThreadRow:
+    """A metadata entry as ``thread/list`` filters and sorts it (as a loaded thread's row)."""
+    meta: dict[str, Any] = orjson.loads(data)
+    created: int = meta.get("createdAt") or 0
+    updated: int = meta.get("updatedAt") or 0
+    return ThreadRow(
+        thread_id=meta["id"],
+        archived=False,
+        cwd=meta["cwd"],
+        model_provider=meta.get("modelProvider"),
+        source_kind=THREAD_SOURCE,
+        originator=meta.get("originator"),
+        name=meta.get("name"),
+        preview=meta.get("preview") or "",
+        created_at=_iso(created),
+        updated_at=_iso(updated),
+        created_key=created * 1_000_000,
+        updated_key=updated * 1_000_000,
+    )
 
 
 def _sandbox(value: Any) -> Any:
@@ -55,8 +85,11 @@ def _sandbox(value: Any) -> Any:
     return TypeAdapter[Any](SandboxPolicy).validate_python(value)
 
 
-def shared_thread(data: bytes, history: list[EventEnvelope]) -> SharedThread:
-    """The ``SharedThread`` a metadata entry and the log's history stand for."""
+def shared_thread(
+    data: bytes, history: list[EventEnvelope], *, playing: bool = False
+) -> SharedThread:
+    """The ``SharedThread`` a metadata entry and the log's history stand for (``playing``: its
+    owner holds its lease)."""
     from codex_app_bridge.server._shared import SharedThread
 
     meta: dict[str, Any] = orjson.loads(data)
@@ -81,4 +114,6 @@ def shared_thread(data: bytes, history: list[EventEnvelope]) -> SharedThread:
         created_at=meta.get("createdAt") or 0,
         updated_at=meta.get("updatedAt") or 0,
         forked_from_id=meta.get("forkedFromId"),
+        read_state=meta.get("readState"),
+        playing=playing,
     )

@@ -21,6 +21,9 @@ It is the server's ``SharedThreads`` (``server._shared``) and makes its source
   and the log up to its last sequence (the history), then follows the log from the next
   sequence (``FollowerSession``), so its clients get the same ordered stream through the same
   listener and mapper.
+* **Lists and reads**: every node keeps the bucket's entries (``ThreadIndex``, fed by a consumer
+  of the bucket's stream) for ``thread/list`` (``rows``, ``listed``); ``thread/read`` of a
+  thread not loaded here reads its entry and its log (``read``: nothing followed).
 * **Control**: the owner answers ``codex.thread.<id>.control``: the submissions of the other
   nodes' clients (``_control``).
 
@@ -43,6 +46,7 @@ import orjson
 
 from codex_app_bridge.cluster._control import apply_submission
 from codex_app_bridge.cluster._follow import ClusterSource, FollowerSession, control_error
+from codex_app_bridge.cluster._index import ThreadIndex
 from codex_app_bridge.cluster._meta import meta_of_record, shared_thread
 from codex_app_bridge.cluster._options import ClusterOptions, ClusterUnavailable
 from codex_app_bridge.cluster._subjects import (
@@ -76,6 +80,7 @@ if TYPE_CHECKING:
     from codex_app_bridge.server._shared import SharedThread
     from codex_app_bridge.server._threads import ThreadRecord
     from codex_app_bridge.sources import EventSource, TurnSource
+    from codex_app_bridge.storage import RowFilter, ThreadRow
 
 __all__ = ["ClusterNode"]
 
@@ -180,6 +185,9 @@ class ClusterNode:
         """Followed threads loaded here: this node has interest and may take them over."""
         self._sessions: dict[str, FollowerSession] = {}
         self._caught_up: dict[str, tuple[int, anyio.Event]] = {}
+        self._index = ThreadIndex()
+        """Every thread's metadata entry, as the bucket's stream delivered it (``thread/list``)."""
+        self._index_waiters: list[tuple[int, anyio.Event]] = []
 
     # --- life ---------------------------------------------------------------------------------
 
@@ -230,6 +238,7 @@ class ClusterNode:
                 )
             )
         self._lease_ttl = (await self._leases_kv.status()).ttl or options.lease_ttl
+        await self._watch_meta()
         group = self._task_group = anyio.create_task_group()
         await group.__aenter__()
         group.start_soon(self._lease_loop, name="cluster leases")
@@ -351,7 +360,7 @@ class ClusterNode:
         return thread_id in self._after
 
     async def find(self, thread_id: str) -> SharedThread | None:
-        from nats.js.errors import KeyNotFoundError, NotFoundError
+        from nats.js.errors import KeyNotFoundError
 
         assert self._meta is not None
         assert self._js is not None
@@ -361,41 +370,72 @@ class ClusterNode:
             return None
         if entry.value is None:
             return None
-        try:
-            last = (await self._js.get_last_msg(STREAM, events_subject(thread_id))).seq or 0
-        except NotFoundError:
-            last = 0
-        self._events[thread_id] = 0
-        history = await self._read_log(thread_id, last)
+        last = await self._last_sequence(thread_id)
+        history, self._events[thread_id] = await self._read_log(thread_id, last)
         self._after[thread_id] = last
         return shared_thread(entry.value, history)
 
-    async def _read_log(self, thread_id: str, last: int) -> list[EventEnvelope]:
-        """The thread's history events in its log, up to sequence ``last``."""
+    async def read(self, thread_id: str, *, history: bool) -> SharedThread | None:
+        """``thread/read`` of a thread this node has not loaded: its metadata entry, and with
+        ``history`` its log read to the end (nothing followed); ``playing`` while its lease is
+        held (a turn left open is in progress there, not cut)."""
+        from nats.js.errors import KeyNotFoundError
+
+        assert self._meta is not None
+        assert self._leases_kv is not None
+        try:
+            entry = await self._meta.get(thread_id)
+        except KeyNotFoundError:
+            return None
+        if entry.value is None:
+            return None
+        if not history:
+            return shared_thread(entry.value, [])
+        events, _ = await self._read_log(thread_id, await self._last_sequence(thread_id))
+        try:
+            playing = (await self._leases_kv.get(thread_id)).value is not None
+        except KeyNotFoundError:
+            playing = False
+        return shared_thread(entry.value, events, playing=playing)
+
+    async def _last_sequence(self, thread_id: str) -> int:
+        """The stream sequence of the thread's log's last message (``0``: none)."""
+        from nats.js.errors import NotFoundError
+
+        assert self._js is not None
+        try:
+            return (await self._js.get_last_msg(STREAM, events_subject(thread_id))).seq or 0
+        except NotFoundError:
+            return 0
+
+    async def _read_log(self, thread_id: str, last: int) -> tuple[list[EventEnvelope], int]:
+        """The thread's history events in its log, up to sequence ``last``, and how many events
+        that is (each message's numbers checked: none applied twice, a gap counted)."""
         history: list[EventEnvelope] = []
+        have = 0
         if not last:
-            return history
+            return history, have
         assert self._js is not None
         sub = await self._js.subscribe(events_subject(thread_id), ordered_consumer=True)
         try:
             with anyio.fail_after(HISTORY_READ_TIMEOUT):
                 while True:
                     msg = await sub.next_msg(timeout=HISTORY_READ_TIMEOUT)
-                    for line in self._unseen(thread_id, msg):
+                    lines, have = self._unseen(thread_id, msg, have)
+                    for line in lines:
                         envelope = parse_event_envelope(line)
                         if envelope.msg.type in HISTORY_EVENT_TYPES:
                             history.append(envelope)
                     if msg.metadata.sequence.stream >= last:
-                        return history
+                        return history, have
         finally:
             await sub.unsubscribe()
 
-    def _unseen(self, thread_id: str, msg: Msg) -> list[bytes]:
-        """A followed thread's log message: the events in it this node has not applied yet
-        (counted as applied now); a gap before them is logged and counted."""
+    def _unseen(self, thread_id: str, msg: Msg, have: int) -> tuple[list[bytes], int]:
+        """A log message: the events in it after the ``have`` events already applied, and how
+        many are applied with them; a gap before them is logged and counted."""
         lines = msg.data.split(b"\n") if msg.data else []  # a fence holds none
         number = (msg.headers or {}).get(EVENT_HEADER)
-        have = self._events.get(thread_id, 0)
         fresh, lost = unseen(lines, None if number is None else int(number), have)
         if lost:
             self.lost_events += lost
@@ -406,8 +446,81 @@ class ClusterNode:
                 have + lost,
             )
         self.duplicate_events += len(lines) - len(fresh)
-        self._events[thread_id] = have + lost + len(fresh)
-        return fresh
+        return fresh, have + lost + len(fresh)
+
+    # --- thread/list ----------------------------------------------------------------------------
+
+    async def _watch_meta(self) -> None:
+        """Keep every thread's metadata entry in the index: the bucket's stream, last value per
+        key first, then each change, by an ordered consumer (made again from where it was after
+        a NATS restart, like a followed thread's)."""
+        from nats.js.api import DeliverPolicy
+
+        assert self._js is not None
+        prefix = f"$KV.{META_BUCKET}."
+        index = self._index
+
+        async def on_entry(msg: Msg) -> None:
+            thread_id = msg.subject[len(prefix) :]
+            operation = (msg.headers or {}).get("KV-Operation")
+            if operation in ("DEL", "PURGE") or not msg.data:
+                index.remove(thread_id)
+            else:
+                index.put(thread_id, msg.data)
+            index.sequence = max(index.sequence, msg.metadata.sequence.stream)
+            if self._index_waiters:
+                waiting = [w for w in self._index_waiters if index.sequence >= w[0]]
+                for w in waiting:
+                    self._index_waiters.remove(w)
+                    w[1].set()
+
+        await self._js.subscribe(  # pyright: ignore[reportUnknownMemberType]
+            f"{prefix}>",
+            stream=f"KV_{META_BUCKET}",
+            cb=on_entry,
+            ordered_consumer=True,
+            deliver_policy=DeliverPolicy.LAST_PER_SUBJECT,
+            idle_heartbeat=FOLLOW_HEARTBEAT,
+        )
+
+    async def _index_caught_up(self) -> None:
+        """Wait until the index holds everything the bucket had when asked (what a node wrote
+        before is listed by every node after): one round trip when it does already."""
+        assert self._js is not None
+        try:
+            last = (await self._js.stream_info(f"KV_{META_BUCKET}")).state.last_seq
+        except Exception as exc:  # NATS away: list what the index has
+            logger.warning("cluster: thread metadata not checked: %s", exc)
+            return
+        if self._index.sequence >= last:
+            return
+        event = anyio.Event()
+        waiter = (last, event)
+        self._index_waiters.append(waiter)
+        with anyio.move_on_after(HISTORY_READ_TIMEOUT):
+            await event.wait()
+        if waiter in self._index_waiters:
+            self._index_waiters.remove(waiter)
+
+    async def rows(
+        self,
+        where: RowFilter,
+        *,
+        by_updated: bool,
+        descending: bool,
+        after: tuple[int, str | None] | None,
+        limit: int,
+        skip: frozenset[str],
+    ) -> list[ThreadRow]:
+        """The cluster's threads as ``thread/list`` filters and sorts them (``ThreadIndex``)."""
+        await self._index_caught_up()
+        return self._index.rows(
+            where, by_updated=by_updated, descending=descending, after=after, limit=limit, skip=skip
+        )
+
+    def listed(self, thread_id: str) -> SharedThread | None:
+        data = self._index.get(thread_id)
+        return None if data is None else shared_thread(data, [])
 
     # --- the owner ----------------------------------------------------------------------------
 
@@ -472,13 +585,14 @@ class ClusterNode:
             log.busy = True
             data = b"\n".join([dump_event_envelope(e) for e in batch])
             stored = await self._store(log, data, f"{self.holder}:{self._sent}", first)
-            log.busy = False
             if not stored:
+                log.busy = False
                 self.fenced += 1
                 self._lose(thread_id, "another node has written its log since")
                 break
             if any(e.msg.type in _META_TYPES for e in batch):
                 await self._put_meta(log.record)
+            log.busy = False
         self._check_idle()
 
     async def _store(self, log: _Log, data: bytes, msg_id: str, first: int) -> bool:
@@ -544,7 +658,8 @@ class ClusterNode:
             self._idle = None
 
     async def flush(self) -> None:
-        """Wait until everything tapped so far is published and acknowledged."""
+        """Wait until everything tapped so far is published and acknowledged (and the
+        metadata a turn's start or end changed is written)."""
         while any(log.buffer or log.busy for log in self._logs.values()):
             if self._idle is None:
                 self._idle = anyio.Event()
@@ -715,7 +830,9 @@ class ClusterNode:
             if thread_id in self._logs:
                 return  # taken over (its fence delivered late): this node writes the log now
             sequence = self._after[thread_id] = msg.metadata.sequence.stream
-            lines = self._unseen(thread_id, msg)
+            lines, self._events[thread_id] = self._unseen(
+                thread_id, msg, self._events.get(thread_id, 0)
+            )
             if lines:
                 await receive(lines)
             waiting = self._caught_up.get(thread_id)

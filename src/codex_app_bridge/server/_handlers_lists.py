@@ -10,7 +10,8 @@ Rules (0.163.0, probed on the binary with scratch homes):
   each listed thread's read state goes in ``readStates``. ``limit``: 25 when absent, else
   clamped to 1..100. Stored threads are filtered and sorted
   by what the index keeps of them (``storage.ThreadRow``); only the rows of the page are read
-  again, as they are now (``ThreadRegistry.stored_page``).
+  again, as they are now (``ThreadRegistry.stored_page``). In a cluster, the threads other
+  servers share (``SharedThreads.rows``) are listed with them, ``notLoaded`` here.
 * ``thread/loaded/list``: the loaded thread ids in creation order, paged by an id cursor (answered
   from memory, without a task: ``Immediate``).
 
@@ -26,7 +27,8 @@ from typing import TYPE_CHECKING, Any, Final
 from codex_app_bridge.protocol.v2 import ThreadLoadedListParams, ThreadLoadedListResponse
 from codex_app_bridge.rpc import RequestContext
 from codex_app_bridge.server._errors import invalid_cursor
-from codex_app_bridge.server._thread_extras import list_extras
+from codex_app_bridge.server._shared import shared_thread_object
+from codex_app_bridge.server._thread_extras import list_extras, read_state_json
 from codex_app_bridge.server._threads import THREAD_SOURCE, ThreadRecord
 from codex_app_bridge.storage import (
     InvalidCursor,
@@ -132,6 +134,16 @@ class ThreadListHandlers:
                 after=after,
                 limit=limit + 1,
             )
+            if threads.shared is not None:  # a cluster's threads this server does not have
+                have = frozenset(row.thread_id for row in rows)
+                rows += await threads.shared.rows(
+                    where,
+                    by_updated=by_updated,
+                    descending=params.sort_direction != "asc",
+                    after=after,
+                    limit=limit + 1,
+                    skip=have | frozenset(record.id for record in threads),
+                )
         page = page_threads(
             rows,
             _UPDATED_KEY if by_updated else _CREATED_KEY,
@@ -153,6 +165,13 @@ class ThreadListHandlers:
             elif row.thread_id in stored:  # else gone since it was listed
                 thread, read_states[row.thread_id] = stored[row.thread_id]
                 data.append(thread)
+            elif threads.shared is not None and (
+                shared := threads.shared.listed(row.thread_id)
+            ):  # on another server of the cluster
+                data.append(shared_thread_object(shared))
+                read_states[row.thread_id] = shared.read_state or read_state_json(
+                    row.thread_id, None
+                )
         # ``ThreadListResponse`` as JSON data: the stored threads are plain data already, and
         # validating the response would build the validators of every thread item kind
         return {

@@ -29,6 +29,7 @@ from functools import partial
 from typing import TYPE_CHECKING, Any, Final, cast
 
 from codex_app_bridge._clock import now_s
+from codex_app_bridge.listener import read_state_of_history
 from codex_app_bridge.mapping.thread_history import build_turns
 from codex_app_bridge.protocol.core import EventEnvelope
 from codex_app_bridge.protocol.jsonrpc import JsonValue
@@ -64,13 +65,14 @@ from codex_app_bridge.server._handlers_goals import goal_updated
 from codex_app_bridge.server._history import build_thread_turns, fork_events
 from codex_app_bridge.server._ids import parse_thread_id
 from codex_app_bridge.server._pages import backwards_cursors
+from codex_app_bridge.server._shared import shared_thread_object
 from codex_app_bridge.server._thread_config import (
     announce_before,
     resolve_thread_config,
     thread_settings,
     warn_after,
 )
-from codex_app_bridge.server._thread_extras import read_extras, resume_extras
+from codex_app_bridge.server._thread_extras import read_extras, read_state_json, resume_extras
 from codex_app_bridge.server._threads import ThreadRecord
 from codex_app_bridge.server._token_replay import replayed_token_usage
 
@@ -322,6 +324,8 @@ class ThreadHandlers:
         loaded`` when there is none."""
         threads = self.server.threads
         stored = await threads.find_stored(thread_id)
+        if stored is None and threads.shared is not None:
+            return await self._read_shared(thread_id, include_turns=include_turns)
         if stored is None:
             raise thread_not_loaded(thread_id)
         turns = None
@@ -333,6 +337,25 @@ class ThreadHandlers:
         return ThreadReadResponse(
             thread=threads.stored_thread(stored, turns),
             **read_extras(threads.stored_read_state(stored)),
+        )
+
+    async def _read_shared(self, thread_id: str, *, include_turns: bool) -> ThreadReadResponse:
+        """``thread/read`` of a thread another server of the cluster holds (``notLoaded``
+        here): its metadata, and with ``includeTurns`` its turns as its log has them (a turn
+        still playing there shows in progress)."""
+        shared = self.server.threads.shared
+        assert shared is not None
+        found = await shared.read(thread_id, history=include_turns)
+        if found is None:
+            raise thread_not_loaded(thread_id)
+        turns = None
+        read_state = found.read_state
+        if include_turns:
+            turns = build_thread_turns(found.history, running=found.playing)
+            read_state = read_state_json(thread_id, read_state_of_history(thread_id, found.history))
+        return ThreadReadResponse(
+            thread=shared_thread_object(found, turns),
+            **read_extras(read_state or read_state_json(thread_id, None)),
         )
 
     def thread_unsubscribe(

@@ -9,21 +9,28 @@ every thread it loads, and asks it for a thread that is neither loaded here nor 
   rollout or from the hook, a reload): the hook may tap its events (``ThreadRuntime.tap``) or
   make it follow events that come from elsewhere (``ThreadRuntime.follow``).
 * ``find(thread_id)``: a thread another server holds, as a ``SharedThread`` (its settings and
-  its history log), or ``None``.
+  its history log), or ``None``; the hook may then make it follow the others' events.
+* ``read(thread_id, history=...)``: the same, for ``thread/read`` of a thread not loaded here
+  (nothing is loaded or followed); ``listed(thread_id)``: what ``thread/list`` shows of it,
+  from what the hook keeps in memory; ``rows(...)``: the shared threads ``thread/list``
+  filters and sorts with the stored ones (``storage.ThreadRow``), as ``ThreadCatalog.rows``
+  gives them.
 
-Boundary: an interface and a value; no I/O here.
+Boundary: an interface, a value and its ``Thread``; no I/O here.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Protocol
+from typing import TYPE_CHECKING, Any, Protocol
 
 if TYPE_CHECKING:
     from codex_app_bridge.protocol.core import EventEnvelope
+    from codex_app_bridge.protocol.v2 import Thread, Turn
     from codex_app_bridge.server._threads import ThreadRecord, ThreadSettings
+    from codex_app_bridge.storage import RowFilter, ThreadRow
 
-__all__ = ["SharedThread", "SharedThreads"]
+__all__ = ["SharedThread", "SharedThreads", "shared_thread_object"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -40,6 +47,11 @@ class SharedThread:
     created_at: int = 0
     updated_at: int = 0
     forked_from_id: str | None = None
+    read_state: dict[str, Any] | None = None
+    """Its ``readState`` as the server that plays it last wrote it (``None``: the initial)."""
+    playing: bool = False
+    """A turn of its history has not ended and its server is alive: the turn is in progress
+    (else a turn left open reads back interrupted, as a crash-cut turn does)."""
 
 
 class SharedThreads(Protocol):
@@ -52,3 +64,66 @@ class SharedThreads(Protocol):
     async def find(self, thread_id: str) -> SharedThread | None:
         """A thread another server holds, or ``None``."""
         ...
+
+    async def read(self, thread_id: str, *, history: bool) -> SharedThread | None:
+        """A thread another server holds (its history log only with ``history``), or
+        ``None``; nothing is loaded or followed."""
+        ...
+
+    def listed(self, thread_id: str) -> SharedThread | None:
+        """A shared thread as ``rows`` last listed it (no history), or ``None``."""
+        ...
+
+    async def rows(
+        self,
+        where: RowFilter,
+        *,
+        by_updated: bool,
+        descending: bool,
+        after: tuple[int, str | None] | None,
+        limit: int,
+        skip: frozenset[str],
+    ) -> list[ThreadRow]:
+        """Shared threads as ``thread/list`` filters and sorts them: those ``where`` matches,
+        in order, strictly after ``after``, at most ``limit``, none of ``skip``."""
+        ...
+
+
+def shared_thread_object(found: SharedThread, turns: list[Turn] | None = None) -> Thread:
+    """The v2 ``Thread`` of a shared thread that is not loaded here (``thread/list``,
+    ``thread/read``): ``notLoaded`` on this server, with no rollout path of its own."""
+    from codex_app_bridge._version import CODEX_PROTOCOL_VERSION
+    from codex_app_bridge.protocol.v2 import NotLoadedThreadStatus, Thread
+    from codex_app_bridge.server._thread_extras import thread_extras
+    from codex_app_bridge.server._threads import THREAD_SOURCE
+
+    settings = found.settings
+    return Thread(
+        id=found.thread_id,
+        session_id=found.thread_id,
+        forked_from_id=found.forked_from_id,
+        parent_thread_id=None,
+        preview=found.preview,
+        ephemeral=False,
+        project_id=None,
+        history_mode="paginated",
+        model_provider=settings.model_provider,
+        model=settings.model,
+        reasoning_effort=settings.reasoning_effort,
+        created_at=found.created_at,
+        updated_at=found.updated_at,
+        recency_at=found.updated_at,
+        status=NotLoadedThreadStatus(),
+        path=None,
+        cwd=settings.cwd,
+        cli_version=CODEX_PROTOCOL_VERSION,
+        originator=found.originator,
+        source=THREAD_SOURCE,
+        thread_source=None,
+        agent_nickname=None,
+        agent_role=None,
+        git_info=None,
+        name=found.name,
+        turns=turns or [],
+        **thread_extras(settings.cwd, loaded=False),
+    )

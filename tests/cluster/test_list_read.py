@@ -1,0 +1,99 @@
+"""Stored-thread methods on a node that has not loaded the thread (issue 24.2): ``thread/list``
+from the metadata bucket, ``thread/read`` from the bucket and the log.
+
+Two nodes in the test's event loop, joined to a real ``nats-server -js`` (``conftest``).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import anyio
+import pytest
+
+from tests.cluster._nodes import join, open_node
+from tests.cluster.conftest import NatsServer
+from tests.cluster.test_log import _strip  # pyright: ignore[reportPrivateUsage]
+from tests.e2e._harness import TIMEOUT
+
+pytestmark = pytest.mark.anyio
+
+HERE_ONLY = (
+    "status",
+    "path",
+    "turns",
+    "environments",
+    "recencyAt",
+    "canAcceptDirectInput",
+)
+"""What a node that has not loaded the thread shows otherwise, as for a stored thread that is not
+loaded: ``notLoaded``, no environments nor direct input, ``recencyAt`` its last update (a loaded
+thread shows its creation); and no rollout path of its own, the turns only with
+``includeTurns``."""
+
+
+def _shown(thread: dict[str, Any]) -> dict[str, Any]:
+    return {k: v for k, v in _strip(thread).items() if k not in HERE_ONLY}
+
+
+async def test_a_node_lists_and_reads_the_threads_another_node_plays(
+    nats_server: NatsServer,
+) -> None:
+    url = nats_server.url
+    with anyio.fail_after(TIMEOUT * 2):
+        async with open_node(url, "node-a") as (bridge_a, node_a):
+            alice = await bridge_a.connect()
+            await alice.initialize(name="alice")
+            ids: list[str] = []
+            for text in ("first thread", "second thread", "third thread"):
+                thread_id = await alice.start_thread()
+                await alice.run_turn(thread_id, text)
+                ids.append(thread_id)
+            await alice.drain_pending()
+            await node_a.flush()  # the log and the metadata the turns' ends changed
+            async with open_node(url, "node-b") as (bridge_b, _):
+                bob = await bridge_b.connect()
+                await bob.initialize(name="bob")
+
+                # thread/list: every thread of node a, newest first, in pages, notLoaded here
+                listed_a = await alice.result("thread/list", {})
+                page = await bob.result("thread/list", {"limit": 2})
+                assert [t["id"] for t in page["data"]] == ids[::-1][:2]
+                assert page["nextCursor"] is not None
+                rest = await bob.result("thread/list", {"limit": 2, "cursor": page["nextCursor"]})
+                assert [t["id"] for t in rest["data"]] == ids[:1]
+                assert rest["nextCursor"] is None
+                listed_b = page["data"] + rest["data"]
+                assert [t["status"] for t in listed_b] == [{"type": "notLoaded"}] * 3
+                assert [t["preview"] for t in listed_b] == [
+                    "third thread",
+                    "second thread",
+                    "first thread",
+                ]
+                assert [_shown(t) for t in listed_b] == [_shown(t) for t in listed_a["data"]]
+                assert page["readStates"] | rest["readStates"] == listed_a["readStates"]
+                searched = await bob.result("thread/list", {"searchTerm": "SECOND"})
+                assert [t["id"] for t in searched["data"]] == [ids[1]]
+
+                # thread/read: with its turns from the log, as node a reads them
+                for include_turns in (False, True):
+                    params = {"threadId": ids[0], "includeTurns": include_turns}
+                    read_a = await alice.result("thread/read", params)
+                    read_b = await bob.result("thread/read", params)
+                    assert read_b["thread"]["status"] == {"type": "notLoaded"}
+                    assert _shown(read_b["thread"]) == _shown(read_a["thread"])
+                    assert _strip(read_b["thread"]["turns"]) == _strip(read_a["thread"]["turns"])
+                    assert read_b["readState"] == read_a["readState"]
+                [turn] = read_b["thread"]["turns"]
+                assert turn["status"] == "completed"
+                kinds = [item["type"] for item in turn["items"]]
+                assert kinds[0] == "userMessage", kinds
+                assert kinds[-1] == "agentMessage", kinds
+                missing = await bob.call("thread/read", {"threadId": ids[0][:-4] + "0000"})
+                assert "error" in missing
+
+                # once loaded on node b (resumed), it is listed once, as loaded there
+                carol = await join(bridge_b, "carol", ids[1])
+                listed = await carol.result("thread/list", {})
+                assert [t["id"] for t in listed["data"]] == ids[::-1]
+                assert listed["data"][1]["status"] != {"type": "notLoaded"}
