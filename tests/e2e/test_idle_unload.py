@@ -225,6 +225,25 @@ async def test_memory_is_given_back_once_the_last_thread_is_unloaded() -> None:
         assert loaded_then == [[]]
 
 
+async def test_nothing_of_a_resumed_then_unloaded_thread_stays_in_a_table(tmp_path: Path) -> None:
+    # issue 23's soak: a resume asked the thread's goal, and the answer (none) stayed cached
+    # for every thread ever resumed
+    async with open_bridge("memory", idle_unload=IDLE, codex_home=tmp_path / "home") as bridge:
+        client: Session = await bridge.connect()
+        watcher: Session = await bridge.connect()
+        await client.initialize(name="client")
+        await watcher.initialize(name="watcher")
+        thread_id = await client.start_thread()
+        await client.run_turn(thread_id, "before unload")
+        await client.result("thread/unsubscribe", {"threadId": thread_id})
+        await watcher.until(closed(thread_id))
+        await client.result("thread/resume", {"threadId": thread_id})
+        await client.run_turn(thread_id, "after the resume")
+        await client.result("thread/unsubscribe", {"threadId": thread_id})
+        await watcher.until(closed(thread_id))
+        assert _tables_keyed_by({thread_id}) == []
+
+
 def _tables_keyed_by(thread_ids: set[str]) -> list[str]:
     """Every live dict or set of the process with one of ``thread_ids`` as a key or member
     (alone or in a tuple key): the per-thread tables that still hold those threads."""

@@ -300,6 +300,8 @@ class ThreadRegistry:
             # memory and descriptors stay bounded by what is loaded. A later read or resume
             # finds it on disk, as after a restart.
             del self._records[record.id]
+            if self.goals is not None:
+                self.goals.unload(record.id)
         logger.info("thread %s unloaded (idle)", record.id)
         await self.hub.broadcast(
             "thread/status/changed", {"threadId": record.id, "status": {"type": "notLoaded"}}

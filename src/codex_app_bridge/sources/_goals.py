@@ -143,6 +143,13 @@ class ThreadGoals:
             entry = self._goals[thread_id] = _Entry(self._load(thread_id))
         return entry.goal
 
+    def unload(self, thread_id: str) -> None:
+        """The thread was unloaded: its goal leaves memory, read again from its file when next
+        asked (memory bounded by the loaded threads). Without a home, memory is the goal's only
+        copy: it stays."""
+        if self._dir is not None:
+            self._goals.pop(thread_id, None)
+
     def is_active(self, thread_id: str) -> bool:
         goal = self.get(thread_id)
         return goal is not None and goal.status == "active"
