@@ -32,6 +32,7 @@ from codex_app_bridge.rpc import (
     ServerRequests,
     outbound_policy_for,
 )
+from codex_app_bridge.rpc.connection import COALESCE_MAX_BYTES
 from codex_app_bridge.transport import TransportKind
 from tests.rpc._support import (
     TABLE,
@@ -652,6 +653,30 @@ async def test_a_write_to_a_peer_that_is_gone_ends_the_connection_while_input_st
             tg.start_soon(connection.run)
             await inbound_send.send({"id": 1, "method": "test/echo", "params": {}})
     assert connection.closed
+
+
+async def test_coalesced_messages_go_out_in_items_of_bounded_size() -> None:
+    """The outbound stream is bounded in items: the messages of one pass go out as several items
+    of at most ``COALESCE_MAX_BYTES`` (plus one message), in order, never as one item of
+    everything (a thousand output deltas made 12 MB items, 128 of them fitting in the stream)."""
+    inbound_send, inbound = anyio.create_memory_object_stream[Any](0)
+    outbound, outbound_recv = anyio.create_memory_object_stream[Any](1024)
+    connection = Connection((inbound, outbound), TABLE, coalesce=True)
+    messages = [orjson.dumps({"i": index, "pad": "x" * 10_000}) for index in range(100)]
+    for message in messages:
+        assert connection.offer(message)
+    connection.flush()  # what the end of the pass does
+    items: list[bytes] = []
+    while True:
+        try:
+            items.append(outbound_recv.receive_nowait())
+        except anyio.WouldBlock:
+            break
+    for stream in (inbound_send, inbound, outbound, outbound_recv):
+        await stream.aclose()
+    assert b"\n".join(items) == b"\n".join(messages)
+    assert len(items) > 1
+    assert max(map(len, items)) < COALESCE_MAX_BYTES + 10_100
 
 
 async def test_handler_can_use_its_context() -> None:

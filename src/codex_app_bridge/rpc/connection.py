@@ -54,7 +54,10 @@ With ``coalesce`` (line-framed transports: stdio and its in-memory twin), the me
 during one pass of the event loop are joined with ``\n`` into one outbound item when the loop
 next runs callbacks: one queue operation and one write per batch instead of one per message
 (the framing is unchanged, JSON text never holds a raw newline). Order is kept: every message,
-response or notification, goes through the same list.
+response or notification, goes through the same list. An item is closed once it holds
+``COALESCE_MAX_BYTES``: the outbound stream is bounded in items, so this bounds it in bytes (a
+pass that offered a thousand 12 KB output deltas made one 12 MB item, and 128 of them fit in the
+stream before the connection counted as ``congested``).
 
 A handler may answer later (``ctx.defer()``): its return value is then ignored and the
 ``DeferredReply`` writes the one response when it is resolved, from wherever in the stream its
@@ -136,6 +139,9 @@ MAX_IN_FLIGHT: Final = 1024
 
 OUTBOUND_HIGH_WATER: Final = 4 << 20
 """Backlog bytes past which a ``BACKPRESSURE`` connection is ``congested`` (producers wait)."""
+
+COALESCE_MAX_BYTES: Final = 64 << 10
+"""Bytes of coalesced messages past which they go to the outbound stream as one item at once."""
 
 SOCKET_OUTBOUND_BUDGET: Final = 8 << 20
 """Backlog bytes past which a ``DISCONNECT_SLOW`` connection is disconnected as a slow consumer."""
@@ -230,6 +236,7 @@ class Connection:
         """Messages moved from the backlog to the transport (progress of a congested client)."""
         self._coalesce = coalesce
         self._coalesced: list[bytes] = []
+        self._coalesced_bytes = 0
         self._flush_scheduled = False
         self._backlog: deque[bytes] = deque()
         self._backlog_bytes = 0
@@ -306,6 +313,9 @@ class Connection:
             return False
         if self._coalesce:
             self._coalesced.append(data)
+            self._coalesced_bytes += len(data)
+            if self._coalesced_bytes >= COALESCE_MAX_BYTES:
+                return self._put_coalesced()
             if not self._flush_scheduled:
                 self._flush_scheduled = True
                 asyncio.get_running_loop().call_soon(self.flush)
@@ -315,13 +325,17 @@ class Connection:
     def flush(self) -> None:
         """Hand the messages coalesced so far to the outbound stream, as one item."""
         self._flush_scheduled = False
+        self._put_coalesced()
+
+    def _put_coalesced(self) -> bool:
         pending = self._coalesced
+        self._coalesced_bytes = 0
         if not pending or self._closed:
             pending.clear()
-            return
+            return not self._closed
         data = pending[0] if len(pending) == 1 else b"\n".join(pending)
         pending.clear()
-        self._put(data)
+        return self._put(data)
 
     def _put(self, data: bytes) -> bool:
         if not self._backlog:
@@ -472,6 +486,7 @@ class Connection:
         self._backlog.clear()
         self._backlog_bytes = 0
         self._coalesced.clear()
+        self._coalesced_bytes = 0
         self._wake_writers()
         self._cancel_scope.cancel()
         self._outbound.close()
