@@ -12,6 +12,8 @@ import orjson
 import pytest
 
 from codex_app_bridge.machine import ApprovalPolicy, Bubblewrap, MachineTools, TurnCancelled
+from codex_app_bridge.machine import _tools as _tools_module
+from codex_app_bridge.machine._output import DELTA_MAX_BYTES
 from tests.machine.conftest import WAIT_S, FakeHost, pid_alive, wait_gone
 
 pytestmark = pytest.mark.anyio
@@ -297,8 +299,9 @@ async def test_view_image_attaches_the_image_or_says_why_not(tmp_path: Path, wor
 
 
 async def test_output_deltas_wait_for_room_and_stay_small(tmp_path: Path, work: Path) -> None:
-    """Each streamed chunk asks the host for room (the thread's event queue is bounded: output
-    faster than the client reads waits in the pipe) and holds at most 64 KiB."""
+    """Each read's deltas (at most 64 KiB read, at most 8 KiB a delta, as core) are followed by a
+    wait for room (the thread's event queue is bounded: output faster than the client reads
+    waits in the pipe)."""
     host = FakeHost(str(work))
     cmd = "sleep 0.3; head -c 3000000 /dev/zero"
     async with _tools(tmp_path) as tools:
@@ -306,5 +309,26 @@ async def test_output_deltas_wait_for_room_and_stay_small(tmp_path: Path, work: 
     assert out["code"] == "0"
     chunks = [base64.b64decode(d["chunk"]) for d in host.of_type("exec_command_output_delta")]
     assert sum(map(len, chunks)) == 3_000_000
-    assert max(map(len, chunks)) <= 64 * 1024
-    assert host.room_waits == len(chunks)
+    assert max(map(len, chunks)) <= DELTA_MAX_BYTES == 8192
+    assert len(chunks) <= 8 * host.room_waits <= 8 * len(chunks)
+
+
+async def test_a_process_streams_at_most_its_cap_of_deltas_and_keeps_the_rest(
+    tmp_path: Path, work: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Past ``MAX_DELTAS_PER_CALL`` (10,000 in core; 3 here) nothing more is streamed nor waits
+    for the client, and the output still reaches the model's text and the item."""
+    monkeypatch.setattr(_tools_module, "MAX_DELTAS_PER_CALL", 3)
+    host = FakeHost(str(work))
+    cmd = "sleep 0.3; head -c 3000000 /dev/zero; echo END"
+    async with _tools(tmp_path) as tools:
+        out = await _exec(tools, host, "c1", cmd=cmd)
+    assert out["code"] == "0"
+    assert out["tokens"] == str(-(-3_000_004 // 4))
+    assert out["output"].endswith("END\n")
+    chunks = [base64.b64decode(d["chunk"]) for d in host.of_type("exec_command_output_delta")]
+    assert len(chunks) == 3
+    assert max(map(len, chunks)) <= DELTA_MAX_BYTES
+    assert 1 <= host.room_waits <= 3  # one per read until the cap, none after it
+    (completed,) = host.of_type("item_completed")
+    assert completed["item"]["aggregated_output"].endswith("END\n")

@@ -9,6 +9,8 @@
   the budget around ``…K tokens truncated…``.
 * ``exec_output_text``: the whole unified-exec answer (``Chunk ID``, ``Wall time``, exit or
   session line, ``Original token count``, ``Output:``).
+* ``delta_size``: how many bytes of a chunk of output the next ``exec_command_output_delta``
+  carries (at most ``DELTA_MAX_BYTES``, cut where core cuts it).
 
 Pure; no I/O.
 """
@@ -22,9 +24,11 @@ from typing import Final
 
 __all__ = [
     "DEFAULT_MAX_OUTPUT_TOKENS",
+    "DELTA_MAX_BYTES",
     "HEAD_TAIL_BYTES",
     "HeadTail",
     "approx_tokens",
+    "delta_size",
     "exec_output_text",
     "model_text",
     "truncate_middle",
@@ -33,6 +37,10 @@ __all__ = [
 HEAD_TAIL_BYTES: Final = 1024 * 1024
 DEFAULT_MAX_OUTPUT_TOKENS: Final = 10_000
 BYTES_PER_TOKEN: Final = 4
+DELTA_MAX_BYTES: Final = 8192
+"""At most this much output per ``exec_command_output_delta`` (core's
+``UNIFIED_EXEC_OUTPUT_DELTA_MAX_BYTES``)."""
+_DELTA_SPLIT_SLACK: Final = 5
 
 
 def approx_tokens(byte_count: int) -> int:
@@ -124,6 +132,19 @@ def model_text(buffer: HeadTail, max_tokens: int) -> str:
         f"Warning: truncated output (original token count: {approx_tokens(buffer.total)})\n"
         f"{second}\n\n{truncate_middle(text, max_tokens)}"
     )
+
+
+def delta_size(data: bytes | memoryview, max_bytes: int = DELTA_MAX_BYTES) -> int:
+    """Bytes at the start of ``data`` (not empty) that make the next output delta, as core's
+    ``split_valid_utf8_prefix``: the longest valid UTF-8 prefix of at most ``max_bytes`` when it
+    ends at most 5 bytes short of that, else one byte (binary output goes a byte at a time)."""
+    limit = min(len(data), max_bytes)
+    try:
+        str(data[:limit], "utf-8")
+    except UnicodeDecodeError as exc:
+        valid = exc.start  # every longer prefix holds the bad or cut sequence
+        return valid if valid > 0 and limit - valid <= _DELTA_SPLIT_SLACK else 1
+    return limit
 
 
 def chunk_id() -> str:

@@ -19,9 +19,10 @@ answered an approval with ``cancel`` (the turn ends interrupted, no output recor
 Unified exec (``spec/machine-tools.md`` §2): a command runs in the turn's cwd (or ``workdir``)
 as ``shell -lc cmd``; the call waits up to ``yield_time_ms`` (250..30000) or until the process
 exits; a process still running becomes a session (id 1000..99999) that ``write_stdin`` writes
-to or polls. Output is streamed as ``exec_command_output_delta`` and kept bounded (1 MiB per
-call for the model, 1 MiB for the item's ``aggregatedOutput``): a command printing a gigabyte
-costs no more memory than one printing a megabyte. Sessions survive the turn's end and an
+to or polls. Output is streamed as ``exec_command_output_delta`` (at most 10,000 per process, of
+at most 8 KiB each, as core) and kept bounded (1 MiB per call for the model, 1 MiB for the item's
+``aggregatedOutput``): a command printing a gigabyte costs no more memory than one printing a
+megabyte. Sessions survive the turn's end and an
 interrupt (0.163.0); ``aclose`` (unload) and the server's exit kill them, whole process groups.
 At most 64 sessions live; the least recently used beyond that are killed.
 """
@@ -54,6 +55,7 @@ from codex_app_bridge.machine._commands import (
 from codex_app_bridge.machine._output import (
     DEFAULT_MAX_OUTPUT_TOKENS,
     HeadTail,
+    delta_size,
     exec_output_text,
 )
 from codex_app_bridge.machine._patch import PatchError, PatchPlan, apply_plan, plan_patch
@@ -103,8 +105,14 @@ DELTA_HOLD_S: Final = 0.15
 text): 0.163.0 starts streaming once its item has started, ~150 ms after the spawn, so a quick
 command's output reaches the client only in ``aggregatedOutput``."""
 DELTA_READ_SIZE: Final = 64 * 1024
-"""At most this much output per ``exec_command_output_delta`` (the thread's event queue is
-bounded in events, so this bounds it in bytes too)."""
+"""Output is read this much at a time, then cut into deltas of at most ``DELTA_MAX_BYTES``."""
+MAX_DELTAS_PER_CALL: Final = 10_000
+"""A process streams at most this many ``exec_command_output_delta`` (core's
+``MAX_EXEC_OUTPUT_DELTAS_PER_CALL``); the rest of its output still reaches the bounded buffers
+(the model's text, ``aggregatedOutput``). With ``DELTA_MAX_BYTES`` this bounds what one command
+costs the client, and, the thread's event queue being bounded in events, what waits for it in
+the server: 64 KiB deltas (their base64 text, then their notifications, a queue's worth of each)
+peaked the server at 180-340 MB for a command printing 256 MiB."""
 _EXIT_DRAIN_S: Final = 0.1
 """After the process exits, how long its output pipe may stay open (a background child holding
 it) before the call answers with what was read."""
@@ -237,6 +245,8 @@ class _Session:
     exit_code: int | None = None
     reported: bool = False
     completed: bool = False
+    deltas: int = 0
+    """Output deltas emitted so far (at most ``MAX_DELTAS_PER_CALL``)."""
     last_used: float = field(default_factory=time.monotonic)
     output: Output = field(init=False)
 
@@ -261,7 +271,8 @@ class _Session:
         )
 
     async def pump(self) -> None:
-        """Read the output until its end: bounded buffers and output deltas."""
+        """Read the output until its end: bounded buffers and output deltas (each read's
+        deltas, then a wait for the client; none past ``MAX_DELTAS_PER_CALL``)."""
         try:
             while True:
                 data = await self.output.read(DELTA_READ_SIZE)
@@ -269,14 +280,26 @@ class _Session:
                     break
                 self.pending.append(data)
                 self.aggregate.append(data)
-                if time.monotonic() - self.started_at >= DELTA_HOLD_S:
-                    self.emit(ExecCommandOutputDeltaEvent.from_bytes(self.call_id, "stdout", data))
+                if (
+                    self.deltas < MAX_DELTAS_PER_CALL
+                    and time.monotonic() - self.started_at >= DELTA_HOLD_S
+                ):
+                    self.stream(data)
                     await self.room()
         except OSError:
             pass
         finally:
             self.output.stop()
             self.output_done.set()
+
+    def stream(self, data: bytes) -> None:
+        """Emit ``data`` as output deltas cut as core cuts them, up to the call's cap."""
+        view = memoryview(data)
+        while view and self.deltas < MAX_DELTAS_PER_CALL:
+            size = delta_size(view)
+            chunk, view = bytes(view[:size]), view[size:]
+            self.emit(ExecCommandOutputDeltaEvent.from_bytes(self.call_id, "stdout", chunk))
+            self.deltas += 1
 
     async def watch(self) -> None:
         """Wait for the exit; then complete the item (also after the turn or call ended)."""
