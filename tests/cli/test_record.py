@@ -374,11 +374,10 @@ def test_the_readme_example_records_an_sdk_session_and_replays_it(tmp_path: Path
     answer = "Hello from the recorded model."
     bridge = [sys.executable, "-m", "codex_app_bridge"]
     real = [str(real_codex_path()), "app-server"]
-    with MockResponses() as mock:
-        mock.set_scenario("plain", text=answer)
-        write_codex_config(home, mock.base_url)
-        recorded = subprocess.run(
-            [sys.executable, str(example), *bridge, "record", "--out", str(out), "--", *real],
+
+    def run_example(*args: str) -> subprocess.CompletedProcess[str]:
+        return subprocess.run(
+            [sys.executable, str(example), *bridge, *args],
             env=env,
             cwd=work,
             capture_output=True,
@@ -386,14 +385,11 @@ def test_the_readme_example_records_an_sdk_session_and_replays_it(tmp_path: Path
             timeout=TIMEOUT,
             check=False,
         )
+
+    with MockResponses() as mock:
+        mock.set_scenario("plain", text=answer)
+        write_codex_config(home, mock.base_url)
+        recorded = run_example("record", "--out", str(out), "--", *real)
     assert (recorded.returncode, recorded.stdout) == (0, answer + "\n"), recorded.stderr
-    replayed = subprocess.run(
-        [sys.executable, str(example), *bridge, "serve", "--script", str(out / "script.jsonl")],
-        env=env,
-        cwd=work,
-        capture_output=True,
-        text=True,
-        timeout=TIMEOUT,
-        check=False,
-    )
+    replayed = run_example("serve", "--script", str(out / "script.jsonl"))
     assert (replayed.returncode, replayed.stdout) == (0, answer + "\n"), replayed.stderr
