@@ -11,7 +11,18 @@ second, the CPU seconds of each node, of nats-server and of the load generator, 
 node-CPU-second (what shows the scaling where the machine's cores are the ceiling; goal: two
 nodes >= 1.6x one node's deltas per wall second where each node has a core of its own).
 
+With ``--list N`` (> 0), ``thread/list`` over N threads of the cluster instead: N metadata
+entries in the ``codex_threads`` bucket (as their owners write them: the ids, times and texts of
+``stored_threads.py``'s threads, provider ``mock``), then a fresh ``serve --cluster`` node on
+stdio, which has loaded none of them, answers: the first page as its first request (the node
+reads the bucket as it joins), again, a later page (the cursor of the middle, reached untimed by
+pages of 100) and by ``updated_at``; with ``--real``, the real binary over the same N threads
+stored in its own ``CODEX_HOME`` (written by ``stored_threads.generate_home``), the same
+requests, alternating processes, the answers checked alike (the same ids in the same order).
+Issue 24's goal: the cluster lists within the binary's time for its own N stored threads.
+
     PYTHONPATH=src python bench/cluster.py [--turns N] [--words W] [--rounds R] [--threads T]
+    PYTHONPATH=src python bench/cluster.py --list 10000 [--real] [--rounds R]
 
 Every delta of every turn is counted (a turn ends at its ``turn/completed``); the script fails
 if a turn streams no delta.
@@ -30,6 +41,9 @@ import tempfile
 import threading
 import time
 from pathlib import Path
+from typing import Any
+
+from _common import StdioClient, bridge_argv, bridge_env, median
 
 SRC = Path(__file__).resolve().parent.parent / "src"
 _TICKS = os.sysconf("SC_CLK_TCK")
@@ -227,6 +241,156 @@ def scaling(url: str, nats_pid: int, nodes: int, threads: int, turns: int, words
     )
 
 
+LIST_REQUESTS = (
+    "thread/list, first page (first request)",
+    "thread/list, first page again",
+    "thread/list, a later page",
+    "thread/list, by updated_at",
+)
+
+
+def write_entries(url: str, count: int) -> list[str]:
+    """Write ``count`` metadata entries, as their owners would, for the threads
+    ``stored_threads.generate_home`` writes as rollouts; their ids, newest first."""
+    import asyncio
+    from datetime import UTC, datetime, timedelta
+
+    import nats
+    import orjson
+    from nats.js.api import KeyValueConfig, StorageType
+    from stored_threads import CWD, MODEL, PROVIDER, _thread_id, question
+
+    from codex_app_bridge.cluster._subjects import META_BUCKET
+
+    now = datetime.now(UTC).replace(microsecond=0)
+
+    def entry(index: int) -> bytes:
+        created = int((now - timedelta(minutes=10 * (count - index))).timestamp())
+        return orjson.dumps(
+            {
+                "id": _thread_id(index),
+                "owner": "bench",
+                "cwd": CWD,
+                "model": MODEL,
+                "modelProvider": PROVIDER,
+                "approvalPolicy": "never",
+                "approvalsReviewer": "user",
+                "sandbox": {"type": "dangerFullAccess"},
+                "reasoningEffort": None,
+                "serviceTier": None,
+                "originator": "codex-app-bridge",
+                "name": None,
+                "preview": question(index, 0),
+                "createdAt": created,
+                "updatedAt": created + 120,
+                "forkedFromId": None,
+                "turnsStarted": 2,
+                "readState": None,
+            }
+        )
+
+    async def write() -> None:
+        nc = await nats.connect(url)
+        js = nc.jetstream()
+        kv = await js.create_key_value(
+            KeyValueConfig(bucket=META_BUCKET, storage=StorageType.FILE, history=1)
+        )
+        for start in range(0, count, 500):
+            await asyncio.gather(
+                *(kv.put(_thread_id(i), entry(i)) for i in range(start, min(count, start + 500)))
+            )
+        await nc.close()
+
+    asyncio.run(write())
+    return [_thread_id(index) for index in reversed(range(count))]
+
+
+def list_requests(client: StdioClient, ids: list[str]) -> dict[str, float]:
+    """The timed ``thread/list`` requests of one process (see the module docstring)."""
+    times: dict[str, float] = {}
+
+    def timed(params: dict[str, Any]) -> Any:
+        started = time.perf_counter()
+        result = client.call("thread/list", params)
+        times[LIST_REQUESTS[len(times)]] = time.perf_counter() - started
+        return result
+
+    client.initialize()
+    for _ in range(2):
+        first = timed({})
+        listed = [t["id"] for t in first["data"]]
+        assert listed == ids[: len(listed)], f"first page: {listed[:3]} != {ids[:3]}"
+    middle = len(ids) // 2 // 100 * 100
+    cursor = None
+    for start in range(0, middle, 100):
+        page = client.call("thread/list", {"limit": 100, "cursor": cursor})
+        assert [t["id"] for t in page["data"]] == ids[start : start + 100]
+        cursor = page["nextCursor"]
+    later = timed({"cursor": cursor, "limit": 25})
+    assert [t["id"] for t in later["data"]] == ids[middle : middle + 25]
+    updated = timed({"sortKey": "updated_at", "limit": 25})
+    assert [t["id"] for t in updated["data"]] == ids[:25]
+    return times
+
+
+def listing(url: str, count: int, rounds: int, real: bool) -> None:
+    """``thread/list`` over ``count`` threads of the cluster (and the binary's own)."""
+    import contextlib
+    import shutil
+    from collections.abc import Callable
+
+    from stored_threads import generate_home, scratch_dir
+
+    started = time.perf_counter()
+    ids = write_entries(url, count)
+    print(f"{count:,} metadata entries written in {time.perf_counter() - started:.1f} s")
+    with scratch_dir(None) as scratch, contextlib.ExitStack() as stack:
+        spawners: dict[str, Callable[[], StdioClient]] = {}
+
+        def node() -> StdioClient:
+            argv = bridge_argv("serve", "--cluster", url)
+            return StdioClient(argv, bridge_env({"LOG_LEVEL": "ERROR"}), cwd=scratch)
+
+        spawners["cluster node"] = node
+        if real:
+            from _real import real_servers
+
+            from codex_app_bridge.conformance.real_codex import (
+                codex_env,
+                real_codex_command,
+                write_codex_config,
+            )
+
+            servers = stack.enter_context(real_servers())
+            source = scratch / "threads"
+            started = time.perf_counter()
+            generate_home(source, count, 2)
+            print(f"{count:,} stored threads written in {time.perf_counter() - started:.1f} s")
+
+            def binary() -> StdioClient:
+                home = scratch / "real" / ".codex"
+                shutil.rmtree(home.parent, ignore_errors=True)
+                shutil.copytree(source, home)
+                write_codex_config(home, servers.mock.base_url)
+                return StdioClient(real_codex_command(), codex_env(home, "error"), home.parent)
+
+            spawners["real binary"] = binary
+        times: dict[tuple[str, str], list[float]] = {}
+        for _ in range(rounds):
+            for name, spawn in spawners.items():
+                with spawn() as client:
+                    for request, value in list_requests(client, ids).items():
+                        times.setdefault((request, name), []).append(value)
+    print(f"request -> answer, median of {rounds} (min-max), ms, {count:,} threads:")
+    for request in LIST_REQUESTS:
+        cells = [
+            f"{name} {median(v) * 1000:7.1f} ({min(v) * 1000:.0f}-{max(v) * 1000:.0f})"
+            for name in spawners
+            for v in [times[(request, name)]]
+        ]
+        print(f"  {request:<40} " + "   ".join(cells))
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument("--turns", type=int, default=20)
@@ -235,7 +399,20 @@ def main() -> None:
     parser.add_argument(
         "--threads", type=int, default=0, help="threads per node in the scaling runs (0: none)"
     )
+    parser.add_argument(
+        "--list", type=int, default=0, help="thread/list over N threads of the cluster (0: no)"
+    )
+    parser.add_argument("--real", action="store_true", help="--list: the real binary too")
     args = parser.parse_args()
+    if args.list > 0:
+        with tempfile.TemporaryDirectory() as store:
+            nats, url = start_nats(store)
+            try:
+                listing(url, args.list, args.rounds, args.real)
+            finally:
+                nats.send_signal(signal.SIGTERM)
+                nats.wait(timeout=30)
+        return
     with tempfile.TemporaryDirectory() as store:
         nats, url = start_nats(store)
         try:

@@ -10,10 +10,12 @@ Boundary: pure conversions between a ``ThreadRecord`` and bytes.
 
 from __future__ import annotations
 
-from datetime import UTC, datetime
+import time
+from functools import cache
 from typing import TYPE_CHECKING, Any
 
 import orjson
+from pydantic import TypeAdapter
 
 from codex_app_bridge.protocol._base import dump_jsonable
 from codex_app_bridge.server._threads import THREAD_SOURCE, ThreadRecord, ThreadSettings
@@ -52,8 +54,9 @@ def meta_of_record(record: ThreadRecord, owner: str) -> bytes:
 
 
 def _iso(seconds: int) -> str:
-    moment = datetime.fromtimestamp(seconds, UTC)
-    return f"{moment:%Y-%m-%dT%H:%M:%S}.000Z"
+    """As a loaded thread's row has it (``_handlers_lists``), at less than half the cost of a
+    ``datetime`` (a joining node makes two for every thread of the cluster)."""
+    return time.strftime("%Y-%m-%dT%H:%M:%S.000Z", time.gmtime(seconds))
 
 
 def row_of_meta(data: bytes) -> ThreadRow:
@@ -77,12 +80,15 @@ def row_of_meta(data: bytes) -> ThreadRow:
     )
 
 
-def _sandbox(value: Any) -> Any:
-    from pydantic import TypeAdapter
-
+@cache
+def _sandbox_adapter() -> TypeAdapter[Any]:
     from codex_app_bridge.protocol.v2 import SandboxPolicy
 
-    return TypeAdapter[Any](SandboxPolicy).validate_python(value)
+    return TypeAdapter[Any](SandboxPolicy)
+
+
+def _sandbox(value: Any) -> Any:
+    return _sandbox_adapter().validate_python(value)
 
 
 def shared_thread(
