@@ -5,14 +5,22 @@ real binary: ``tests/conformance/test_shell_command_real.py``."""
 
 from __future__ import annotations
 
+import base64
 import os
+from collections.abc import Awaitable, Callable
 from pathlib import Path
 from typing import Any
 
 import anyio
 import pytest
 
-from codex_app_bridge.machine import Bubblewrap, SandboxPolicy, UserShellResult, user_shell_text
+from codex_app_bridge.machine import (
+    Bubblewrap,
+    SandboxPolicy,
+    UserShellResult,
+    _user_shell,
+    user_shell_text,
+)
 from codex_app_bridge.machine._user_shell import run_user_shell
 from codex_app_bridge.protocol.core import EventMsg
 from tests.machine.conftest import WAIT_S, pid_alive, usable_bubblewrap, wait_gone
@@ -30,6 +38,7 @@ async def _run(
     sandbox: SandboxPolicy = FULL,
     bubblewrap: Bubblewrap | None = None,
     timeout_ms: int | None = None,
+    room: Callable[[], Awaitable[None]] = anyio.lowlevel.checkpoint,
 ) -> UserShellResult:
     with anyio.fail_after(WAIT_S):
         return await run_user_shell(
@@ -41,6 +50,7 @@ async def _run(
             bubblewrap=bubblewrap or Bubblewrap(None),
             env=dict(os.environ),
             emit=events.append,
+            room=room,
             timeout_ms=timeout_ms,
         )
 
@@ -70,6 +80,33 @@ async def test_the_item_the_deltas_and_the_model_text(tmp_path: Path) -> None:
     assert text.startswith("<user_shell_command>\n<command>\necho out; echo err >&2; exit 3\n")
     assert "<result>\nExit code: 3\nDuration: " in text
     assert text.endswith(" seconds\nOutput:\nout\nerr\n\n</result>\n</user_shell_command>")
+
+
+async def test_output_streams_in_small_chunks_each_read_waiting_for_room_up_to_a_cap(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """As core's ``read_output``: deltas of at most 8 KiB, at most a cap of them per stream
+    (10,000 in core; 5 here); each read waits for room in the thread's queue (so a client slower
+    than the command holds the command back, not the server's memory); past the cap the output
+    still reaches the item."""
+    monkeypatch.setattr(_user_shell, "MAX_DELTAS_PER_STREAM", 5)
+    events: list[EventMsg] = []
+    waits = 0
+
+    async def room() -> None:
+        nonlocal waits
+        waits += 1
+
+    command = "head -c 3000000 /dev/zero; echo END; echo oops >&2"
+    result = await _run(command, tmp_path, events, room=room)
+    assert result.exit_code == 0
+    assert result.output.endswith("END\noops\n")
+    deltas = _dumped(events, "exec_command_output_delta")
+    stdout = [len(base64.b64decode(d["chunk"])) for d in deltas if d["stream"] == "stdout"]
+    assert len(stdout) == 5
+    assert max(stdout) <= _user_shell.READ_CHUNK_BYTES == 8192
+    assert [d["stream"] for d in deltas].count("stderr") == 1  # a cap of its own
+    assert waits >= 2  # the reads up to the cap, on each stream
 
 
 async def test_a_timeout_kills_the_whole_group(tmp_path: Path) -> None:
@@ -106,6 +143,7 @@ async def test_an_interrupt_kills_it_and_still_completes_the_item(tmp_path: Path
             bubblewrap=Bubblewrap(None),
             env=dict(os.environ),
             emit=emit,
+            room=anyio.lowlevel.checkpoint,
         )
 
     async with anyio.create_task_group() as group:

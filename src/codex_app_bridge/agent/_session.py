@@ -669,6 +669,7 @@ class ModelSession:
                     cwd=self.cwd,
                     sandbox=sandbox,
                     emit=lambda event: self.emit(turn_id, event),
+                    room=self._queue.wait_for_room,
                     timeout_ms=op.timeout_ms,
                 )
             if turn.interrupted or result is None:

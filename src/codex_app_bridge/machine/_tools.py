@@ -409,6 +409,7 @@ class MachineTools:
         cwd: str,
         sandbox: SandboxPolicy,
         emit: Callable[[EventMsg], None],
+        room: Callable[[], Awaitable[None]],
         timeout_ms: int | None = None,
     ) -> UserShellResult:
         """A command the user typed (``thread/shellCommand``; ``_user_shell``), in this
@@ -422,6 +423,7 @@ class MachineTools:
             bubblewrap=self.bubblewrap,
             env=command_env(self.base_env, self.codex_home, None),
             emit=emit,
+            room=room,
             timeout_ms=timeout_ms,
         )
 

@@ -2,9 +2,11 @@
 (``spec/machine-tools.md`` §7.3, probed on 0.163.0).
 
 ``run_user_shell`` runs ``[shell, "-lc", command]`` in the thread's cwd and emits the
-``CommandExecution`` item (``source: user_shell``, no process id): ``item_started``, every chunk
-of stdout and stderr as ``exec_command_output_delta`` as it is read (unlike unified exec, nothing
-is held back), then ``item_completed`` (``completed`` on exit 0, else ``failed``) whose
+``CommandExecution`` item (``source: user_shell``, no process id): ``item_started``, stdout and
+stderr as ``exec_command_output_delta`` as they are read (unlike unified exec, nothing is held
+back; as core's ``read_output``: chunks of at most 8 KiB, at most 10,000 per stream, each read
+then waiting for room in the thread's event queue, so output faster than the client reads waits
+in the pipe), then ``item_completed`` (``completed`` on exit 0, else ``failed``) whose
 ``aggregated_output`` is stdout then stderr. ``user_shell_text`` is the user message the model
 gets next (``<user_shell_command>`` …).
 
@@ -19,7 +21,7 @@ from __future__ import annotations
 
 import time
 import uuid
-from collections.abc import Callable, Mapping
+from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass
 from typing import Final
 
@@ -43,6 +45,11 @@ from codex_app_bridge.protocol.jsonrpc import now_ms
 __all__ = ["DEFAULT_TIMEOUT_MS", "UserShellResult", "run_user_shell", "user_shell_text"]
 
 DEFAULT_TIMEOUT_MS: Final = 60 * 60 * 1000
+READ_CHUNK_BYTES: Final = 8192
+"""At most this much output per delta (core's ``READ_CHUNK_SIZE``)."""
+MAX_DELTAS_PER_STREAM: Final = 10_000
+"""At most this many deltas for stdout, and as many for stderr (core's
+``MAX_EXEC_OUTPUT_DELTAS_PER_CALL``, counted per stream by ``read_output``)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -77,9 +84,11 @@ async def run_user_shell(
     bubblewrap: Bubblewrap,
     env: Mapping[str, str],
     emit: Callable[[EventMsg], None],
+    room: Callable[[], Awaitable[None]],
     timeout_ms: int | None = None,
 ) -> UserShellResult:
-    """Run ``command`` (see the module docstring); cancelling the caller kills it."""
+    """Run ``command`` (see the module docstring); cancelling the caller kills it. ``room``
+    returns once the thread's events may go on (the queue to the client has room)."""
     argv = shell_argv(command)
     item_id = str(uuid.uuid4())
     started_at = time.monotonic()
@@ -138,10 +147,21 @@ async def run_user_shell(
     except SpawnError as exc:
         return complete(UserShellResult(-1, f"failed to spawn command: {exc.rust_text}\n", 0.0))
     buffers = {"stdout": HeadTail(), "stderr": HeadTail()}
+    deltas = {"stdout": 0, "stderr": 0}
 
     async def on_delta(stream: str, data: bytes, cap_reached: bool) -> None:
         buffers[stream].append(data)
-        emit(ExecCommandOutputDeltaEvent.from_bytes(item_id, stream, data))
+        sent = deltas[stream]
+        if sent >= MAX_DELTAS_PER_STREAM:
+            return
+        for start in range(0, len(data), READ_CHUNK_BYTES):
+            if sent >= MAX_DELTAS_PER_STREAM:
+                break
+            chunk = data[start : start + READ_CHUNK_BYTES]
+            emit(ExecCommandOutputDeltaEvent.from_bytes(item_id, stream, chunk))
+            sent += 1
+        deltas[stream] = sent
+        await room()
 
     def output() -> str:
         return buffers["stdout"].retained_text() + buffers["stderr"].retained_text()
