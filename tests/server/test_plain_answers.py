@@ -19,7 +19,8 @@ from codex_app_bridge.protocol import v2
 from codex_app_bridge.protocol._base import dump_jsonable
 from codex_app_bridge.rpc import ModelParams, RpcError
 from codex_app_bridge.server._handlers_pages import turn_json
-from codex_app_bridge.server._threads import stored_thread_json, stored_thread_object
+from codex_app_bridge.server._stored_list import stored_thread_json
+from codex_app_bridge.server._threads import stored_thread_object
 from codex_app_bridge.sources import SourceDefaults
 from codex_app_bridge.storage import StoredThread
 
@@ -56,9 +57,17 @@ def test_a_listed_stored_thread_is_the_thread_model_written(
         name=name,
     )
     defaults = SourceDefaults(model="m", model_provider="p")
+    asked: list[SourceDefaults] = []
+
+    def ask() -> SourceDefaults:
+        asked.append(defaults)
+        return defaults
+
     expected = dump_jsonable(stored_thread_object(stored, defaults, git_info=None))
-    plain = _json(stored_thread_json(stored, defaults))
+    plain = _json(stored_thread_json(stored, ask))
     assert plain == expected
+    # the defaults (the turn source, built for them) are asked for only when a value is missing
+    assert len(asked) == (1 if provider is None or model is None else 0)
     assert list(plain) == list(expected)
 
 

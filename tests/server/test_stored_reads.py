@@ -2,10 +2,13 @@
 file system, another client is served (initialize, a new thread and its turn, which the writer
 stores), and the list is answered once the files are.
 
-Also ``thread/list``'s ``limit``, which 0.163.0 clamps to 1..100."""
+Also ``thread/list``'s ``limit``, which 0.163.0 clamps to 1..100, and the first ``thread/list`` of
+a process, answered from the catalog before the thread registry is built (``_stored_list``)."""
 
 from __future__ import annotations
 
+import subprocess
+import sys
 import threading
 from pathlib import Path
 from typing import Any
@@ -15,6 +18,7 @@ import anyio.to_thread
 import pytest
 
 from codex_app_bridge.storage import _index as index_module
+from tests.conftest import bridge_env
 from tests.e2e._harness import open_bridge
 
 pytestmark = pytest.mark.anyio
@@ -76,3 +80,71 @@ async def test_thread_list_limit_is_clamped_to_one_through_one_hundred(tmp_path:
         assert one["nextCursor"] is not None
         everything = await client.result("thread/list", {"limit": 1000})
         assert len(everything["data"]) == 3
+
+
+async def test_a_first_thread_list_answers_from_the_catalog_without_the_registry(
+    tmp_path: Path,
+) -> None:
+    home = tmp_path / "codex-home"
+    async with open_bridge("memory", codex_home=home) as bridge:
+        client = await bridge.connect()
+        await client.initialize()
+        stored = await client.start_thread()
+        await client.run_turn(stored, "stored before")
+    async with open_bridge("memory", codex_home=home) as bridge:
+        server = bridge.server
+        assert server is not None
+        client = await bridge.connect()
+        await client.initialize()
+        listing = await client.result("thread/list", {})
+        assert [thread["id"] for thread in listing["data"]] == [stored]
+        assert listing["data"][0]["status"] == {"type": "notLoaded"}
+        assert listing["data"][0]["preview"] == "stored before"
+        assert set(listing["readStates"]) == {stored}
+        # the process knows no thread yet: the list came from the catalog alone
+        assert server.known_threads() is None
+        # once a thread is made the registry lists it from memory, the stored one from its file
+        started = await client.start_thread()
+        await client.run_turn(started, "made now")
+        assert server.known_threads() is not None
+        listing = await client.result("thread/list", {})
+        status = {thread["id"]: thread["status"]["type"] for thread in listing["data"]}
+        assert status == {started: "idle", stored: "notLoaded"}, listing
+        assert len(listing["data"]) == 2
+
+
+def test_the_list_path_imports_neither_the_registry_nor_the_core_models() -> None:
+    """What the first ``thread/list`` of a process imports: the list handler, the stored list
+    and the storage index; not the registry, the runtime, the listener's hub, the sources, the
+    mapping, the core models or pydantic (a module-level import that pulls one in is named)."""
+    probe = (
+        "import sys\n"
+        "import codex_app_bridge.server._handlers_lists\n"
+        "import codex_app_bridge.server._stored_list\n"
+        "import codex_app_bridge.storage\n"
+        "print('\\n'.join(sorted(sys.modules)))\n"
+    )
+    result = subprocess.run(
+        [sys.executable, "-c", probe],
+        env=bridge_env(),
+        capture_output=True,
+        timeout=60,
+        check=True,
+    )
+    heavy = (
+        "pydantic",
+        "codex_app_bridge.protocol.core",
+        "codex_app_bridge.protocol.v2._generated",
+        "codex_app_bridge.mapping",
+        "codex_app_bridge.projection",
+        "codex_app_bridge.listener._hub",
+        "codex_app_bridge.sources",
+        "codex_app_bridge.server._registry",
+        "codex_app_bridge.server._runtime",
+        "codex_app_bridge.server._threads",
+        "codex_app_bridge.storage._reader",
+        "codex_app_bridge.storage._writer",
+    )
+    loaded = result.stdout.decode().split()
+    assert "codex_app_bridge.storage._index" in loaded
+    assert [m for m in loaded if any(m == h or m.startswith(f"{h}.") for h in heavy)] == []

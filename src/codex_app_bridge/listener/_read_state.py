@@ -35,19 +35,13 @@ from __future__ import annotations
 import uuid
 from collections.abc import Collection, Iterable
 from dataclasses import dataclass
-from typing import Any, Final
+from typing import TYPE_CHECKING, Any, Final
 
-from codex_app_bridge.protocol.core import (
-    EventEnvelope,
-    TaskCompleteEvent,
-    TaskStartedEvent,
-    ThreadGoalUpdatedEvent,
-)
-from codex_app_bridge.protocol.v2 import (
-    ThreadReadState,
-    ThreadReadStateChangedNotification,
-    TurnThreadUnreadPosition,
-)
+if TYPE_CHECKING:
+    # loaded where they are used: a stored thread's read state (``read_state_of_turns``,
+    # ``wire_json``) is made without the core and wire models
+    from codex_app_bridge.protocol.core import EventEnvelope
+    from codex_app_bridge.protocol.v2 import ThreadReadState, ThreadReadStateChangedNotification
 
 __all__ = [
     "READ_STATE_CHANGED",
@@ -70,6 +64,8 @@ class ReadState:
     revision: str | None = None
 
     def wire(self, thread_id: str) -> ThreadReadState:
+        from codex_app_bridge.protocol.v2 import ThreadReadState, TurnThreadUnreadPosition
+
         position = (
             None
             if self.first_unread is None
@@ -88,6 +84,8 @@ class ReadState:
         return {"firstUnread": position, "revision": revision}
 
     def changed(self, thread_id: str) -> ThreadReadStateChangedNotification:
+        from codex_app_bridge.protocol.v2 import ThreadReadStateChangedNotification
+
         return ThreadReadStateChangedNotification(
             thread_id=thread_id, read_state=self.wire(thread_id)
         )
@@ -131,6 +129,12 @@ def read_state_of_history(thread_id: str, history: Iterable[EventEnvelope]) -> R
     """The read state a thread's events lead to: each turn end :func:`is_activity` counts, in
     order (a stored ``task_complete`` carries its error and final message; ``turn_aborted``
     none of them); a goal turn's end counts only when no goal turn follows it directly."""
+    from codex_app_bridge.protocol.core import (
+        TaskCompleteEvent,
+        TaskStartedEvent,
+        ThreadGoalUpdatedEvent,
+    )
+
     state = ReadState()
     goal_turn = False
     pending: str | None = None

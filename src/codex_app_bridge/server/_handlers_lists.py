@@ -10,8 +10,12 @@ Rules (0.163.0, probed on the binary with scratch homes):
   each listed thread's read state goes in ``readStates``. ``limit``: 25 when absent, else
   clamped to 1..100. Stored threads are filtered and sorted
   by what the index keeps of them (``storage.ThreadRow``); only the rows of the page are read
-  again, as they are now (``ThreadRegistry.stored_page``). In a cluster, the threads other
-  servers share (``SharedThreads.rows``) are listed with them, ``notLoaded`` here.
+  again, as they are now (``_stored_list.StoredThreadList.page``). Until the thread registry is
+  built (no thread made or loaded yet) the process knows no thread and the list is the stored
+  threads alone: the first ``thread/list`` of a process loads the storage index and this module,
+  not the registry, the runtime or the core models. In a cluster, the threads other servers
+  share (``SharedThreads.rows``) are listed with them, ``notLoaded`` here (the registry, which
+  holds the cluster's hook, is then built by the first list).
 * ``thread/loaded/list``: the loaded thread ids in creation order, paged by an id cursor (answered
   from memory, without a task: ``Immediate``).
 
@@ -24,12 +28,11 @@ from datetime import UTC, datetime
 from operator import attrgetter
 from typing import TYPE_CHECKING, Any, Final
 
-from codex_app_bridge.protocol.v2 import ThreadLoadedListParams, ThreadLoadedListResponse
 from codex_app_bridge.rpc import RequestContext
 from codex_app_bridge.server._errors import invalid_cursor
 from codex_app_bridge.server._shared import shared_thread_object
+from codex_app_bridge.server._stored_list import THREAD_SOURCE
 from codex_app_bridge.server._thread_extras import list_extras, read_state_json
-from codex_app_bridge.server._threads import THREAD_SOURCE, ThreadRecord
 from codex_app_bridge.storage import (
     InvalidCursor,
     RowFilter,
@@ -39,8 +42,14 @@ from codex_app_bridge.storage import (
 )
 
 if TYPE_CHECKING:
-    from codex_app_bridge.protocol.v2 import Thread, ThreadListParams
+    from codex_app_bridge.protocol.v2 import (
+        Thread,
+        ThreadListParams,
+        ThreadLoadedListParams,
+        ThreadLoadedListResponse,
+    )
     from codex_app_bridge.server._services import ServerServices
+    from codex_app_bridge.server._threads import ThreadRecord
 
 __all__ = ["THREAD_LIST_DEFAULT_LIMIT", "ThreadListHandlers"]
 
@@ -98,7 +107,7 @@ class ThreadListHandlers:
         self.server = server
 
     async def thread_list(self, ctx: RequestContext, params: ThreadListParams) -> dict[str, Any]:
-        threads = self.server.threads
+        server = self.server
         by_updated = params.sort_key in ("updated_at", "recency_at")
         limit = (
             THREAD_LIST_DEFAULT_LIMIT
@@ -106,6 +115,7 @@ class ThreadListHandlers:
             else min(max(params.limit, 1), THREAD_LIST_MAX_LIMIT)
         )
         cwds = None if params.cwd is None else params.cwd
+        providers = frozenset(params.model_providers) if params.model_providers else None
         where = RowFilter(
             archived=bool(params.archived),
             cwds=None if cwds is None else frozenset([cwds] if isinstance(cwds, str) else cwds),
@@ -113,8 +123,8 @@ class ThreadListHandlers:
             # provider's; the bridge, which has no configuration of its own, lists every
             # provider's for both (README "Known differences"). A rollout without a provider
             # is the default provider's (shown and filtered so).
-            providers=frozenset(params.model_providers) if params.model_providers else None,
-            default_provider=threads.defaults.model_provider,
+            providers=providers,
+            default_provider=None if providers is None else server.source.defaults.model_provider,
             source_kinds=frozenset(params.source_kinds or ()) or _INTERACTIVE_SOURCES,
             originators=frozenset(params.originators) if params.originators else None,
             excluded=frozenset(params.excluded_thread_ids or ()),
@@ -125,24 +135,29 @@ class ThreadListHandlers:
         except InvalidCursor as exc:
             raise invalid_cursor(exc.cursor) from None
         rows: list[ThreadRow] = []
+        stored_threads = server.stored_threads
         if params.section_id is None:  # no sections here: a section holds nothing
-            rows = [row for row in map(_loaded_row, threads.listed()) if where.matches(row)]
-            rows += await threads.stored_rows(
-                where,
-                by_updated=by_updated,
-                descending=params.sort_direction != "asc",
-                after=after,
-                limit=limit + 1,
-            )
-            if threads.shared is not None:  # a cluster's threads this server does not have
-                have = frozenset(row.thread_id for row in rows)
-                rows += await threads.shared.rows(
+            known = server.known_threads()
+            if known is not None:
+                rows = [row for row in map(_loaded_row, known.listed()) if where.matches(row)]
+            if stored_threads is not None:
+                rows += await stored_threads.rows(
                     where,
                     by_updated=by_updated,
                     descending=params.sort_direction != "asc",
                     after=after,
                     limit=limit + 1,
-                    skip=have | frozenset(record.id for record in threads),
+                    skip=frozenset() if known is None else known.known_ids(),
+                )
+            if known is not None and known.shared is not None:  # a cluster's other threads
+                have = frozenset(row.thread_id for row in rows)
+                rows += await known.shared.rows(
+                    where,
+                    by_updated=by_updated,
+                    descending=params.sort_direction != "asc",
+                    after=after,
+                    limit=limit + 1,
+                    skip=have | known.known_ids(),
                 )
         page = page_threads(
             rows,
@@ -152,21 +167,32 @@ class ThreadListHandlers:
             cursor=params.cursor,
             limit=limit,
         )
-        stored = await threads.stored_page(
-            [row.thread_id for row in page.rows if threads.get(row.thread_id) is None]
+        known = server.known_threads()  # made by another request meanwhile, maybe
+
+        def record_of(thread_id: str) -> ThreadRecord | None:
+            return None if known is None else known.get(thread_id)
+
+        stored = (
+            {}
+            if stored_threads is None
+            else await stored_threads.page(
+                row.thread_id for row in page.rows if record_of(row.thread_id) is None
+            )
         )
         data: list[Thread | dict[str, Any]] = []
         read_states: dict[str, dict[str, Any]] = {}
         for row in page.rows:
-            record = threads.get(row.thread_id)
+            record = record_of(row.thread_id)
             if record is not None:
                 data.append(record.thread(listed=True))
                 read_states[row.thread_id] = record.read_state()
             elif row.thread_id in stored:  # else gone since it was listed
                 thread, read_states[row.thread_id] = stored[row.thread_id]
                 data.append(thread)
-            elif threads.shared is not None and (
-                shared := threads.shared.listed(row.thread_id)
+            elif (
+                known is not None
+                and known.shared is not None
+                and (shared := known.shared.listed(row.thread_id))
             ):  # on another server of the cluster
                 data.append(shared_thread_object(shared))
                 read_states[row.thread_id] = shared.read_state or read_state_json(
@@ -184,6 +210,8 @@ class ThreadListHandlers:
     def thread_loaded_list(
         self, ctx: RequestContext, params: ThreadLoadedListParams
     ) -> ThreadLoadedListResponse:
+        from codex_app_bridge.protocol.v2 import ThreadLoadedListResponse
+
         page, next_cursor = _page(
             list(self.server.hub.loaded_thread_ids()), params.cursor, params.limit
         )

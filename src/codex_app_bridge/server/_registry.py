@@ -42,7 +42,7 @@ from typing import TYPE_CHECKING, Any, Final, cast
 import anyio
 import anyio.to_thread
 
-from codex_app_bridge.listener import read_state_of_history, read_state_of_turns
+from codex_app_bridge.listener import read_state_of_history
 from codex_app_bridge.projection import model_history_json, model_history_of_events
 from codex_app_bridge.protocol import core
 from codex_app_bridge.protocol.v2 import AskForApproval, GitInfo, SandboxMode, Thread, Turn
@@ -50,14 +50,8 @@ from codex_app_bridge.server._ids import new_uuid7
 from codex_app_bridge.server._pages import HistoryPages, positioned_events
 from codex_app_bridge.server._runtime import HISTORY_EVENT_TYPES, ThreadRuntime
 from codex_app_bridge.server._stored import byte_offset_of, envelopes_of
-from codex_app_bridge.server._thread_extras import read_state_json
-from codex_app_bridge.server._threads import (
-    ThreadRecord,
-    ThreadSettings,
-    sandbox_policy,
-    stored_thread_json,
-    stored_thread_object,
-)
+from codex_app_bridge.server._stored_list import stored_read_state, stored_thread_model
+from codex_app_bridge.server._threads import ThreadRecord, ThreadSettings, sandbox_policy
 from codex_app_bridge.sources import TURN_START_TYPES, SessionConfig, open_session
 
 if TYPE_CHECKING:
@@ -72,7 +66,7 @@ if TYPE_CHECKING:
         ThreadGoals,
         TurnSource,
     )
-    from codex_app_bridge.storage import RowFilter, StoredThread, ThreadCatalog, ThreadRow
+    from codex_app_bridge.storage import StoredThread, ThreadCatalog
 
 __all__ = ["ThreadRegistry"]
 
@@ -174,6 +168,11 @@ class ThreadRegistry:
         """A loaded thread (an unloaded one is not, as for ``turn/*`` in the real server)."""
         record = self._records.get(thread_id)
         return record if record is not None and record.loaded else None
+
+    def known_ids(self) -> frozenset[str]:
+        """The threads this process knows (``thread/list`` shows them from memory, not from
+        their files)."""
+        return frozenset(self._records)
 
     def listed(self) -> list[ThreadRecord]:
         """Threads ``thread/list`` may show from memory: materialized and not ephemeral."""
@@ -434,50 +433,6 @@ class ThreadRegistry:
             return None
         return await anyio.to_thread.run_sync(self.storage.catalog.find, thread_id)
 
-    async def stored_rows(
-        self,
-        where: RowFilter,
-        *,
-        by_updated: bool,
-        descending: bool,
-        after: tuple[int, str | None] | None,
-        limit: int,
-    ) -> list[ThreadRow]:
-        """Stored threads this process does not know, as ``thread/list`` filters and sorts
-        them (``storage.ThreadCatalog.rows``): at most ``limit``, in order, from ``after``."""
-        if self.storage is None:
-            return []
-        rows = partial(
-            self.storage.catalog.rows,
-            where,
-            by_updated=by_updated,
-            descending=descending,
-            after=after,
-            limit=limit,
-            skip=frozenset(self._records),
-        )
-        return await anyio.to_thread.run_sync(rows)
-
-    async def stored_page(
-        self, thread_ids: list[str]
-    ) -> dict[str, tuple[Thread | dict[str, Any], dict[str, Any]]]:
-        """The v2 ``Thread`` s (as JSON data when they have no git info) and read states of
-        stored threads that are not loaded, as their files are now (those still stored), in one
-        read."""
-        if self.storage is None or not thread_ids:
-            return {}
-        found = await anyio.to_thread.run_sync(self.storage.catalog.find_many, thread_ids)
-        defaults = self.defaults
-        return {
-            thread_id: (
-                self.stored_thread(stored)
-                if stored.git_info is not None
-                else stored_thread_json(stored, defaults),
-                self.stored_read_state(stored),
-            )
-            for thread_id, stored in found.items()
-        }
-
     async def stored_history(self, stored: StoredThread) -> list[core.RolloutLine] | None:
         """A stored thread's rollout lines, resolved through its history bases (``None``: its
         file or a base went away since it was found)."""
@@ -519,13 +474,11 @@ class ThreadRegistry:
 
     def stored_read_state(self, stored: StoredThread) -> dict[str, Any]:
         """The read state of a thread that is not loaded, as its rollout leads to it."""
-        state = read_state_of_turns(stored.thread_id, stored.first_completed, stored.last_completed)
-        return read_state_json(stored.thread_id, state)
+        return stored_read_state(stored)
 
     def stored_thread(self, stored: StoredThread, turns: list[Turn] | None = None) -> Thread:
         """The v2 ``Thread`` of a stored thread that is not loaded."""
-        git_info = None if stored.git_info is None else GitInfo.model_validate(stored.git_info)
-        return stored_thread_object(stored, self.defaults, git_info=git_info, turns=turns)
+        return stored_thread_model(stored, self.defaults, turns)
 
     async def history_pages(self, thread_id: str) -> HistoryPages | None:
         """A thread's history as pages (``None``: no such thread).

@@ -5,6 +5,9 @@ The server owns the process-wide pieces and lends them to every connection:
 * the ``ListenerHub`` (per-thread state, subscriptions, broadcasts),
 * the ``ThreadRegistry`` (``_registry``: every thread, loaded, unloaded or stored under
   ``codex_home``, and the one owner of their lives) and the ``ThreadStorage`` behind it,
+* the stored threads' catalog as ``thread/list`` pages it (``_stored_list``), built without the
+  registry: a process whose first request lists threads loads neither the registry nor the
+  runtime machinery behind it,
 * the event source turns are played from (the built-in agent unless told otherwise),
 * the method table (``_table``), the gate (``_handshake.check_request``), the thread
   serialization scopes and the server -> client request ids, all shared across connections as in
@@ -78,6 +81,7 @@ if TYPE_CHECKING:
     from codex_app_bridge.server._runtime import ThreadRuntime
     from codex_app_bridge.server._shared import SharedThreads
     from codex_app_bridge.server._stored import ThreadStorage
+    from codex_app_bridge.server._stored_list import StoredThreadList
     from codex_app_bridge.sources import EventSource, ThreadGoals, TurnSource
 
 __all__ = ["BridgeServer"]
@@ -114,6 +118,7 @@ class BridgeServer:
         self._hub: ListenerHub | None = None
         self._threads: ThreadRegistry | None = None
         self._storage: ThreadStorage | None = None
+        self._stored_threads: StoredThreadList | None = None
         self._handlers: Handlers | None = None
         self._goals: ThreadGoals | None = None
         self._goal_turns: GoalTurns | None = None
@@ -216,13 +221,34 @@ class BridgeServer:
             )
         return self._threads
 
+    def known_threads(self) -> ThreadRegistry | None:
+        """The thread registry if it was built (``None``: this process has made, loaded or
+        resumed no thread yet, so it knows none); always in a cluster (the registry holds the
+        threads other servers share)."""
+        return self.threads if self._shared is not None else self._threads
+
+    @property
+    def stored_threads(self) -> StoredThreadList | None:
+        """Stored threads under ``codex_home`` as ``thread/list`` pages them, from their catalog
+        alone (built without the registry); ``None``: threads live in memory only."""
+        if self._stored_threads is None and self._codex_home is not None:
+            from codex_app_bridge.server._stored_list import StoredThreadList
+            from codex_app_bridge.storage import CodexHome, ThreadCatalog
+
+            catalog = ThreadCatalog(CodexHome(self._codex_home))
+            self._stored_threads = StoredThreadList(catalog, lambda: self.source.defaults)
+        return self._stored_threads
+
     @property
     def storage(self) -> ThreadStorage | None:
         """Stored threads under ``codex_home``; ``None``: threads live in memory only."""
-        if self._storage is None and self._codex_home is not None:
+        stored = self.stored_threads
+        if self._storage is None and self._codex_home is not None and stored is not None:
             from codex_app_bridge.server._stored import ThreadStorage
 
-            self._storage = ThreadStorage(self._codex_home, self.hub.offer_broadcast)
+            self._storage = ThreadStorage(
+                self._codex_home, self.hub.offer_broadcast, catalog=stored.catalog
+            )
         return self._storage
 
     @property
@@ -290,6 +316,8 @@ class BridgeServer:
         finally:
             if self._storage is not None:  # never created: nothing to close
                 self._storage.close()
+            if self._stored_threads is not None:  # its catalog (closing twice is harmless)
+                self._stored_threads.catalog.close()
             # every process the server started dies with it (none if the machine never loaded)
             machine = sys.modules.get("codex_app_bridge.machine")
             if machine is not None:

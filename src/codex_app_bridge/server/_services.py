@@ -1,7 +1,7 @@
 """``ServerServices``: what the request handlers and the idle unloader use of the server.
 
 Role: the process-wide pieces one ``BridgeServer`` lends to every connection (listener hub,
-thread registry, event source, identity) and ``initialize``, which the server answers itself, as
+thread registry, the stored threads' list, event source, identity) and ``initialize``, which the server answers itself, as
 a protocol. ``BridgeServer`` is the one implementation.
 
 Boundary: an interface only. It sits below the handlers (``_handlers`` and its namespaces,
@@ -19,6 +19,7 @@ from codex_app_bridge.listener import ListenerHub
 from codex_app_bridge.rpc import RequestContext
 from codex_app_bridge.server._handshake import ClientHello
 from codex_app_bridge.server._registry import ThreadRegistry
+from codex_app_bridge.server._stored_list import StoredThreadList
 from codex_app_bridge.sources import EventSource, ThreadGoals, TurnSource
 
 __all__ = ["GoalTurnStarter", "ServerServices"]
@@ -66,6 +67,16 @@ class ServerServices(Protocol):
     @property
     def threads(self) -> ThreadRegistry:
         """Every thread of the server, and the one owner of their lives."""
+        ...
+
+    def known_threads(self) -> ThreadRegistry | None:
+        """The registry if it was built (``None``: no thread was made or loaded yet)."""
+        ...
+
+    @property
+    def stored_threads(self) -> StoredThreadList | None:
+        """Stored threads as ``thread/list`` pages them, without the registry (``None``: no
+        ``CODEX_HOME``)."""
         ...
 
     def start_task(self, run: Callable[[], Coroutine[Any, Any, object]]) -> None:

@@ -164,9 +164,17 @@ class _Owed:
 class ThreadStorage:
     """Stored threads of one ``CODEX_HOME`` (see the module docstring)."""
 
-    def __init__(self, root: Path, broadcast: Broadcast | None = None) -> None:
+    def __init__(
+        self,
+        root: Path,
+        broadcast: Broadcast | None = None,
+        *,
+        catalog: ThreadCatalog | None = None,
+    ) -> None:
+        """``catalog``: the home's catalog when the server made it already (for
+        ``thread/list``, ``_stored_list``); closed with the storage."""
         self.home = CodexHome(root)
-        self.catalog = ThreadCatalog(self.home)
+        self.catalog = catalog if catalog is not None else ThreadCatalog(self.home)
         self._broadcast = broadcast
         self._writers: dict[str, RolloutWriter] = {}
         self._resume_at: dict[str, StoredThread] = {}

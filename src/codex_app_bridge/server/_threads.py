@@ -12,7 +12,8 @@ A thread is *materialized* once a turn has started on it (the real server writes
 before that it is absent from ``thread/list`` and cannot be resumed or forked.
 
 ``SettingsOverrides`` are the settings ``turn/start`` may change (thread/start, resume and fork
-resolve theirs from the config, ``_thread_config``). ``stored_thread_object`` is the ``Thread`` of a stored thread that is not loaded.
+resolve theirs from the config, ``_thread_config``). ``stored_thread_object`` is the ``Thread`` of a stored thread that is not loaded
+(``_stored_list.stored_thread_json`` its JSON when listed).
 
 Boundary: values only; nothing here reads files or changes a thread's life.
 """
@@ -39,6 +40,7 @@ from codex_app_bridge.protocol.v2 import (
     Turn,
     WorkspaceWriteSandboxPolicy,
 )
+from codex_app_bridge.server._stored_list import THREAD_SOURCE
 from codex_app_bridge.server._thread_extras import read_state_json, response_extras, thread_extras
 
 if TYPE_CHECKING:
@@ -50,17 +52,12 @@ if TYPE_CHECKING:
     from codex_app_bridge.storage import StoredThread
 
 __all__ = [
-    "THREAD_SOURCE",
     "SettingsOverrides",
     "ThreadRecord",
     "ThreadSettings",
     "sandbox_policy",
-    "stored_thread_json",
     "stored_thread_object",
 ]
-
-THREAD_SOURCE = "vscode"
-"""``Thread.source`` of every thread the app-server starts (what 0.163.0 reports)."""
 
 
 def sandbox_policy(mode: SandboxMode | None, cwd: str) -> SandboxPolicy:
@@ -254,44 +251,6 @@ class ThreadRecord:
             turns=turns or [],
             **thread_extras(self.settings.cwd, listed=listed),
         )
-
-
-def stored_thread_json(stored: StoredThread, defaults: SourceDefaults) -> dict[str, Any]:
-    """The JSON of :func:`stored_thread_object` with no turns and no git info (a listed stored
-    thread), made from the stored values as they are: ``thread/list`` answers without building
-    the ``Thread`` model (its validator is most of a first request's time)."""
-    source: Any = stored.source if isinstance(stored.source, str) else THREAD_SOURCE
-    return {
-        "agentNickname": None,
-        "agentRole": None,
-        "cliVersion": stored.cli_version or CODEX_PROTOCOL_VERSION,
-        "createdAt": stored.created_at_s,
-        "cwd": stored.cwd,
-        "ephemeral": False,
-        "forkedFromId": stored.forked_from_id,
-        "gitInfo": None,
-        "historyMode": "paginated",
-        "id": stored.thread_id,
-        "model": stored.model or defaults.model,
-        "modelProvider": stored.model_provider or defaults.model_provider,
-        "name": stored.name,
-        "originator": stored.originator,
-        "parentThreadId": None,
-        "path": str(stored.path),
-        "preview": stored.preview,
-        "projectId": None,
-        "reasoningEffort": stored.reasoning_effort,
-        "recencyAt": stored.updated_at_s,
-        "section": None,
-        "sectionEnteredAt": None,
-        "sessionId": stored.thread_id,
-        "source": source,
-        "status": {"type": "notLoaded"},
-        "threadSource": None,
-        "turns": [],
-        "updatedAt": stored.updated_at_s,
-        **thread_extras(stored.cwd, loaded=False),
-    }
 
 
 def stored_thread_object(

@@ -6,9 +6,15 @@ a tolerant reader, and a catalog over stored threads backed by an index of the r
 kept current by the writer and checked against the files, ``INDEX_FILE``). Boundary: file I/O and
 rollout lines only; it knows nothing of connections or JSON-RPC. The server owns the writers of its loaded threads and turns
 :class:`StorageError` into client errors.
+
+The reader and the writer (which need the core models) are imported when one of their names is
+first used: listing stored threads needs neither (a process's first ``thread/list``).
 """
 
 from __future__ import annotations
+
+from importlib import import_module
+from typing import TYPE_CHECKING, Any
 
 from codex_app_bridge.storage._catalog import (
     RowFilter,
@@ -28,11 +34,14 @@ from codex_app_bridge.storage._layout import (
     RolloutName,
     parse_rollout_name,
     rollout_file_name,
+    rollout_timestamp,
 )
 from codex_app_bridge.storage._paging import InvalidCursor, Page, cursor_position, page_threads
 from codex_app_bridge.storage._policy import PERSISTED_EVENT_TYPES, is_persisted_event_type
-from codex_app_bridge.storage._reader import LoadedRollout, load_rollout, parse_rollout_bytes
-from codex_app_bridge.storage._writer import RolloutWriter, rollout_timestamp, session_meta
+
+if TYPE_CHECKING:
+    from codex_app_bridge.storage._reader import LoadedRollout, load_rollout, parse_rollout_bytes
+    from codex_app_bridge.storage._writer import RolloutWriter, session_meta
 
 __all__ = [
     "ARCHIVED_SESSIONS_SUBDIR",
@@ -64,3 +73,20 @@ __all__ = [
     "session_meta",
     "timestamp_micros",
 ]
+
+_LAZY: dict[str, str] = {
+    "LoadedRollout": "_reader",
+    "load_rollout": "_reader",
+    "parse_rollout_bytes": "_reader",
+    "RolloutWriter": "_writer",
+    "session_meta": "_writer",
+}
+
+
+def __getattr__(name: str) -> Any:
+    module = _LAZY.get(name)
+    if module is None:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}", name=name)
+    value = getattr(import_module(f"{__name__}.{module}"), name)
+    globals()[name] = value
+    return value

@@ -34,13 +34,11 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 from functools import cached_property
 from pathlib import Path
-from typing import Any, Final, NamedTuple, TypeVar, cast
+from typing import TYPE_CHECKING, Any, Final, NamedTuple, TypeVar, cast
 
 import orjson
 
 from codex_app_bridge._clock import utc_now
-from codex_app_bridge.mapping.thread_history import resolve_rollout_history
-from codex_app_bridge.protocol import core
 from codex_app_bridge.storage._errors import RolloutUnavailable, StorageError
 from codex_app_bridge.storage._facts import RolloutFacts
 from codex_app_bridge.storage._index import IndexedFile, RolloutIndex
@@ -49,9 +47,14 @@ from codex_app_bridge.storage._layout import (
     SESSION_INDEX_FILE,
     CodexHome,
     parse_rollout_name,
+    rollout_timestamp,
 )
-from codex_app_bridge.storage._reader import LoadedRollout, load_rollout
-from codex_app_bridge.storage._writer import rollout_timestamp
+
+if TYPE_CHECKING:
+    # the core models (and the reader, the history resolver, which use them) are loaded where
+    # a rollout is read whole: listing and finding threads answers from the index alone
+    from codex_app_bridge.protocol import core
+    from codex_app_bridge.storage._reader import LoadedRollout
 
 __all__ = [
     "RowFilter",
@@ -228,6 +231,8 @@ class StoredThread:
     @cached_property
     def meta(self) -> core.SessionMeta:
         """The first rollout's ``session_meta`` (``base_instructions`` left out)."""
+        from codex_app_bridge.protocol import core
+
         return core.SessionMeta.model_validate(dict(self.meta_fields))
 
     @property
@@ -424,6 +429,8 @@ class ThreadCatalog:
         except LookupError as exc:
             _log.warning("%s: %s", file.rel, exc)
             return facts
+        from codex_app_bridge.protocol import core
+
         resolved = RolloutFacts()
         resolved.fold_bytes(b"".join(core.dump_rollout_line(line) + b"\n" for line in lines))
         self._resolved[file.rel] = (chain, resolved)
@@ -697,6 +704,8 @@ class ThreadCatalog:
             if cached is not None:
                 self._parsed.move_to_end(key)
                 return cached
+        from codex_app_bridge.storage._reader import load_rollout
+
         try:
             loaded = load_rollout(path)
         except OSError as exc:
@@ -709,6 +718,8 @@ class ThreadCatalog:
         return loaded
 
     def _history_of(self, path: Path) -> list[core.RolloutLine]:
+        from codex_app_bridge.mapping.thread_history import resolve_rollout_history
+
         loaded = self._parsed_file(path)
         if loaded is None:
             raise RolloutUnavailable(path)

@@ -10,15 +10,20 @@
 * ``thread/name/set`` appends ``{"id", "thread_name", "updated_at"}`` to ``session_index.jsonl``;
   the last entry of a thread wins. The rollout is not touched.
 
-Boundary: path arithmetic only, no I/O.
+A rollout line's ``timestamp`` (:func:`rollout_timestamp`) is spelled here too: the catalog
+stamps ``updatedAt`` with it without loading the writer.
+
+Boundary: path and time-stamp arithmetic only, no I/O.
 """
 
 from __future__ import annotations
 
 import re
 from dataclasses import dataclass
-from datetime import datetime
+from datetime import UTC, datetime
 from pathlib import Path
+
+from codex_app_bridge._clock import utc_now
 
 __all__ = [
     "ARCHIVED_SESSIONS_SUBDIR",
@@ -30,6 +35,7 @@ __all__ = [
     "RolloutName",
     "parse_rollout_name",
     "rollout_file_name",
+    "rollout_timestamp",
 ]
 
 SESSIONS_SUBDIR = "sessions"
@@ -118,3 +124,9 @@ class CodexHome:
         """Where an archived rollout goes back to: ``sessions/`` by the date in its name."""
         year, month, day = name.date_parts
         return self.sessions / year / month / day / file_name
+
+
+def rollout_timestamp(now: datetime | None = None) -> str:
+    """A rollout line's ``timestamp``: UTC, milliseconds, ``Z`` (``2026-11-30T00:54:51.102Z``)."""
+    moment = (now or utc_now()).astimezone(UTC)
+    return f"{moment:%Y-%m-%dT%H:%M:%S}.{moment.microsecond // 1000:03d}Z"

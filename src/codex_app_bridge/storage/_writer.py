@@ -27,11 +27,10 @@ import errno
 import fcntl
 import os
 from collections.abc import Callable
-from datetime import UTC, datetime
+from datetime import datetime
 from pathlib import Path
 from typing import Any, TypeAlias
 
-from codex_app_bridge._clock import utc_now
 from codex_app_bridge._version import CODEX_PROTOCOL_VERSION
 from codex_app_bridge.projection import new_item_id
 from codex_app_bridge.protocol._base import CoreModel
@@ -46,6 +45,7 @@ from codex_app_bridge.protocol.core import (
     dump_rollout_record,
 )
 from codex_app_bridge.storage._errors import StorageError
+from codex_app_bridge.storage._layout import rollout_timestamp
 from codex_app_bridge.storage._policy import PERSISTED_EVENT_TYPES
 
 __all__ = ["OnWrite", "RolloutWriter", "rollout_timestamp", "session_meta"]
@@ -54,12 +54,6 @@ OnWrite: TypeAlias = Callable[[Path, int, bytes, int, int], None]
 """``(path, start, data, size, mtime_ns)`` of each line written."""
 
 _OPEN_FLAGS = os.O_WRONLY | os.O_APPEND | os.O_CLOEXEC
-
-
-def rollout_timestamp(now: datetime | None = None) -> str:
-    """A rollout line's ``timestamp``: UTC, milliseconds, ``Z`` (``2026-11-30T00:54:51.102Z``)."""
-    moment = (now or utc_now()).astimezone(UTC)
-    return f"{moment:%Y-%m-%dT%H:%M:%S}.{moment.microsecond // 1000:03d}Z"
 
 
 def session_meta(
