@@ -114,12 +114,13 @@ async def test_a_first_thread_list_answers_from_the_catalog_without_the_registry
 
 
 def test_the_list_path_imports_neither_the_registry_nor_the_core_models() -> None:
-    """What the first ``thread/list`` of a process imports: the list handler, the stored list
-    and the storage index; not the registry, the runtime, the listener's hub, the sources, the
+    """What the first ``thread/list`` of a process imports: the list handler (which reads plain
+    params itself), the stored list and the storage index; not the registry, the runtime, the listener's hub, the sources, the
     mapping, the core models or pydantic (a module-level import that pulls one in is named)."""
     probe = (
         "import sys\n"
-        "import codex_app_bridge.server._handlers_lists\n"
+        "from codex_app_bridge.server._handlers_lists import ThreadListParamsSpec\n"
+        "ThreadListParamsSpec(16).decode({'limit': 25, 'sortKey': 'updated_at'})\n"
         "import codex_app_bridge.server._stored_list\n"
         "import codex_app_bridge.storage\n"
         "print('\\n'.join(sorted(sys.modules)))\n"

@@ -24,11 +24,14 @@ Boundary: what a request means and answers; the threads are the registry's.
 
 from __future__ import annotations
 
+from collections.abc import Callable
+from dataclasses import dataclass, fields
 from datetime import UTC, datetime
 from operator import attrgetter
-from typing import TYPE_CHECKING, Any, Final
+from typing import TYPE_CHECKING, Any, Final, Literal, cast
 
-from codex_app_bridge.rpc import RequestContext
+from codex_app_bridge.rpc import ModelParams, RequestContext
+from codex_app_bridge.rpc.methods import RawParamsValue
 from codex_app_bridge.server._errors import invalid_cursor
 from codex_app_bridge.server._shared import shared_thread_object
 from codex_app_bridge.server._stored_list import THREAD_SOURCE
@@ -44,14 +47,21 @@ from codex_app_bridge.storage import (
 if TYPE_CHECKING:
     from codex_app_bridge.protocol.v2 import (
         Thread,
-        ThreadListParams,
         ThreadLoadedListParams,
         ThreadLoadedListResponse,
     )
     from codex_app_bridge.server._services import ServerServices
     from codex_app_bridge.server._threads import ThreadRecord
 
-__all__ = ["THREAD_LIST_DEFAULT_LIMIT", "ThreadListHandlers"]
+__all__ = [
+    "SORT_DIRECTIONS",
+    "THREAD_LIST_DEFAULT_LIMIT",
+    "THREAD_SORT_KEYS",
+    "THREAD_SOURCE_KINDS",
+    "ThreadListHandlers",
+    "ThreadListParamsSpec",
+    "ThreadListQuery",
+]
 
 THREAD_LIST_DEFAULT_LIMIT: Final = 25
 THREAD_LIST_MAX_LIMIT: Final = 100
@@ -61,6 +71,122 @@ _CREATED_KEY: Final = attrgetter("created_key", "thread_id")
 _UPDATED_KEY: Final = attrgetter("updated_key", "thread_id")
 _CREATED_STAMP: Final = attrgetter("created_at")
 _UPDATED_STAMP: Final = attrgetter("updated_at")
+
+
+SORT_DIRECTIONS: Final = frozenset({"asc", "desc"})
+THREAD_SORT_KEYS: Final = frozenset({"created_at", "updated_at", "recency_at", "section_position"})
+THREAD_SOURCE_KINDS: Final = frozenset(
+    {
+        "cli",
+        "vscode",
+        "exec",
+        "appServer",
+        "subAgent",
+        "subAgentReview",
+        "subAgentCompact",
+        "subAgentThreadSpawn",
+        "subAgentOther",
+        "unknown",
+    }
+)
+"""The values of ``SortDirection``, ``ThreadSortKey`` and ``ThreadSourceKind`` (0.163.0's schema;
+a test holds them equal to the generated models')."""
+_COUNT_LIMIT: Final = 2**31
+"""A ``limit`` at or beyond this is left to the validator (as ``rpc.ModelParams`` does)."""
+
+
+@dataclass(frozen=True, slots=True)
+class ThreadListQuery:
+    """``thread/list``'s params as the handler reads them (``ThreadListParams``'s fields)."""
+
+    archived: bool | None = None
+    cursor: str | None = None
+    cwd: str | list[str] | None = None
+    excluded_thread_ids: list[str] | None = None
+    limit: int | None = None
+    model_providers: list[str] | None = None
+    originators: list[str] | None = None
+    search_term: str | None = None
+    section_id: str | None = None
+    sort_direction: Literal["asc", "desc"] | None = None
+    sort_key: str | None = None
+    source_kinds: list[str] | None = None
+    use_state_db_only: bool | None = None
+
+
+def _is_bool(value: object) -> bool:
+    return type(value) is bool
+
+
+def _is_str(value: object) -> bool:
+    return type(value) is str
+
+
+def _is_strs(value: object) -> bool:
+    return type(value) is list and all(type(v) is str for v in cast("list[object]", value))
+
+
+def _is_count(value: object) -> bool:
+    return type(value) is int and 0 <= value < _COUNT_LIMIT
+
+
+def _among(values: frozenset[str]) -> Callable[[object], bool]:
+    return lambda value: type(value) is str and value in values
+
+
+def _all_among(values: frozenset[str]) -> Callable[[object], bool]:
+    return lambda value: _is_strs(value) and values.issuperset(cast("list[str]", value))
+
+
+_PLAIN_FIELDS: Final[dict[str, tuple[str, Callable[[object], bool]]]] = {
+    "archived": ("archived", _is_bool),
+    "cursor": ("cursor", _is_str),
+    "cwd": ("cwd", lambda value: _is_str(value) or _is_strs(value)),
+    "excludedThreadIds": ("excluded_thread_ids", _is_strs),
+    "limit": ("limit", _is_count),
+    "modelProviders": ("model_providers", _is_strs),
+    "originators": ("originators", _is_strs),
+    "searchTerm": ("search_term", _is_str),
+    "sectionId": ("section_id", _is_str),
+    "sortDirection": ("sort_direction", _among(SORT_DIRECTIONS)),
+    "sortKey": ("sort_key", _among(THREAD_SORT_KEYS)),
+    "sourceKinds": ("source_kinds", _all_among(THREAD_SOURCE_KINDS)),
+    "useStateDbOnly": ("use_state_db_only", _is_bool),
+}
+"""Wire name -> field of ``ThreadListQuery`` and what a value must be to be taken as it is."""
+
+
+class ThreadListParamsSpec:
+    """``thread/list``'s params: an object whose every member is a field given a value of its
+    type (or ``null``) is read as it is, without the wire models (a process's first request is
+    often a list: pydantic and the generated models are most of its time); anything else goes
+    through ``ThreadListParams`` (``rpc.ModelParams``), which words the error as serde does, or
+    reads what the plain path does not (positional params)."""
+
+    def __init__(self, field_count: int) -> None:
+        """``field_count``: the Rust struct's (positional params' messages)."""
+        self._field_count = field_count
+        self._model: ModelParams[Any] | None = None
+
+    def decode(self, raw: RawParamsValue) -> ThreadListQuery:
+        if isinstance(raw, dict):
+            values: dict[str, Any] = {}
+            for wire, value in raw.items():
+                plain = _PLAIN_FIELDS.get(wire)
+                if plain is None or (value is not None and not plain[1](value)):
+                    break
+                values[plain[0]] = value
+            else:
+                return ThreadListQuery(**values)
+        return self._by_model(raw)
+
+    def _by_model(self, raw: RawParamsValue) -> ThreadListQuery:
+        if self._model is None:
+            from codex_app_bridge.protocol.v2 import ThreadListParams
+
+            self._model = ModelParams(ThreadListParams, field_count=self._field_count)
+        params = self._model.decode(raw)
+        return ThreadListQuery(**{f.name: getattr(params, f.name) for f in fields(ThreadListQuery)})
 
 
 def _iso(seconds: int) -> str:
@@ -106,7 +232,7 @@ class ThreadListHandlers:
     def __init__(self, server: ServerServices) -> None:
         self.server = server
 
-    async def thread_list(self, ctx: RequestContext, params: ThreadListParams) -> dict[str, Any]:
+    async def thread_list(self, ctx: RequestContext, params: ThreadListQuery) -> dict[str, Any]:
         server = self.server
         by_updated = params.sort_key in ("updated_at", "recency_at")
         limit = (

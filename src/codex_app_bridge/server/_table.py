@@ -2,7 +2,8 @@
 
 ``build_method_table(handlers)`` lists all ``ALL_CLIENT_REQUEST_METHODS`` (so the unknown-method
 error names them like the real server). The supported ones (``SUPPORTED_METHODS``) are bound to
-their handler and their generated params model (serde-worded params errors); every other known
+their handler and their generated params model (serde-worded params errors; ``thread/list``'s
+plain params are read without it, ``_handlers_lists.ThreadListParamsSpec``); every other known
 method decodes its params as a plain object and answers the unsupported error of ``_errors``
 (``-32601 "<method> is not supported by codex-app-bridge"``). Experimental methods are marked for
 the gate.
@@ -221,6 +222,12 @@ def method_spec(handlers: Handlers, method: str) -> MethodSpec[Any]:
     route = handler_route(handlers, method)
     if method == "initialize":
         return initialize_spec(cast("Handler[ClientHello]", route))
+    if method == "thread/list":  # its params are read without the models when they can be
+        from codex_app_bridge.server._handlers_lists import ThreadListParamsSpec
+
+        assert not isinstance(route, Immediate)
+        params = ThreadListParamsSpec(_FIELD_COUNTS[model_name])
+        return MethodSpec(method, params, route)
     model = _params_model(model_name)
     if isinstance(route, Immediate):
         return _spec(method, model, None, route.handler)
