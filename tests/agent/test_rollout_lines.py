@@ -1,9 +1,11 @@
 """The rollout a model thread leaves has 0.163.0's lines in 0.163.0's places: after a first turn's
 context its ``world_state`` and then the ``turn_context`` (a later turn: the ``turn_context``
 right after ``task_started``), a ``token_usage_record`` after each response's items, and after
-a compaction's ``compacted`` line a ``world_state`` and ``turn_context`` again. The reference is
-the real binary's rollout in ``tests/data/captures/plain`` (its ``thread_settings_applied`` line
-is not written by the bridge: KNOWN_DIFFERENCES)."""
+a compaction's ``compacted`` line a ``world_state`` and ``turn_context`` again, each baseline's
+``turn_context`` followed by a ``thread_settings_applied`` line. The reference is the real
+binary's rollout in ``tests/data/captures/plain`` and its lines probed in
+``tests/data/rollout_lines/real_0.163.0.json`` (a goal set before the first turn, a compaction,
+the permission profile of each sandbox)."""
 
 from __future__ import annotations
 
@@ -22,7 +24,9 @@ from codex_app_bridge.conformance.real_codex import (
     codex_env,
     write_codex_config,
 )
-from tests.conftest import CAPTURES_DIR, bridge_env
+from codex_app_bridge.server._settings_line import permission_profile, settings_applied
+from codex_app_bridge.server._threads import ThreadSettings
+from tests.conftest import CAPTURES_DIR, DATA_DIR, bridge_env
 
 pytestmark = pytest.mark.anyio
 
@@ -59,7 +63,8 @@ async def _run(scratch: Path, mock: MockResponses) -> list[JsonObject]:
             bridge_command(), env=env, cwd=str(work), stderr_path=scratch / "stderr.log"
         ) as peer:
             await peer.initialize()
-            thread_id = (await peer.request("thread/start", {"cwd": str(work)}))["thread"]["id"]
+            params = {"cwd": str(work), "approvalPolicy": "never", "sandbox": "danger-full-access"}
+            thread_id = (await peer.request("thread/start", params))["thread"]["id"]
             for count, step in enumerate(("one", None, "two"), start=1):
                 if step is None:
                     await peer.request("thread/compact/start", {"threadId": thread_id})
@@ -79,6 +84,16 @@ async def _run(scratch: Path, mock: MockResponses) -> list[JsonObject]:
     return [json.loads(x) for x in text.splitlines()]
 
 
+settings_kind = "event_msg:thread_settings_applied"
+PROBED: JsonObject = json.loads(
+    (DATA_DIR / "rollout_lines" / "real_0.163.0.json").read_text(encoding="utf-8")
+)
+
+
+def _payloads(lines: list[JsonObject]) -> list[JsonObject]:
+    return [line["payload"] for line in lines if line["type"] == "event_msg"]
+
+
 async def test_a_model_threads_rollout_has_the_binarys_lines_in_the_binarys_places() -> None:
     real = [
         json.loads(x)
@@ -89,7 +104,7 @@ async def test_a_model_threads_rollout_has_the_binarys_lines_in_the_binarys_plac
         lines = await _run(Path(scratch), mock)
     first, compaction, second = _turns(lines)
     (real_first,) = _turns(real)
-    assert first == [k for k in real_first if k != "event_msg:thread_settings_applied"]
+    assert first == real_first
     assert second == [
         "event_msg:task_started",
         "turn_context",
@@ -102,8 +117,21 @@ async def test_a_model_threads_rollout_has_the_binarys_lines_in_the_binarys_plac
         "event_msg:task_complete",
     ]
     after = compaction[compaction.index("compacted") :]
-    assert after[:3] == ["compacted", "world_state", "turn_context"]
+    assert after[:4] == ["compacted", "world_state", "turn_context", settings_kind]
+    probed = PROBED["compaction"]["kinds"]
+    assert after[:4] == probed[probed.index("compacted") :][:4]
     assert [line["ordinal"] for line in lines] == list(range(len(lines)))
+    # the settings line is the binary's, field for field (its ids and paths the bridge's)
+    (real_applied,) = [p for p in _payloads(real) if p.get("type") == "thread_settings_applied"]
+    work = lines[0]["payload"]["cwd"]
+    expected = json.loads(
+        json.dumps(real_applied)
+        .replace(real_applied["thread_id"], lines[0]["payload"]["id"])
+        .replace(real_applied["thread_settings"]["cwd"], work)
+    )
+    applied = [p for p in _payloads(lines) if p.get("type") == "thread_settings_applied"]
+    assert applied == [expected, expected]
+    assert list(applied[0]["thread_settings"]) == list(real_applied["thread_settings"])
 
     # the world state has the binary's layout (its texts are the bridge's own)
     def state(of: list[JsonObject]) -> JsonObject:
@@ -121,3 +149,95 @@ async def test_a_model_threads_rollout_has_the_binarys_lines_in_the_binarys_plac
     assert totals == sorted(totals)
     assert len(set(totals)) == len(totals)
     assert all(r["turn_token_usage"] == r["usage"] for r in records)  # one response per turn
+
+
+def _sandbox_settings(sandbox: JsonObject, cwd: str) -> ThreadSettings:
+    from pydantic import TypeAdapter
+
+    from codex_app_bridge.protocol.v2 import SandboxPolicy
+
+    policy = TypeAdapter(SandboxPolicy).validate_python(sandbox)
+    return ThreadSettings(cwd=cwd, model="mock-model", model_provider="mock", sandbox=policy)
+
+
+@pytest.mark.parametrize(
+    ("mode", "sandbox"),
+    [
+        ("danger-full-access", {"type": "dangerFullAccess"}),
+        ("read-only", {"type": "readOnly"}),
+        ("workspace-write", {"type": "workspaceWrite"}),
+    ],
+)
+def test_the_permission_profile_of_each_sandbox_is_the_binarys(
+    mode: str, sandbox: JsonObject
+) -> None:
+    expected = json.loads(json.dumps(PROBED["profiles"][mode]).replace("<cwd>", "/w/project"))
+    assert permission_profile(_sandbox_settings(sandbox, "/w/project")) == expected
+
+
+def test_a_workspace_write_snapshot_with_a_writable_root_is_the_binarys() -> None:
+    probed = PROBED["workspace_write_extra_root"]
+    expected = json.loads(
+        json.dumps(probed["thread_settings"])
+        .replace("<cwd>", "/w/project")
+        .replace("<extra>", "/w/extra")
+    )
+    sandbox = {
+        "type": "workspaceWrite",
+        "writableRoots": ["/w/extra"],
+        "networkAccess": True,
+        "excludeSlashTmp": True,
+        "excludeTmpdirEnvVar": True,
+    }
+    settings = _sandbox_settings(sandbox, "/w/project")
+    settings.approval_policy = "never"
+    event = settings_applied("t", settings, "detailed")
+    dumped = json.loads(event.thread_settings.model_dump_json(by_alias=True))
+    assert dumped == expected
+    assert list(dumped) == list(expected)
+
+
+async def test_a_goal_set_before_the_first_turn_is_the_rollouts_first_line() -> None:
+    """As probed: ``session_meta``, the goal set (turnless ``thread_goal_updated``), the settings
+    checkpoint, a second set; a turn; two sets after it; ``thread/goal/clear`` writes nothing."""
+    with MockResponses() as mock, tempfile.TemporaryDirectory() as raw:
+        mock.set_scenario("plain", text="ok")
+        scratch = Path(raw)
+        home, work = scratch / "home", scratch / "work"
+        work.mkdir()
+        write_codex_config(home, mock.base_url)
+        env = codex_env(home, extra={k: v for k, v in bridge_env().items() if k == "PYTHONPATH"})
+        with anyio.fail_after(TIMEOUT * 4):
+            async with StdioPeer.spawn(
+                bridge_command(), env=env, cwd=str(work), stderr_path=scratch / "stderr.log"
+            ) as peer:
+                await peer.initialize()
+                params = {"cwd": str(work), "approvalPolicy": "never"}
+                thread_id = (await peer.request("thread/start", params))["thread"]["id"]
+
+                async def goal(**fields: Any) -> None:
+                    await peer.request("thread/goal/set", {"threadId": thread_id, **fields})
+
+                await goal(objective="x", status="paused")
+                await goal(status="paused", tokenBudget=50)
+                text = [{"type": "text", "text": "hi"}]
+                done = peer.expect(lambda m: m.get("method") == "turn/completed")
+                await peer.request("turn/start", {"threadId": thread_id, "input": text})
+                await peer.wait(done, TIMEOUT)
+                await goal(status="paused", tokenBudget=70)
+                await peer.request("thread/goal/clear", {"threadId": thread_id})
+                await goal(objective="y", status="paused")
+                read = await peer.request("thread/read", {"threadId": thread_id})
+        text = await anyio.Path(read["thread"]["path"]).read_text(encoding="utf-8")
+    lines = [json.loads(x) for x in text.splitlines()]
+    kinds = [_kind(line) for line in lines]
+    assert kinds == PROBED["goal_set_before_first_turn"]["kinds"]
+    goals = [p for p in _payloads(lines) if p["type"] == "thread_goal_updated"]
+    assert [(g["goal"]["objective"], g["goal"].get("tokenBudget")) for g in goals] == [
+        ("x", None),
+        ("x", 50),
+        ("x", 70),
+        ("y", None),
+    ]
+    assert all("turnId" not in g and g["threadId"] == thread_id for g in goals)
+    assert "tokenBudget" not in goals[0]["goal"]

@@ -12,6 +12,8 @@ Rules (probed from the 0.163.0 binary):
   provided``. The answer is ``{goal}``; every connection then gets ``thread/goal/updated``
   (``turnId: null``), and an active goal of an idle thread starts a goal-continuation turn
   (``_goal_turns``).
+* A loaded thread's rollout records the goal set as a turnless ``thread_goal_updated`` line
+  (``turnId`` absent), as 0.163.0 writes it; ``clear`` writes nothing.
 * ``clear`` answers ``{cleared}`` (whether there was a goal); when there was, every connection
   gets ``thread/goal/cleared``.
 
@@ -25,6 +27,7 @@ from __future__ import annotations
 from functools import partial
 from typing import TYPE_CHECKING
 
+from codex_app_bridge.protocol.core import EventEnvelope, ThreadGoalUpdatedEvent
 from codex_app_bridge.protocol.core import ThreadGoal as CoreThreadGoal
 from codex_app_bridge.protocol.v2 import (
     ThreadGoal,
@@ -98,6 +101,12 @@ class GoalHandlers:
             )
         except GoalError as exc:
             raise invalid_request(exc.message) from None
+        threads = self.server.threads
+        record = threads.get(thread_id)
+        if record is not None and threads.storage is not None:
+            # 0.163.0 records the goal set in the rollout, as a turnless thread_goal_updated
+            event = ThreadGoalUpdatedEvent.model_construct(thread_id=thread_id, goal=goal)
+            threads.storage.persist(record, EventEnvelope.trusted("", event))
         hub = self.server.hub
         ctx.after_response(partial(hub.broadcast, "thread/goal/updated", goal_updated(goal)))
         ctx.after_response(partial(self.server.goal_turns.continue_goal, thread_id))

@@ -42,6 +42,7 @@ from codex_app_bridge.projection import uuid7
 from codex_app_bridge.protocol import core
 from codex_app_bridge.protocol._base import CoreModel
 from codex_app_bridge.protocol.v2 import WarningNotification, dump_json
+from codex_app_bridge.server._settings_line import settings_applied
 from codex_app_bridge.server._threads import ThreadRecord
 from codex_app_bridge.storage import (
     PERSISTED_EVENT_TYPES,
@@ -150,6 +151,12 @@ def token_usage_line(event: core.TokenUsageRecordEvent) -> core.TokenUsageRecord
 def compacted_line(event: core.CompactedEvent) -> core.CompactedItem:
     """The ``compacted`` line's payload for the bridge's record of a compaction."""
     return core.CompactedItem(message=event.message, replacement_history=event.replacement_history)
+
+
+def _settings_applied(record: ThreadRecord) -> core.ThreadSettingsAppliedEvent:
+    config = record.config
+    summary = None if config is None else config.model_reasoning_summary
+    return settings_applied(record.id, record.settings, summary)
 
 
 @dataclass(slots=True)
@@ -273,10 +280,13 @@ class ThreadStorage:
                 )
                 started = owed.started if owed is not None else self._started.get(record.id)
                 writer.append_turn_context(turn_context(record, started))
+                if msg.full:
+                    writer.append_record("event_msg", _settings_applied(record))
                 return
             line = self._line(msg)
             if line is None:
                 return
+            fresh = record.id not in self._writers and record.id not in self._resume_at
             writer = self._writer(record)
             if owed is not None:
                 del self._owed[record.id]
@@ -288,6 +298,9 @@ class ThreadStorage:
             if msg.type in _TURN_STARTS:
                 self._owed[record.id] = _Owed(record, msg)
                 self._started[record.id] = msg
+            elif fresh and kind == "event_msg" and msg.type == "thread_goal_updated":
+                # a goal set before the first turn: 0.163.0 checkpoints the settings after it
+                writer.append_record("event_msg", _settings_applied(record))
         except StorageError as exc:
             self._report(record.id, exc)
 
@@ -300,6 +313,8 @@ class ThreadStorage:
             return "token_usage_record", token_usage_line(msg)
         if msg.type in PERSISTED_EVENT_TYPES:
             return "event_msg", msg
+        if isinstance(msg, core.ThreadGoalUpdatedEvent) and msg.turn_id is None:
+            return "event_msg", msg  # thread/goal/set's (a turn's goal updates are not kept)
         return None
 
     def _flush(self, thread_id: str) -> None:
