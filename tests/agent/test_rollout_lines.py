@@ -241,3 +241,45 @@ async def test_a_goal_set_before_the_first_turn_is_the_rollouts_first_line() -> 
     ]
     assert all("turnId" not in g and g["threadId"] == thread_id for g in goals)
     assert "tokenBudget" not in goals[0]["goal"]
+
+
+async def test_a_resume_after_a_restart_checkpoints_the_settings_as_the_binary() -> None:
+    """Two turns, a new server process, ``thread/resume``, a turn: the resumed thread's first
+    line is the settings checkpoint, before the turn (probed ``resume_after_restart``)."""
+    with MockResponses() as mock, tempfile.TemporaryDirectory() as raw:
+        mock.set_scenario("plain", text="ok")
+        scratch = Path(raw)
+        home, work = scratch / "home", scratch / "work"
+        work.mkdir()
+        write_codex_config(home, mock.base_url)
+        env = codex_env(home, extra={k: v for k, v in bridge_env().items() if k == "PYTHONPATH"})
+        thread_id = ""
+        path = ""
+        with anyio.fail_after(TIMEOUT * 4):
+            for process, turns in enumerate((2, 1)):
+                async with StdioPeer.spawn(
+                    bridge_command(),
+                    env=env,
+                    cwd=str(work),
+                    stderr_path=scratch / f"stderr.{process}.log",
+                ) as peer:
+                    await peer.initialize()
+                    params = {"cwd": str(work), "approvalPolicy": "never"}
+                    if process == 0:
+                        started = await peer.request("thread/start", params)
+                        thread_id = started["thread"]["id"]
+                    else:
+                        await peer.request("thread/resume", {"threadId": thread_id})
+                    for _ in range(turns):
+                        done = peer.expect(lambda m: m.get("method") == "turn/completed")
+                        text = [{"type": "text", "text": "hi"}]
+                        await peer.request("turn/start", {"threadId": thread_id, "input": text})
+                        await peer.wait(done, TIMEOUT)
+                    read = await peer.request("thread/read", {"threadId": thread_id})
+                    path = read["thread"]["path"]
+        text = await anyio.Path(path).read_text(encoding="utf-8")
+    lines = [json.loads(x) for x in text.splitlines()]
+    assert [_kind(line) for line in lines] == PROBED["resume_after_restart"]["kinds"]
+    applied = [p for p in _payloads(lines) if p["type"] == "thread_settings_applied"]
+    assert len(applied) == 2
+    assert applied[0]["thread_settings"] == applied[1]["thread_settings"]

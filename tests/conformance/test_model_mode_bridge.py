@@ -37,25 +37,9 @@ label matches, and every detail line matches the pattern of some row with that k
 (``None``: a difference without details)."""
 
 COMMON: list[Known] = []
-KNOWN: dict[str, list[Known]] = {
-    "goal_after_turn": [
-        # as in resume_after_restart
-        (
-            "changed",
-            "response thread/resume",
-            r"result\.(itemsBackwardsCursor|turnsBackwardsCursor|sandbox\.\w+): .*",
-        ),
-    ],
-    "resume_after_restart": [
-        # the cursors' ordinals count each server's own rollout lines (deliberate, as in the
-        # replay suite)
-        (
-            "changed",
-            "response thread/resume",
-            r"result\.(itemsBackwardsCursor|turnsBackwardsCursor): .*",
-        ),
-    ],
-}
+KNOWN: dict[str, list[Known]] = {}
+"""Empty since the bridge writes 0.163.0's ``thread_settings_applied`` and goal lines: the resume
+cursors' rollout ordinals (``resume_after_restart``, ``goal_after_turn``) are the binary's."""
 
 
 def known(name: str, difference: Difference) -> bool:

@@ -217,6 +217,8 @@ class ThreadHandlers:
         record.settings = thread_settings(self.server, config, params, record.settings)
         record.config = config
         threads.reload(record)
+        if loading and threads.storage is not None and not record.ephemeral:
+            threads.storage.checkpoint(record)  # as 0.163.0, a cold resume's settings
         record.listener.subscribe(ctx.connection, raw_events=record.raw_events)
         if loading:  # loaded now from its rollout: notLoaded -> idle, before the answer
             status = ThreadStatusChangedNotification(thread_id=record.id, status=IdleThreadStatus())

@@ -304,6 +304,12 @@ class ThreadStorage:
         except StorageError as exc:
             self._report(record.id, exc)
 
+    def checkpoint(self, record: ThreadRecord) -> None:
+        """The settings checkpoint 0.163.0 writes when ``thread/resume`` loads a thread back: a
+        ``thread_settings_applied`` line of the settings it resumes with."""
+        if record.path is not None:
+            self.persist(record, core.EventEnvelope.trusted("", _settings_applied(record)))
+
     @staticmethod
     def _line(msg: core.EventMsg) -> tuple[str, CoreModel] | None:
         """The line an event is written as (``None``: not persisted)."""
