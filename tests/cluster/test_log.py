@@ -113,6 +113,24 @@ def _completed_commands(messages: list[Message]) -> list[dict[str, Any]]:
     ]
 
 
+def _resolved_before_the_command(seen: list[Message], request_id: int) -> None:
+    """The request ``request_id`` reads as resolved (``serverRequest/resolved``) before its
+    command's ``item/completed``, not only at the turn's end."""
+    resolved = [
+        i
+        for i, m in enumerate(seen)
+        if m.get("method") == "serverRequest/resolved" and m["params"]["requestId"] == request_id
+    ]
+    completed = [
+        i
+        for i, m in enumerate(seen)
+        if m.get("method") == "item/completed" and m["params"]["item"]["type"] == "commandExecution"
+    ]
+    assert len(resolved) == 1, [m.get("method") for m in seen]
+    assert len(completed) == 1, [m.get("method") for m in seen]
+    assert resolved[0] < completed[0], [m.get("method") for m in seen]
+
+
 async def test_an_approval_raised_on_the_owner_is_answered_from_another_node(
     nats_server: NatsServer,
 ) -> None:
@@ -139,3 +157,19 @@ async def test_an_approval_raised_on_the_owner_is_answered_from_another_node(
                     assert command["status"] == "completed"
                     assert command["aggregatedOutput"] == "ran: ls -la\n"
                     assert seen[-1]["params"]["turn"]["status"] == "completed"
+                # the request reads as answered on both nodes as soon as it is: before the
+                # command runs (the owner resolves it before it takes the answer)
+                _resolved_before_the_command(seen_a, asked_a["id"])
+                _resolved_before_the_command(seen_b, asked_b["id"])
+
+                # and answered on the owner: the other node resolves it from the log
+                turn = await alice.start_turn(thread_id, "approve: pwd")
+                asked_a = (await alice.until(lambda m: m.get("method") == APPROVAL))[-1]
+                asked_b = (await bob.until(lambda m: m.get("method") == APPROVAL))[-1]
+                await alice.send({"id": asked_a["id"], "result": {"decision": "decline"}})
+                seen_a = await alice.until(is_turn_completed(turn))
+                seen_b = await bob.until(is_turn_completed(turn))
+                for seen, asked in ((seen_a, asked_a), (seen_b, asked_b)):
+                    _resolved_before_the_command(seen, asked["id"])
+                    [command] = _completed_commands(seen)
+                    assert command["status"] == "declined"

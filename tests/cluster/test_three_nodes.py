@@ -20,7 +20,12 @@ import pytest
 from codex_app_bridge.cluster._subjects import LEASE_BUCKET
 from tests.cluster._nodes import events_in, jetstream, join, open_node, read_log, spawn_node
 from tests.cluster.conftest import NatsServer
-from tests.cluster.test_log import APPROVAL, _stream, _strip  # pyright: ignore[reportPrivateUsage]
+from tests.cluster.test_log import (
+    APPROVAL,
+    _resolved_before_the_command,  # pyright: ignore[reportPrivateUsage]
+    _stream,  # pyright: ignore[reportPrivateUsage]
+    _strip,  # pyright: ignore[reportPrivateUsage]
+)
 from tests.e2e._harness import TIMEOUT, Message, Session, is_turn_completed
 
 if TYPE_CHECKING:
@@ -98,9 +103,11 @@ async def client_flows(
     ]
     assert asked[1]["params"] == asked[0]["params"] == asked[2]["params"]
     await carol.send({"id": asked[2]["id"], "result": {"decision": "accept"}})
-    for client in (alice, bob, carol):
-        ended = (await client.until(is_turn_completed(fourth)))[-1]
-        assert ended["params"]["turn"]["status"] == "completed"
+    for client, request in zip((alice, bob, carol), asked, strict=True):
+        seen = await client.until(is_turn_completed(fourth))
+        assert seen[-1]["params"]["turn"]["status"] == "completed"
+        # resolved on every node as soon as it is answered (the owner first, then the log)
+        _resolved_before_the_command(seen, request["id"])
     spans = ((starts[0], len(bob.received)), (starts[1], len(carol.received)))
     before = await alice.result("thread/read", {"threadId": thread_id, "includeTurns": True})
 
@@ -161,9 +168,8 @@ async def client_flows(
         carol.received[marks[1] : spans[1][0]]
     )
     assert _stream(bob.received[spans[0][1] :]) == _stream(carol.received[spans[1][1] :])
-    # the approval's turn alike but for when the request reads as resolved: at
-    # once on the node that answered, at the turn's end on the others (the log
-    # does not carry answers yet)
+    # the approval's turn alike but for the request's resolution, whose moment each node
+    # sees its own way (at once where it was answered, from the log elsewhere)
     assert _without(approval_b, ANSWERED) == _without(approval_c, ANSWERED)
     resolved = {"requestId": asked[1]["id"], "threadId": thread_id}
     assert ("serverRequest/resolved", resolved) in approval_b

@@ -77,8 +77,11 @@ class LogNode(Protocol):
         """A followed thread's session was opened (the node may end it: ``take_over``)."""
         ...
 
-    async def send_control(self, thread_id: str, data: bytes, seconds: float) -> str | None:
-        """Send a submission to the thread's owner; ``None`` once taken, else why not."""
+    async def send_control(
+        self, thread_id: str, data: bytes, seconds: float, *, answer: bool = False
+    ) -> str | None:
+        """Send a submission (``answer``: an answer's line, ``_answers``) to the thread's
+        owner; ``None`` once taken, else why not."""
         ...
 
 
@@ -89,7 +92,8 @@ class FollowerSession:
         self._node = node
         self.thread_id = thread_id
         self._queue = EventQueue()
-        self._outbox: deque[Submission] = deque()
+        self._outbox: deque[Submission | bytes] = deque()
+        """Submissions for the owner, and answers' lines (``relay``), in order."""
         self._wake: anyio.Event | None = None
         """Set when a submission waits (``_forward``)."""
         self._done: anyio.Event | None = None
@@ -106,6 +110,13 @@ class FollowerSession:
                 self._done.set()
             return
         self._outbox.append(submission)
+        if self._wake is not None:
+            self._wake.set()
+
+    def relay(self, line: bytes) -> None:
+        """Send an answer a client of this node gave to the owner, before the ``Op`` that
+        follows it (``_answers``): the owner and the other nodes resolve the request first."""
+        self._outbox.append(line)
         if self._wake is not None:
             self._wake.set()
 
@@ -169,6 +180,13 @@ class FollowerSession:
         while True:
             while self._outbox:
                 submission = self._outbox.popleft()
+                if isinstance(submission, bytes):
+                    error = await self._node.send_control(
+                        self.thread_id, submission, CONTROL_TIMEOUT, answer=True
+                    )
+                    if error is not None:  # the others resolve it at the turn's end
+                        logger.warning("thread %s: answer not passed on: %s", self.thread_id, error)
+                    continue
                 error = await self._node.send_control(
                     self.thread_id, dump_json(submission), CONTROL_TIMEOUT
                 )

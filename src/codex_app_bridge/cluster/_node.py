@@ -36,7 +36,8 @@ from __future__ import annotations
 import logging
 import ssl
 import uuid
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Hashable
+from functools import partial
 from types import TracebackType
 from typing import TYPE_CHECKING, Any, Final, Self, cast
 
@@ -44,8 +45,19 @@ import anyio
 import anyio.abc
 import orjson
 
+from codex_app_bridge.cluster._answers import (
+    ANSWER_HEADER,
+    ANSWERED,
+    answer_line,
+    is_answer,
+    parse_answer,
+)
 from codex_app_bridge.cluster._control import apply_submission
-from codex_app_bridge.cluster._follow import ClusterSource, FollowerSession, control_error
+from codex_app_bridge.cluster._follow import (
+    ClusterSource,
+    FollowerSession,
+    control_error,
+)
 from codex_app_bridge.cluster._index import ThreadIndex
 from codex_app_bridge.cluster._meta import meta_of_record, shared_thread
 from codex_app_bridge.cluster._options import ClusterOptions, ClusterUnavailable
@@ -115,7 +127,8 @@ class _Log:
     def __init__(self, record: ThreadRecord, sent: int, last_sequence: int) -> None:
         self.record = record
         self.subject = events_subject(record.id)
-        self.buffer: list[EventEnvelope] = []
+        self.buffer: list[EventEnvelope | bytes] = []
+        """Events, and answers' lines (``_answers``), in order."""
         self.sent = sent
         """Events of the thread's log before the buffer (the next is number ``sent + 1``)."""
         self.last_sequence = last_sequence
@@ -126,7 +139,7 @@ class _Log:
         self.wake: anyio.Event | None = None
         """Set when the buffer gets an event (``ClusterNode._publish`` waits on it)."""
 
-    def append(self, envelope: EventEnvelope) -> None:
+    def append(self, envelope: EventEnvelope | bytes) -> None:
         buffer = self.buffer
         buffer.append(envelope)
         if len(buffer) == 1 and self.wake is not None:
@@ -326,6 +339,7 @@ class ClusterNode:
     def loaded(self, record: ThreadRecord) -> None:
         runtime = record.runtime
         assert runtime is not None
+        runtime.requests.relay = partial(self._relay, record.id)
         if record.id in self._after:
             self._following[record.id] = record
             runtime.follow()
@@ -423,6 +437,8 @@ class ClusterNode:
                     msg = await sub.next_msg(timeout=HISTORY_READ_TIMEOUT)
                     lines, have = self._unseen(thread_id, msg, have)
                     for line in lines:
+                        if is_answer(line):
+                            continue
                         envelope = parse_event_envelope(line)
                         if envelope.msg.type in HISTORY_EVENT_TYPES:
                             history.append(envelope)
@@ -557,7 +573,36 @@ class ClusterNode:
         except Exception as exc:  # NATS away: the next turn writes it again
             logger.warning("cluster: thread %s: metadata not written: %s", record.id, exc)
 
+    def _relay(self, thread_id: str, key: Hashable, answer: Any) -> None:
+        """A client of this node answered a request of the thread: the owner writes the answer
+        into the log, a follower sends it to the owner (``_answers``)."""
+        line = answer_line(key, answer)
+        log = self._logs.get(thread_id)
+        if log is not None:
+            log.append(line)
+            return
+        session = self._sessions.get(thread_id)
+        if session is not None:
+            session.relay(line)  # before the Op the session forwards next
+
+    def _answered_elsewhere(self, record: ThreadRecord, line: bytes) -> str | None:
+        """Resolve here a request another node's client answered (``None``, or why not)."""
+        try:
+            key, answer = parse_answer(line)
+        except ValueError as exc:
+            return str(exc)
+        if record.runtime is not None:
+            record.runtime.requests.answered_elsewhere(key, answer)
+        return None
+
     async def _on_control(self, record: ThreadRecord, msg: Msg) -> None:
+        if msg.headers and ANSWER_HEADER in msg.headers:
+            error = self._answered_elsewhere(record, msg.data)
+            log = self._logs.get(record.id)
+            if error is None and log is not None:
+                log.append(msg.data)  # the other followers resolve it from the log
+            await msg.respond(ok_reply() if error is None else error_reply(error))
+            return
         try:
             submission = SUBMISSION_ADAPTER.validate_json(msg.data)
         except ValueError as exc:
@@ -572,6 +617,7 @@ class ClusterNode:
         another node took the thread over (and fenced the log: ``_fence``) the stream refuses
         this one's. What piles up while a message is on its way goes in the next."""
         thread_id = log.record.id
+        dump = dump_event_envelope
         while self._logs.get(thread_id) is log:
             if not log.buffer:
                 log.wake = anyio.Event()
@@ -583,14 +629,14 @@ class ClusterNode:
             first = log.sent + 1
             log.sent += len(batch)
             log.busy = True
-            data = b"\n".join([dump_event_envelope(e) for e in batch])
+            data = b"\n".join([e if isinstance(e, bytes) else dump(e) for e in batch])
             stored = await self._store(log, data, f"{self.holder}:{self._sent}", first)
             if not stored:
                 log.busy = False
                 self.fenced += 1
                 self._lose(thread_id, "another node has written its log since")
                 break
-            if any(e.msg.type in _META_TYPES for e in batch):
+            if any(not isinstance(e, bytes) and e.msg.type in _META_TYPES for e in batch):
                 await self._put_meta(log.record)
             log.busy = False
         self._check_idle()
@@ -833,6 +879,8 @@ class ClusterNode:
             lines, self._events[thread_id] = self._unseen(
                 thread_id, msg, self._events.get(thread_id, 0)
             )
+            if ANSWERED in msg.data:
+                lines = self._answers_in(thread_id, lines)
             if lines:
                 await receive(lines)
             waiting = self._caught_up.get(thread_id)
@@ -853,6 +901,17 @@ class ClusterNode:
             idle_heartbeat=FOLLOW_HEARTBEAT,
         )
 
+    def _answers_in(self, thread_id: str, lines: list[bytes]) -> list[bytes]:
+        """Apply the answers among a followed thread's log lines; the events."""
+        record = self._following.get(thread_id)
+        events: list[bytes] = []
+        for line in lines:
+            if not is_answer(line):
+                events.append(line)
+            elif record is not None:
+                self._answered_elsewhere(record, line)
+        return events
+
     def opened(self, session: FollowerSession) -> None:
         self._sessions[session.thread_id] = session
 
@@ -861,13 +920,19 @@ class ClusterNode:
         if sub is not None and self._task_group is not None:
             self._task_group.start_soon(sub.unsubscribe)
 
-    async def send_control(self, thread_id: str, data: bytes, seconds: float) -> str | None:
-        """Send a submission to the thread's owner; ``None`` once taken, else why not."""
+    async def send_control(
+        self, thread_id: str, data: bytes, seconds: float, *, answer: bool = False
+    ) -> str | None:
+        """Send a submission (``answer``: an answer's line) to the thread's owner; ``None``
+        once taken, else why not."""
         from nats.errors import Error as NatsError
 
         assert self._nc is not None
+        headers = {ANSWER_HEADER: "1"} if answer else None
         try:
-            reply = await self._nc.request(control_subject(thread_id), data, timeout=seconds)
+            reply = await self._nc.request(
+                control_subject(thread_id), data, timeout=seconds, headers=headers
+            )
         except NatsError as exc:
             return str(exc) or type(exc).__name__
         return control_error(reply.data)

@@ -24,6 +24,11 @@ that it shows what a live client sees:
   its kind at once (``unraisable_answer``), so the turn goes on.
 * ``clean_up()``: at the turn's end (and start), before ``turn/completed``: every pending
   request is withdrawn and resolved (``serverRequest/resolved``); no ``Op`` is sent.
+* Another server's answer (a cluster, ``server._shared``): ``relay(key, answer)`` is told of
+  each answer a client of this server gave (``key``: ``sources.request_key`` of the request);
+  ``answered_elsewhere(key, answer)`` resolves the request that key names here as that answer
+  did there (the same notifications), without an ``Op`` (the server that plays the turn has
+  it); a request not raised yet is resolved as it is raised (until the turn ends).
 
 A client that disconnects leaves the request pending for the others (and for a later resume);
 the turn never hangs on it beyond its interrupt. Boundary: no JSON-RPC beyond encoding the
@@ -33,13 +38,14 @@ request; the listener decides what is sent around it.
 from __future__ import annotations
 
 import logging
-from collections.abc import Callable
+from collections.abc import Callable, Hashable
 from dataclasses import dataclass
 
 import orjson
 
 from codex_app_bridge.listener import REQUEST_EVENT_TYPES, ThreadListener
 from codex_app_bridge.listener._requests import (
+    Answer,
     RaisedRequest,
     unraisable_answer,
 )
@@ -48,6 +54,7 @@ from codex_app_bridge.protocol.jsonrpc import ErrorResponse, Response, encode_se
 from codex_app_bridge.rpc.answers import ServerRequests
 from codex_app_bridge.rpc.outbox import Outbox
 from codex_app_bridge.sources import TURN_END_TYPES, TURN_START_TYPES
+from codex_app_bridge.sources._replies import request_key
 
 __all__ = ["PendingRequests"]
 
@@ -59,6 +66,7 @@ class _Pending:
     request_id: int
     raised: RaisedRequest
     data: bytes
+    key: Hashable | None
 
 
 class PendingRequests:
@@ -74,6 +82,10 @@ class PendingRequests:
         self._registry = registry
         self._submit = submit
         self._pending: dict[int, _Pending] = {}
+        self._elsewhere: dict[Hashable, Answer] = {}
+        """Answers given on another server to requests not raised here yet (this turn)."""
+        self.relay: Callable[[Hashable, Answer], None] | None = None
+        """Told of each answer a client of this server gave (see the module docstring)."""
 
     def __len__(self) -> int:
         return len(self._pending)
@@ -104,7 +116,8 @@ class PendingRequests:
         request_id = self._registry.register(self._answered)
         params = orjson.dumps(raised.params_data())
         data = encode_server_request(request_id, raised.method, params)
-        self._pending[request_id] = _Pending(request_id, raised, data)
+        key = request_key(envelope.msg, envelope.id)
+        self._pending[request_id] = _Pending(request_id, raised, data, key)
         reached = self._listener.offer_request(data)
         logger.debug(
             "thread %s: %s #%s sent to %s",
@@ -113,6 +126,22 @@ class PendingRequests:
             request_id,
             reached,
         )
+        if self._elsewhere and key in self._elsewhere:
+            self.answered_elsewhere(key, self._elsewhere.pop(key))
+
+    def answered_elsewhere(self, key: Hashable, answer: Answer) -> None:
+        """Another server's client answered the request ``key`` names: resolve it here alike
+        (see the module docstring)."""
+        entry = next((p for p in self._pending.values() if p.key == key), None)
+        if entry is None:
+            self._elsewhere[key] = answer
+            return
+        del self._pending[entry.request_id]
+        self._registry.discard(entry.request_id)
+        try:
+            self._listener.resolve_request(entry.raised, entry.request_id, answer)
+        except Exception:  # an answer this server cannot read: the turn's end resolves it
+            logger.exception("could not resolve server request %s", entry.request_id)
 
     def replay_to(self, outbox: Outbox) -> None:
         """Offer every pending request to one (newly subscribed) connection."""
@@ -122,6 +151,7 @@ class PendingRequests:
     def clean_up(self) -> None:
         """Withdraw and resolve every pending request (the turn ended or a new one began)."""
         pending, self._pending = list(self._pending.values()), {}
+        self._elsewhere.clear()
         for entry in pending:
             self._registry.discard(entry.request_id)
             self._listener.abandon_request(entry.raised, entry.request_id)
@@ -151,6 +181,8 @@ class PendingRequests:
         except Exception:  # a bug must not break the connection that answered
             logger.exception("could not resolve server request %s", entry.request_id)
             return
+        if self.relay is not None and entry.key is not None:
+            self.relay(entry.key, answer)  # first: the other servers resolve it before the Op
         self._submit(Submission(id=entry.raised.turn_id, op=op))
 
 
