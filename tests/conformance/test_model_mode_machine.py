@@ -15,7 +15,10 @@ the sandbox refuses the write (the approval proposes the script's first command 
 exits; ``apply_patch_edit``: one patch updates, deletes, adds and moves files a command wrote;
 ``apply_patch`` and ``apply_patch_approval``: the fallback model's ``apply_patch`` heredoc
 through ``exec_command``, applied at once or after the client accepted it, with the file-change
-item and the turn's diff. The notifications, the final reads, the number of requests the mock
+item and the turn's diff; ``apply_patch_escape``: patches leaving the cwd through ``..``
+(refused before anything starts) and through a symlink the model made (judged by name as
+inside, as core judges it, then refused at the write as core's sandbox refuses it: a failed
+file-change item, ``Failed to write file``), and nothing written outside. The notifications, the final reads, the number of requests the mock
 got and every request's masked input (the function call outputs included: only their chunk
 id, wall time and session id are masked) must equal the real binary's, but for the rows of
 ``test_model_mode_bridge.KNOWN``.
@@ -46,6 +49,7 @@ MACHINE_SCENARIOS = [
     "apply_patch",
     "apply_patch_edit",
     "apply_patch_approval",
+    "apply_patch_escape",
 ]
 
 
@@ -115,3 +119,21 @@ def test_what_the_bridge_left_on_disk(run: Run) -> None:
     for name in ("apply_patch", "apply_patch_approval"):
         hello = base(name) / "work" / "hello.txt"
         assert hello.read_text() == "hello from apply_patch\nsecond line\n", name
+    escape = base("apply_patch_escape")
+    assert (escape / "work" / "up").is_symlink()
+    assert not (escape / "outside.txt").exists()
+    assert not (escape / "escaped.txt").exists()
+
+
+def test_the_real_binary_refused_both_escapes_when_it_was_recorded() -> None:
+    outputs = [
+        str(item["output"])
+        for unit in load_reference(REFERENCE, "apply_patch_escape").inputs[-1:]
+        for item in unit["input"]
+        if item.get("type") == "function_call_output"
+    ]
+    assert outputs[1] == (
+        "patch rejected: writing outside of the project; rejected by user approval settings"
+    )
+    assert outputs[2].endswith("Output:\nFailed to write file <cwd>/up/escaped.txt\n")
+    assert outputs[3].endswith("No such file or directory\nnone\n")

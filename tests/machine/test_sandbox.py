@@ -187,11 +187,12 @@ def test_patches_outside_the_writable_roots_are_refused_or_asked(tmp_path: Path)
     escapes = [
         [str(tmp_path / "x.txt")],  # ..
         ["/etc/x.txt"],  # absolute
-        [str(work / "link" / "x.txt")],  # through a symlink
         [str(work / ".git" / "config")],  # a protected directory
     ]
     never, on_request = ApprovalPolicy("never"), ApprovalPolicy("on-request")
     assert decide_patch(never, WW, inside, str(work)).action == "apply"
+    # judged by name, as core: the write itself is then refused (test_tools)
+    assert decide_patch(never, WW, [str(work / "link" / "x.txt")], str(work)).action == "apply"
     for paths in escapes:
         verdict = decide_patch(never, WW, paths, str(work))
         assert verdict.text == (
@@ -204,6 +205,29 @@ def test_patches_outside_the_writable_roots_are_refused_or_asked(tmp_path: Path)
     )
     assert decide_patch(ApprovalPolicy("untrusted"), WW, inside, str(work)).action == "ask"
     assert decide_patch(never, WW, [], str(work)).text == "patch rejected: empty patch"
+
+
+@pytest.mark.parametrize("policy", ["never", "on-request"])
+async def test_a_patch_through_a_symlink_out_of_the_cwd_is_refused_at_the_write(
+    tmp_path: Path, work: Path, policy: str
+) -> None:
+    """As 0.163.0 (model-mode ``apply_patch_escape``): judged inside by its name, the patch
+    starts its item without a prompt; the write is refused as core's sandbox refuses it (a
+    failed item, ``Failed to write file``), and nothing is written outside."""
+    outside = tmp_path / "elsewhere"
+    outside.mkdir()
+    (work / "link").symlink_to(outside)
+    host = FakeHost(str(work), approval_policy=ApprovalPolicy.from_wire(policy), sandbox_policy=WW)
+    patch = "*** Begin Patch\n*** Add File: link/x.txt\n+x\n*** End Patch\n"
+    async with _tools(tmp_path, Bubblewrap(None)) as tools:
+        out = await tools.call(host, "apply_patch", "p1", patch)
+    assert isinstance(out, str)
+    assert out.startswith("Exit code: 1\nWall time: ")
+    assert out.endswith(f" seconds\nOutput:\nFailed to write file {work}/link/x.txt\n")
+    assert host.requests == []
+    assert [e.type for e in host.events] == ["item_started", "item_completed"]
+    assert host.of_type("item_completed")[0]["item"]["status"] == "failed"
+    assert _names(outside) == []
 
 
 async def test_a_declined_patch_leaves_no_trace(tmp_path: Path, work: Path) -> None:

@@ -485,6 +485,13 @@ item has started, which is when the process exited or 150 ms after the spawn, wh
 first; a command printing at once would be streamed or not depending on how long the sandbox
 took to start (the real binary's helper takes 80 to 250 ms here)."""
 
+LINK_COMMAND: Final = "ln -s .. up"
+"""A symlink in the cwd to the directory above it (outside the writable root)."""
+PARENT_PATCH: Final = "*** Begin Patch\n*** Add File: ../outside.txt\n+escaped\n*** End Patch"
+LINK_PATCH: Final = "*** Begin Patch\n*** Add File: up/escaped.txt\n+escaped\n*** End Patch"
+ESCAPE_CHECK: Final = "sleep 0.5 && (ls ../outside.txt ../escaped.txt 2>&1 || echo none)"
+"""Whether either patch wrote outside the cwd (printed after half a second: see below)."""
+
 
 _MACHINE_SCENARIOS: Final[tuple[ModelScenario, ...]] = (
     ModelScenario(
@@ -606,6 +613,24 @@ _MACHINE_SCENARIOS: Final[tuple[ModelScenario, ...]] = (
         {},
         "apply_patch under untrusted: the client is asked about the patch, accepts, it is applied",
         _single("Create hello.txt.", approvalPolicy="untrusted", **WORKSPACE_WRITE),
+        own_tmpdir=True,
+        extra_config=CWD_ONLY,
+    ),
+    ModelScenario(
+        "apply_patch_escape",
+        "steps",
+        {
+            "steps": [
+                {"cmd": LINK_COMMAND},
+                {"patch": PARENT_PATCH},
+                {"patch": LINK_PATCH},
+                {"cmd": ESCAPE_CHECK},
+            ],
+            "text": "Nothing escaped.",
+        },
+        "patches that write outside the cwd under workspace-write / never: through .. and "
+        "through a symlink the model made; a command then looks for what they wrote",
+        _single("Write outside the project.", approvalPolicy="never", **WORKSPACE_WRITE),
         own_tmpdir=True,
         extra_config=CWD_ONLY,
     ),

@@ -180,7 +180,10 @@ def decide_patch(
     *,
     approved_paths: frozenset[str] = frozenset(),
 ) -> PatchVerdict:
-    """Apply, ask or reject a verified patch writing ``paths`` (absolute)."""
+    """Apply, ask or reject a verified patch writing ``paths`` (absolute). Paths are judged by
+    name, as core judges them: a symlink inside the writable roots pointing outside counts as
+    inside (core then writes in its sandbox, which refuses the write; the tools refuse it as
+    the sandbox would, ``MachineTools._patch``)."""
     if not paths:
         return PatchVerdict("reject", "patch rejected: empty patch")
     covered = all(os.path.abspath(p) in approved_paths for p in paths)
@@ -188,7 +191,7 @@ def decide_patch(
         return PatchVerdict("apply")
     if policy.name == "untrusted":
         return PatchVerdict("ask")
-    writable = all(sandbox.can_write(p, cwd) for p in paths)
+    writable = all(sandbox.can_write(p, cwd, resolve=False) for p in paths)
     if writable:
         return PatchVerdict("apply")
     may_ask = policy.name == "on-request" or (policy.name == "granular" and policy.sandbox_approval)

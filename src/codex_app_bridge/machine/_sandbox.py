@@ -90,8 +90,11 @@ class SandboxPolicy:
     def has_full_network(self) -> bool:
         return self.kind in ("danger-full-access", "external-sandbox") or self.network_access
 
-    def writable_roots_for(self, cwd: str, env: Mapping[str, str] | None = None) -> list[str]:
-        """The real paths commands may write under (none for read-only; ``/`` for full access)."""
+    def writable_roots_for(
+        self, cwd: str, env: Mapping[str, str] | None = None, *, resolve: bool = True
+    ) -> list[str]:
+        """The real paths commands may write under (none for read-only; ``/`` for full access);
+        not ``resolve``: the paths as named, made absolute and normalised (no symlink followed)."""
         if self.kind in ("danger-full-access", "external-sandbox"):
             return ["/"]
         if self.kind == "read-only":
@@ -106,15 +109,19 @@ class SandboxPolicy:
         candidates.extend(os.path.join(cwd, r) for r in self.writable_roots)
         roots: list[str] = []
         for path in candidates:
-            real = os.path.realpath(path)
+            real = os.path.realpath(path) if resolve else os.path.normpath(os.path.abspath(path))
             if os.path.isdir(real) and real not in roots:
                 roots.append(real)
         return roots
 
-    def can_write(self, path: str, cwd: str, env: Mapping[str, str] | None = None) -> bool:
-        """Whether ``path`` (absolute, symlinks followed as the kernel would) is writable."""
-        real = _real_target(path)
-        for root in self.writable_roots_for(cwd, env):
+    def can_write(
+        self, path: str, cwd: str, env: Mapping[str, str] | None = None, *, resolve: bool = True
+    ) -> bool:
+        """Whether ``path`` (absolute, symlinks followed as the kernel would) is writable; not
+        ``resolve``: judged by its name alone, as core judges a patch's paths (a symlink in a
+        writable root to a directory outside it counts as inside)."""
+        real = _real_target(path) if resolve else os.path.normpath(os.path.abspath(path))
+        for root in self.writable_roots_for(cwd, env, resolve=resolve):
             if root == "/":
                 return True
             if real == root or real.startswith(root + os.sep):

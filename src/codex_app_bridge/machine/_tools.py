@@ -681,6 +681,13 @@ class MachineTools:
             )
         )
         auto = verdict.action == "apply"
+        refused = _sandbox_refuses(host, plan, cwd, self.approvals.paths) if auto else None
+        if refused is not None:
+            # core writes an auto-approved patch in its sandbox, whose mounts refuse a path
+            # that leaves the writable roots through a symlink: refused here the same way
+            self._complete_patch(host, item, "failed", started_ms)
+            wall = _patch_wall(time.monotonic() - started)
+            return f"Exit code: 1\nWall time: {wall} seconds\nOutput:\nFailed to write file {refused}\n"
         if not auto:
             decision = await host.request_approval(
                 ApplyPatchApprovalRequestEvent.model_validate(
@@ -803,6 +810,16 @@ class MachineTools:
         )
         url = f"data:{mime};base64,{base64.b64encode(data).decode('ascii')}"
         return [{"type": "input_image", "image_url": url, "detail": detail}]
+
+
+def _sandbox_refuses(host: ToolHost, plan: PatchPlan, cwd: str, approved: set[str]) -> str | None:
+    """The first path of ``plan`` the turn's sandbox would not let a write reach (its real
+    target outside the writable roots), or ``None``: no sandbox, every path writable, or every
+    path approved for the session by the user (core then writes unsandboxed)."""
+    sandbox = host.sandbox_policy
+    if not sandbox.needs_sandbox or all(os.path.abspath(p) in approved for p in plan.paths()):
+        return None
+    return next((p for p in plan.paths() if not sandbox.can_write(p, cwd)), None)
 
 
 def _apply_plan(plan: PatchPlan) -> dict[str, str]:
