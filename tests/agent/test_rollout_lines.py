@@ -283,3 +283,74 @@ async def test_a_resume_after_a_restart_checkpoints_the_settings_as_the_binary()
     applied = [p for p in _payloads(lines) if p["type"] == "thread_settings_applied"]
     assert len(applied) == 2
     assert applied[0]["thread_settings"] == applied[1]["thread_settings"]
+
+
+def _checkpointed_turns(kinds: list[str]) -> list[bool]:
+    """For each turn: whether a ``thread_settings_applied`` line comes right before its start."""
+    return [
+        index > 0 and kinds[index - 1] == settings_kind
+        for index, kind in enumerate(kinds)
+        if kind == "event_msg:task_started"
+    ]
+
+
+async def test_a_turns_overrides_are_checkpointed_and_a_change_is_announced() -> None:
+    """As probed: two turns, a turn overriding the approval policy, the same override again,
+    a sandbox override: each overriding turn's start follows a ``thread_settings_applied``
+    line; ``thread/settings/updated`` only for the two that changed something."""
+    with MockResponses() as mock, tempfile.TemporaryDirectory() as raw:
+        mock.set_scenario("plain", text="ok")
+        scratch = Path(raw)
+        home, work = scratch / "home", scratch / "work"
+        work.mkdir()
+        write_codex_config(home, mock.base_url)
+        env = codex_env(home, extra={k: v for k, v in bridge_env().items() if k == "PYTHONPATH"})
+        overrides: list[JsonObject] = [
+            {},
+            {},
+            {"approvalPolicy": "on-request"},
+            {"approvalPolicy": "on-request"},
+            {"sandboxPolicy": {"type": "readOnly"}},
+        ]
+        with anyio.fail_after(TIMEOUT * 6):
+            async with StdioPeer.spawn(
+                bridge_command(), env=env, cwd=str(work), stderr_path=scratch / "stderr.log"
+            ) as peer:
+                await peer.initialize()
+                params = {
+                    "cwd": str(work),
+                    "approvalPolicy": "never",
+                    "sandbox": "danger-full-access",
+                }
+                thread_id = (await peer.request("thread/start", params))["thread"]["id"]
+                for extra in overrides:
+                    done = peer.expect(lambda m: m.get("method") == "turn/completed")
+                    text = [{"type": "text", "text": "hi"}]
+                    turn = {"threadId": thread_id, "input": text, **extra}
+                    await peer.request("turn/start", turn)
+                    await peer.wait(done, TIMEOUT)
+                read = await peer.request("thread/read", {"threadId": thread_id})
+                received = list(peer.received)
+        text = await anyio.Path(read["thread"]["path"]).read_text(encoding="utf-8")
+    kinds = [_kind(json.loads(x)) for x in text.splitlines()]
+    probed = PROBED["turn_overrides"]["kinds"]
+    assert (
+        _checkpointed_turns(kinds)
+        == _checkpointed_turns(probed)
+        == [
+            False,
+            False,
+            True,
+            True,
+            True,
+        ]
+    )
+    announced = [
+        m["params"]["threadSettings"]
+        for m in received
+        if m.get("method") == "thread/settings/updated"
+    ]
+    assert [(s["approvalPolicy"], s["sandboxPolicy"]["type"]) for s in announced] == [
+        ("on-request", "dangerFullAccess"),
+        ("on-request", "readOnly"),
+    ]

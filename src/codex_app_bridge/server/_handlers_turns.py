@@ -161,9 +161,10 @@ class TurnHandlers:
         )
         turn_id = new_uuid7()
         upcoming = overrides.apply(record.settings)
-        if upcoming.collaboration_mode != record.settings.collaboration_mode:
-            # 0.163.0 tells the thread's clients when a turn switches the collaboration mode,
-            # before the turn's warnings
+        if upcoming != record.settings:
+            # 0.163.0 tells the thread's clients when a turn changes the thread's settings (the
+            # collaboration mode, the approval policy, the sandbox, ...; not an override that
+            # keeps a value), before the turn's warnings
             record.listener.announce_settings(_v2_settings(upcoming, record.config))
         if record.config is not None:
             # 0.163.0 warns before every turn/start answer about a model it has no metadata for
@@ -196,9 +197,12 @@ class TurnHandlers:
             if not subscribed:
                 await ctx.connection.notify("warning", {"threadId": thread_id, "message": message})
 
-    @staticmethod
     def _begin_turn(
-        record: ThreadRecord, overrides: SettingsOverrides, turn_id: str, inputs: list[UserInput]
+        self,
+        record: ThreadRecord,
+        overrides: SettingsOverrides,
+        turn_id: str,
+        inputs: list[UserInput],
     ) -> None:
         runtime = record.runtime
         assert runtime is not None
@@ -206,6 +210,10 @@ class TurnHandlers:
             runtime.steer(inputs)
             return
         settings = record.settings = overrides.apply(record.settings)
+        storage = self.server.threads.storage
+        if storage is not None and overrides.given():
+            # 0.163.0 records a turn's overrides (changed or not) before the turn's start
+            storage.checkpoint(record)
         record.turns_started += 1
         if not record.preview:
             record.preview = input_text(inputs)

@@ -305,9 +305,10 @@ class ThreadStorage:
             self._report(record.id, exc)
 
     def checkpoint(self, record: ThreadRecord) -> None:
-        """The settings checkpoint 0.163.0 writes when ``thread/resume`` loads a thread back: a
-        ``thread_settings_applied`` line of the settings it resumes with."""
-        if record.path is not None:
+        """The settings checkpoint 0.163.0 writes when ``thread/resume`` loads a thread back, or
+        a ``turn/start`` overrides settings: a ``thread_settings_applied`` line of the thread's
+        settings (nothing for an ephemeral thread)."""
+        if record.path is not None and not record.ephemeral:
             self.persist(record, core.EventEnvelope.trusted("", _settings_applied(record)))
 
     @staticmethod

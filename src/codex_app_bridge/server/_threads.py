@@ -120,6 +120,10 @@ class SettingsOverrides:
     service_tier: str | None = None
     collaboration_mode: dict[str, Any] | None = None
 
+    def given(self) -> bool:
+        """Whether any setting is overridden (even to the value it has)."""
+        return any(getattr(self, name) is not None for name in self.__dataclass_fields__)
+
     def apply(self, settings: ThreadSettings) -> ThreadSettings:
         cwd = os.path.abspath(self.cwd) if self.cwd else settings.cwd
         updated = replace(
