@@ -1,7 +1,12 @@
 """The warm-up: its steps load what the stored-history and resume paths need, and it runs them
-only while no request is being handled."""
+only while no request is being handled; the imports too long for a step are made first, in a
+worker thread."""
 
 from __future__ import annotations
+
+import sys
+import threading
+from pathlib import Path
 
 import anyio
 import pytest
@@ -41,3 +46,26 @@ async def test_no_step_runs_while_a_request_is_handled(monkeypatch: pytest.Monke
             assert ran == []  # asked again and again, never run while busy
             handling = False
         assert ran == [1, 2]
+
+
+@pytest.mark.anyio
+async def test_the_long_imports_are_made_apart_from_the_event_loop_before_the_steps(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    (tmp_path / "warm_probe_module.py").write_text(
+        "import threading\nIMPORTED_IN = threading.current_thread()\n"
+    )
+    (tmp_path / "warm_probe_broken.py").write_text("raise RuntimeError('broken')\n")
+    monkeypatch.syspath_prepend(str(tmp_path))
+    # a broken import stops the imports made apart (its request reports it), not the steps
+    monkeypatch.setattr(
+        _warm, "IMPORTED_APART", ("warm_probe_module", "warm_probe_broken", "warm_probe_never")
+    )
+    ran: list[int] = []
+    monkeypatch.setattr(_warm, "warm_up_steps", lambda: iter([lambda: ran.append(1)]))
+    with anyio.fail_after(30):
+        await _warm.warm_up(lambda: False)
+    probe = sys.modules.pop("warm_probe_module")
+    assert probe.IMPORTED_IN is not threading.main_thread()
+    assert "warm_probe_never" not in sys.modules
+    assert ran == [1]

@@ -14,6 +14,13 @@ that arrived meanwhile) runs first, so a request waits at most for the step in p
 for the whole warm-up; a step that fails is logged and skipped (what it would have loaded is then
 loaded by the request that needs it, as without a warm-up).
 
+Some imports are too long for a step: the core models, the mapping, the listener, the thread
+registry and the runtime (about 100 ms each on a loaded machine; a process's first
+``thread/list`` answers without them, ``_stored_list``). Those modules (``IMPORTED_APART``) are
+imported first, in a worker thread beside the event loop: a request that arrives meanwhile
+shares the interpreter with the import (which yields it every few milliseconds) instead of
+waiting for it, and one that needs a module being imported waits for that module only.
+
 Boundary: loads code and builds validators; no state of the server is read or written.
 """
 
@@ -31,14 +38,24 @@ from typing import TYPE_CHECKING, Final, get_args
 
 import anyio
 import anyio.lowlevel
+import anyio.to_thread
 import orjson
 
 if TYPE_CHECKING:
     from pydantic import BaseModel
 
-__all__ = ["SAMPLE_ROLLOUT", "warm_up", "warm_up_steps"]
+__all__ = ["IMPORTED_APART", "SAMPLE_ROLLOUT", "warm_up", "warm_up_steps"]
 
 logger = logging.getLogger(__name__)
+
+IMPORTED_APART: Final = (
+    "codex_app_bridge.protocol.core",
+    "codex_app_bridge.mapping",
+    "codex_app_bridge.listener._hub",
+    "codex_app_bridge.server._runtime",
+    "codex_app_bridge.server._registry",
+)
+"""Modules imported in a worker thread before the steps (see the module docstring), in order."""
 
 _THREAD: Final = "00000000-0000-7000-8000-000000000000"
 _TURN: Final = "00000000-0000-7000-8000-000000000001"
@@ -239,6 +256,8 @@ _IDLE_POLL_S: Final = 0.001
 async def warm_up(busy: Callable[[], bool]) -> None:
     """Run every step while no request is being handled (``busy()`` false), letting every ready
     task run before each (see the module docstring)."""
+    await _idle(busy)
+    await anyio.to_thread.run_sync(_import_apart, abandon_on_cancel=True)
     steps = warm_up_steps()
     while True:
         await _idle(busy)
@@ -254,6 +273,15 @@ async def warm_up(busy: Callable[[], bool]) -> None:
             step()
         except Exception:
             logger.debug("warm-up step %r failed", step, exc_info=True)
+
+
+def _import_apart() -> None:
+    for name in IMPORTED_APART:
+        try:
+            importlib.import_module(name)
+        except Exception:  # the request that needs it fails in its own words
+            logger.debug("warm-up import of %s failed", name, exc_info=True)
+            return
 
 
 async def _idle(busy: Callable[[], bool]) -> None:
