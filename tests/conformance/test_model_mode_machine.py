@@ -12,7 +12,8 @@ a prompt; ``shell_escalated``: on-request, the model asks for ``require_escalate
 the client accepts, the command runs outside the sandbox; ``shell_denied``: untrusted, accepted,
 the sandbox refuses the write (the approval proposes the script's first command as the rule);
 ``shell_session``: the command outlives its yield, ``write_stdin`` polls the session until it
-exits; ``apply_patch_edit``: one patch updates, deletes, adds and moves files a command wrote;
+exits; ``shell_read_only``: read-only / never, the command can write neither in the cwd nor
+outside it (in both servers); ``apply_patch_edit``: one patch updates, deletes, adds and moves files a command wrote;
 ``apply_patch`` and ``apply_patch_approval``: the fallback model's ``apply_patch`` heredoc
 through ``exec_command``, applied at once or after the client accepted it, with the file-change
 item and the turn's diff; ``apply_patch_escape``: patches leaving the cwd through ``..``
@@ -46,6 +47,7 @@ MACHINE_SCENARIOS = [
     "shell_escalated",
     "shell_denied",
     "shell_session",
+    "shell_read_only",
     "apply_patch",
     "apply_patch_edit",
     "apply_patch_approval",
@@ -87,6 +89,14 @@ def _outputs(name: str) -> list[str]:
     ]
 
 
+def test_the_real_binary_wrote_nothing_under_read_only_when_it_was_recorded() -> None:
+    (output,) = _outputs("shell_read_only")
+    assert output.endswith(
+        "touch: cannot touch 'inside.txt': Read-only file system\nrefused\n"
+        "touch: cannot touch '../outside.txt': Read-only file system\nrefused\n"
+    )
+
+
 @pytest.mark.parametrize("name", ["shell", "shell_approval"])
 def test_the_real_binary_ran_the_command_confined_when_it_was_recorded(name: str) -> None:
     # a reference recorded where the real binary cannot sandbox would hold "bwrap: execvp
@@ -119,6 +129,9 @@ def test_what_the_bridge_left_on_disk(run: Run) -> None:
     for name in ("apply_patch", "apply_patch_approval"):
         hello = base(name) / "work" / "hello.txt"
         assert hello.read_text() == "hello from apply_patch\nsecond line\n", name
+    read_only = base("shell_read_only")
+    assert not (read_only / "outside.txt").exists()
+    assert list((read_only / "work").iterdir()) == []
     escape = base("apply_patch_escape")
     assert (escape / "work" / "up").is_symlink()
     assert not (escape / "outside.txt").exists()

@@ -489,6 +489,11 @@ LINK_COMMAND: Final = "ln -s .. up"
 """A symlink in the cwd to the directory above it (outside the writable root)."""
 PARENT_PATCH: Final = "*** Begin Patch\n*** Add File: ../outside.txt\n+escaped\n*** End Patch"
 LINK_PATCH: Final = "*** Begin Patch\n*** Add File: up/escaped.txt\n+escaped\n*** End Patch"
+READ_ONLY_COMMAND: Final = (
+    "sleep 0.5 && (touch inside.txt 2>&1 || echo refused) && (touch ../outside.txt 2>&1 || echo"
+    " refused) && ls -A"
+)
+"""Under read-only, neither file is made (printed after half a second: see below)."""
 ESCAPE_CHECK: Final = "sleep 0.5 && (ls ../outside.txt ../escaped.txt 2>&1 || echo none)"
 """Whether either patch wrote outside the cwd (printed after half a second: see below)."""
 
@@ -615,6 +620,15 @@ _MACHINE_SCENARIOS: Final[tuple[ModelScenario, ...]] = (
         _single("Create hello.txt.", approvalPolicy="untrusted", **WORKSPACE_WRITE),
         own_tmpdir=True,
         extra_config=CWD_ONLY,
+    ),
+    ModelScenario(
+        "shell_read_only",
+        "shell",
+        {"cmd": READ_ONLY_COMMAND},
+        "exec_command under read-only / never: the command runs confined and can write neither "
+        "in the cwd nor outside it",
+        _single("Run a command.", approvalPolicy="never", sandbox="read-only"),
+        own_tmpdir=True,
     ),
     ModelScenario(
         "apply_patch_escape",
