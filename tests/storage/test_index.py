@@ -589,3 +589,15 @@ def test_the_indexed_read_state_turns_skip_compactions_and_continued_goal_turns(
         assert kept.read_turns() == ("g2", "g2")
     facts.fold_bytes(_started("user") + _complete("user", "hi"))
     assert facts.read_turns() == ("g2", "user")
+
+
+@given(st.datetimes(min_value=datetime(1971, 1, 1), max_value=datetime(2200, 12, 31)))
+def test_a_rollout_names_time_is_its_seconds_read_as_utc(moment: datetime) -> None:
+    stamp = moment.strftime("%Y-%m-%dT%H-%M-%S")
+    expected = int(moment.replace(microsecond=0, tzinfo=UTC).timestamp()) * 1_000_000
+    assert index_module._stamp_key(stamp) == expected  # pyright: ignore[reportPrivateUsage]
+
+
+@pytest.mark.parametrize("stamp", ["", "garbage", "2026-13-01T00-00-00", "2026-12-0xT00-00-00"])
+def test_a_name_whose_time_is_not_one_sorts_first(stamp: str) -> None:
+    assert index_module._stamp_key(stamp) == 0  # pyright: ignore[reportPrivateUsage]
