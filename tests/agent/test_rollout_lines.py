@@ -285,6 +285,43 @@ async def test_a_resume_after_a_restart_checkpoints_the_settings_as_the_binary()
     assert applied[0]["thread_settings"] == applied[1]["thread_settings"]
 
 
+def _context_updates(lines: list[JsonObject]) -> list[list[str]]:
+    """For each turn: the leading tag of each message it records before the user's own."""
+    turns: list[list[str]] = []
+    open_turn = False
+    for line in lines:
+        if _kind(line) == "event_msg:task_started":
+            turns.append([])
+            open_turn = True
+            continue
+        payload = line["payload"]
+        if open_turn and line["type"] == "response_item" and payload.get("type") == "message":
+            text = str(payload["content"][0].get("text", ""))
+            if text == "hi":
+                open_turn = False
+            else:
+                turns[-1].append(text.split(">", 1)[0] + ">")
+    return turns
+
+
+def _context_updates_of_kinds(kinds: list[str]) -> list[list[str]]:
+    """The probed turns' context-update message counts (as tags: the binary's layout is known
+    from the probe, permissions first)."""
+    tags = ["<permissions instructions>", "<environment_context>"]
+    out: list[list[str]] = []
+    turn: list[str] | None = None
+    for kind in kinds:
+        if kind == "event_msg:task_started":
+            turn = []
+            out.append(turn)
+        elif turn is not None and kind == "response_item":
+            turn.append("?")
+        elif turn is not None and kind == "event_msg:item_completed":
+            turn = None
+    # each turn's last message before its first item_completed is the user's own
+    return [tags[: len(t) - 1] for t in out]
+
+
 def _checkpointed_turns(kinds: list[str]) -> list[bool]:
     """For each turn: whether a ``thread_settings_applied`` line comes right before its start."""
     return [
@@ -332,7 +369,18 @@ async def test_a_turns_overrides_are_checkpointed_and_a_change_is_announced() ->
                 read = await peer.request("thread/read", {"threadId": thread_id})
                 received = list(peer.received)
         text = await anyio.Path(read["thread"]["path"]).read_text(encoding="utf-8")
-    kinds = [_kind(json.loads(x)) for x in text.splitlines()]
+    lines = [json.loads(x) for x in text.splitlines()]
+    kinds = [_kind(line) for line in lines]
+    # the context an overriding turn records carries only what changed, as the binary's (one
+    # permissions message for an approval policy, permissions and environment for a sandbox)
+    assert _context_updates(lines)[1:] == [
+        [],
+        ["<permissions instructions>"],
+        [],
+        ["<permissions instructions>", "<environment_context>"],
+    ]
+    probed_updates = _context_updates_of_kinds(PROBED["turn_overrides"]["kinds"])
+    assert _context_updates(lines)[1:] == probed_updates[1:]
     probed = PROBED["turn_overrides"]["kinds"]
     assert (
         _checkpointed_turns(kinds)

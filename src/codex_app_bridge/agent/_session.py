@@ -534,9 +534,24 @@ class ModelSession:
                     )
             return
         first = self._context_key is None
+        before = self._context_key
+        mode_before = self._mode_recorded
         self._context_key = key
         self._mode_recorded = mode
-        for item in self._context_items(turn, first=first):
+        if before is None:
+            items = self._context_items(turn, first=True)
+        else:
+            # an update carries only what changed, as 0.163.0's: the permissions when the
+            # sandbox or the approval policy did, the environment when the cwd or the sandbox
+            # did, the mode's instructions when the mode did
+            items = self._context_items(
+                turn,
+                first=False,
+                permissions=before[1:] != key[1:],
+                environment=before[:2] != key[:2],
+                mode=mode != mode_before,
+            )
+        for item in items:
             self._record(turn.turn_id, item)
         if first:
             self._world_state(turn)
@@ -582,9 +597,18 @@ class ModelSession:
             ),
         }
 
-    def _context_items(self, turn: _Turn, *, first: bool) -> list[Item]:
+    def _context_items(
+        self,
+        turn: _Turn,
+        *,
+        first: bool,
+        permissions: bool = True,
+        environment: bool = True,
+        mode: bool = True,
+    ) -> list[Item]:
         """The contextual messages of ``turn``'s settings (developer instructions only in the
-        ``first`` context of a history), not recorded."""
+        ``first`` context of a history; ``permissions`` / ``environment`` / ``mode``: whether
+        an update carries that part), not recorded."""
         settings = turn.config
         cwd = settings.cwd or self.cwd
         turn_id = turn.turn_id
@@ -598,7 +622,7 @@ class ModelSession:
         if skills is not None:
             developer.append({"type": "input_text", "text": skills})
             kinds.append("host_skills.instructions")
-        if settings.include_permissions_instructions:
+        if permissions and settings.include_permissions_instructions:
             developer.append(
                 {
                     "type": "input_text",
@@ -606,9 +630,9 @@ class ModelSession:
                 }
             )
             kinds.append("permissions.instructions")
-        mode = _mode_instructions(settings)
-        if mode is not None:
-            developer.append({"type": "input_text", "text": collaboration_mode_text(mode)})
+        instructions = _mode_instructions(settings) if mode else None
+        if instructions is not None:
+            developer.append({"type": "input_text", "text": collaboration_mode_text(instructions)})
             kinds.append("collaboration_mode.instructions")
         message_id = new_response_item_id("msg")
         if developer:
@@ -623,7 +647,7 @@ class ModelSession:
                     ),
                 }
             )
-        if settings.include_environment_context:
+        if environment and settings.include_environment_context:
             workspace = settings.sandbox_workspace_write or {}
             roots = workspace.get("writable_roots")
             text = environment_context_text(
