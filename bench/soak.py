@@ -23,6 +23,7 @@ import asyncio
 import os
 import random
 import re
+import shutil
 import subprocess
 import sys
 import tempfile
@@ -133,8 +134,7 @@ def pct(values: list[float], q: float) -> float:
     return ordered[min(len(ordered) - 1, int(q * len(ordered)))] * 1000
 
 
-def start_server(idle_unload: float) -> subprocess.Popen[bytes]:
-    home = tempfile.mkdtemp(prefix="cab-soak-")
+def start_server(idle_unload: float, home: str) -> subprocess.Popen[bytes]:
     return subprocess.Popen(
         bridge_argv(
             "serve",
@@ -170,7 +170,8 @@ def main() -> int:
     parser.add_argument("--interval", type=float, default=60)
     parser.add_argument("--idle-unload", type=float, default=5)
     args = parser.parse_args()
-    process = start_server(args.idle_unload)
+    home = tempfile.mkdtemp(prefix="cab-soak-")
+    process = start_server(args.idle_unload, home)
     try:
         url = server_url(process)
         return asyncio.run(soak(url, process, args))
@@ -182,6 +183,7 @@ def main() -> int:
         process.wait(timeout=60)
         if process.stderr is not None:
             process.stderr.close()
+        shutil.rmtree(home, ignore_errors=True)  # a 10-minute run stores ~40,000 rollouts
 
 
 async def soak(url: str, process: subprocess.Popen[bytes], args: argparse.Namespace) -> int:
