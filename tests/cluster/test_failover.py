@@ -153,3 +153,41 @@ async def test_an_owner_paused_past_its_lease_cannot_write_the_log_another_node_
                 turns = read["thread"]["turns"]
                 assert [t["id"] for t in turns] == [first, cut, after]
                 assert [t["status"] for t in turns] == ["completed", "interrupted", "completed"]
+
+
+async def test_a_client_of_a_killed_owner_resumes_on_a_node_that_had_not_loaded_the_thread(
+    nats_server: NatsServer,
+) -> None:
+    """No other node had the thread loaded when its owner died mid-turn: a client that
+    reconnects to any node and resumes it finds every turn, the cut one ended as a crash ends
+    it (before, ``thread/read`` there shows it so too), and that node plays on."""
+    url = nats_server.url
+    ttl = 2.0
+    with anyio.fail_after(TIMEOUT * 2):
+        args = ("--pace", "0.02", "--cluster-lease-ttl", str(ttl))
+        async with spawn_node(url, "a", *args) as (owner, alice):
+            await alice.initialize(name="alice")
+            thread_id = await alice.start_thread()
+            first, _ = await alice.run_turn(thread_id, "before the crash")
+            cut = await alice.start_turn(thread_id, LONG)
+            await alice.until(lambda m: m.get("method") == "item/agentMessage/delta")
+            owner.send_signal(signal.SIGKILL)
+            await owner.wait()
+        async with open_node(url, "b", lease_ttl=ttl) as (bridge, node):
+            bob = await bridge.connect()
+            await bob.initialize(name="bob")
+            listed = await bob.result("thread/list", {})
+            assert [t["id"] for t in listed["data"]] == [thread_id]
+            resumed = await bob.result("thread/resume", {"threadId": thread_id})
+            assert [t["id"] for t in resumed["thread"]["turns"]] == [first, cut]
+            # its lease lapses: b takes the thread and ends the turn a was playing
+            ended = (await bob.until(is_turn_completed(cut)))[-1]
+            assert ended["params"]["turn"]["status"] == "interrupted"
+            assert node.owns(thread_id)
+            after, seen = await bob.run_turn(thread_id, "after the crash")
+            assert seen[-1]["params"]["turn"]["status"] == "completed"
+            read = await bob.result("thread/read", {"threadId": thread_id, "includeTurns": True})
+            turns = read["thread"]["turns"]
+            assert [t["id"] for t in turns] == [first, cut, after]
+            assert [t["status"] for t in turns] == ["completed", "interrupted", "completed"]
+            assert node.lost_events == node.duplicate_events == 0

@@ -100,6 +100,9 @@ class FollowerSession:
         self._ended = False
         self._running: tuple[str, int] | None = None
         """The turn of the log that has started and not ended (id, when it was seen)."""
+        self._bounded = False
+        """A turn started or ended in the log since the session opened (else the history the
+        thread was loaded with tells which turn is open)."""
 
     # --- the contract -------------------------------------------------------------------------
 
@@ -153,18 +156,23 @@ class FollowerSession:
     async def _event(self, envelope: EventEnvelope) -> None:
         kind = envelope.msg.type
         if kind in TURN_START_TYPES:
-            self._running = (envelope.id, now_ms())
-        elif kind in TURN_END_TYPES and self._running and self._running[0] == envelope.id:
-            self._running = None
+            self._running, self._bounded = (envelope.id, now_ms()), True
+        elif kind in TURN_END_TYPES:
+            self._bounded = True
+            if self._running and self._running[0] == envelope.id:
+                self._running = None
         self._queue.emit(envelope)
         if self._queue.full:
             await self._queue.wait_for_room(lambda: self._ended)
 
-    def take_over(self) -> None:
+    def take_over(self, history: list[EventEnvelope]) -> None:
         """This node owns the thread now (its owner died) and has the whole log: the turn
-        that was in flight ends as a turn cut by a crash reads back in Codex (interrupted), and
-        the session ends; the next submission opens one of the node's own source."""
-        running, self._running = self._running, None
+        that was in flight (seen in the log since the session opened, or left open in the
+        ``history`` the thread was loaded with) ends as a turn cut by a crash reads back in
+        Codex (interrupted), and the session ends; the next submission opens one of the
+        node's own source."""
+        running = self._running if self._bounded else open_turn(history)
+        self._running = None
         if running is not None:
             turn_id, started = running
             self._queue.emit(
@@ -205,6 +213,18 @@ class FollowerSession:
             message = f"codex-app-bridge: the thread's owner could not be reached ({error})"
             for msg in failed_turn(submission.id, message, started_at_ms=at, completed_at_ms=at):
                 self._queue.emit(EventEnvelope(id=submission.id, msg=msg))
+
+
+def open_turn(history: list[EventEnvelope]) -> tuple[str, int] | None:
+    """The turn a history leaves open (its id, and when it started, in ms), or ``None``."""
+    for envelope in reversed(history):
+        msg = envelope.msg
+        if msg.type in TURN_END_TYPES:
+            return None
+        if msg.type in TURN_START_TYPES:
+            started: int | None = getattr(msg, "started_at", None)
+            return envelope.id, now_ms() if started is None else started * 1000
+    return None
 
 
 def control_error(reply: bytes) -> str | None:

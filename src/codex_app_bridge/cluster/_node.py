@@ -810,7 +810,7 @@ class ClusterNode:
         self._tap(record, self._events.pop(thread_id, 0), fence)
         session = self._sessions.pop(thread_id, None)
         if session is not None:
-            session.take_over()
+            session.take_over(runtime.history)
         await self._announce(record)
 
     async def _fence(self, thread_id: str) -> int | None:
