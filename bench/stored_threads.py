@@ -20,8 +20,8 @@ For each server, two processes in a row on its home (the same requests each time
 
 Timed in each process, client side (request written -> answer read), after ``initialize``:
 ``thread/list`` first page (default params) as the first request of the process (the bridge
-loads its handlers and builds the models the answer needs: start-up work ``initialize`` left for
-later) and again; a later page (the cursor of the middle row, reached untimed by pages of 100:
+loads the list handler and its storage index only, ``server/_stored_list``; the registry, the
+runtime and the models are loaded by the warm-up that follows) and again; a later page (the cursor of the middle row, reached untimed by pages of 100:
 both servers give at most 100 rows at once); ``sortKey: updated_at``; ``thread/turns/list`` and
 ``thread/resume`` of threads in the middle that are not loaded, each twice (the first of its
 kind in the process, then another thread); ``thread/turns/list`` of the resumed thread and
