@@ -1,6 +1,7 @@
 """A package's re-exports from its private modules, imported when first read (PEP 562).
 
-Role: the one body of the ``__getattr__`` of ``codex_app_bridge`` and ``codex_app_bridge.server``,
+Role: the one body of the ``__getattr__`` of ``codex_app_bridge``, ``codex_app_bridge.server``,
+``codex_app_bridge.listener`` and ``codex_app_bridge.storage``,
 whose ``__init__`` lists which module defines each public name (so importing the package loads
 none of them). Boundary: ``importlib`` only.
 """

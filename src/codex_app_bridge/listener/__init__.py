@@ -11,8 +11,9 @@ does not load the hub, the reducer and the models they build (a process's first 
 needs only the read states of stored threads).
 """
 
-from importlib import import_module
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
+
+from codex_app_bridge._reexports import import_reexport as _import_reexport
 
 if TYPE_CHECKING:
     from codex_app_bridge.listener._hub import (
@@ -60,30 +61,25 @@ __all__ = [
 ]
 
 _MODULES: dict[str, str] = {
-    "Audience": "_state",
-    "Emission": "_state",
-    "ItemLedger": "_state",
-    "ListenerHub": "_hub",
-    "REQUEST_EVENT_TYPES": "_state",
-    "ReadState": "_read_state",
-    "ReduceContext": "_state",
-    "Reduction": "_state",
-    "ThreadExistsError": "_hub",
-    "ThreadListener": "_hub",
-    "ThreadState": "_state",
-    "ThreadWatch": "_state",
-    "TurnSummary": "_state",
-    "UnsubscribeStatus": "_hub",
-    "read_state_of_history": "_read_state",
-    "read_state_of_turns": "_read_state",
-    "reduce": "_reducer",
+    "Audience": "codex_app_bridge.listener._state",
+    "Emission": "codex_app_bridge.listener._state",
+    "ItemLedger": "codex_app_bridge.listener._state",
+    "ListenerHub": "codex_app_bridge.listener._hub",
+    "REQUEST_EVENT_TYPES": "codex_app_bridge.listener._state",
+    "ReadState": "codex_app_bridge.listener._read_state",
+    "ReduceContext": "codex_app_bridge.listener._state",
+    "Reduction": "codex_app_bridge.listener._state",
+    "ThreadExistsError": "codex_app_bridge.listener._hub",
+    "ThreadListener": "codex_app_bridge.listener._hub",
+    "ThreadState": "codex_app_bridge.listener._state",
+    "ThreadWatch": "codex_app_bridge.listener._state",
+    "TurnSummary": "codex_app_bridge.listener._state",
+    "UnsubscribeStatus": "codex_app_bridge.listener._hub",
+    "read_state_of_history": "codex_app_bridge.listener._read_state",
+    "read_state_of_turns": "codex_app_bridge.listener._read_state",
+    "reduce": "codex_app_bridge.listener._reducer",
 }
 
 
-def __getattr__(name: str) -> Any:
-    module = _MODULES.get(name)
-    if module is None:
-        raise AttributeError(f"module {__name__!r} has no attribute {name!r}", name=name)
-    value = getattr(import_module(f"{__name__}.{module}"), name)
-    globals()[name] = value
-    return value
+def __getattr__(name: str) -> object:
+    return _import_reexport(__name__, globals(), _MODULES, name)

@@ -13,9 +13,9 @@ first used: listing stored threads needs neither (a process's first ``thread/lis
 
 from __future__ import annotations
 
-from importlib import import_module
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
+from codex_app_bridge._reexports import import_reexport as _import_reexport
 from codex_app_bridge.storage._catalog import (
     RowFilter,
     StoredThread,
@@ -75,18 +75,13 @@ __all__ = [
 ]
 
 _LAZY: dict[str, str] = {
-    "LoadedRollout": "_reader",
-    "load_rollout": "_reader",
-    "parse_rollout_bytes": "_reader",
-    "RolloutWriter": "_writer",
-    "session_meta": "_writer",
+    "LoadedRollout": "codex_app_bridge.storage._reader",
+    "load_rollout": "codex_app_bridge.storage._reader",
+    "parse_rollout_bytes": "codex_app_bridge.storage._reader",
+    "RolloutWriter": "codex_app_bridge.storage._writer",
+    "session_meta": "codex_app_bridge.storage._writer",
 }
 
 
-def __getattr__(name: str) -> Any:
-    module = _LAZY.get(name)
-    if module is None:
-        raise AttributeError(f"module {__name__!r} has no attribute {name!r}", name=name)
-    value = getattr(import_module(f"{__name__}.{module}"), name)
-    globals()[name] = value
-    return value
+def __getattr__(name: str) -> object:
+    return _import_reexport(__name__, globals(), _LAZY, name)
