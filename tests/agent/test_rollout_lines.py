@@ -53,11 +53,17 @@ def _turns(lines: list[JsonObject]) -> list[list[str]]:
     return turns
 
 
-async def _run(scratch: Path, mock: MockResponses) -> list[JsonObject]:
+def _layout(scratch: Path, mock: MockResponses) -> tuple[Path, dict[str, str]]:
+    """A scratch ``CODEX_HOME`` whose config points at ``mock``, a work directory, and the
+    environment a bridge process runs in there."""
     home, work = scratch / "home", scratch / "work"
     work.mkdir()
     write_codex_config(home, mock.base_url)
-    env = codex_env(home, extra={k: v for k, v in bridge_env().items() if k == "PYTHONPATH"})
+    return work, codex_env(home, extra={k: v for k, v in bridge_env().items() if k == "PYTHONPATH"})
+
+
+async def _run(scratch: Path, mock: MockResponses) -> list[JsonObject]:
+    work, env = _layout(scratch, mock)
     with anyio.fail_after(TIMEOUT * 4):
         async with StdioPeer.spawn(
             bridge_command(), env=env, cwd=str(work), stderr_path=scratch / "stderr.log"
@@ -203,10 +209,7 @@ async def test_a_goal_set_before_the_first_turn_is_the_rollouts_first_line() -> 
     with MockResponses() as mock, tempfile.TemporaryDirectory() as raw:
         mock.set_scenario("plain", text="ok")
         scratch = Path(raw)
-        home, work = scratch / "home", scratch / "work"
-        work.mkdir()
-        write_codex_config(home, mock.base_url)
-        env = codex_env(home, extra={k: v for k, v in bridge_env().items() if k == "PYTHONPATH"})
+        work, env = _layout(scratch, mock)
         with anyio.fail_after(TIMEOUT * 4):
             async with StdioPeer.spawn(
                 bridge_command(), env=env, cwd=str(work), stderr_path=scratch / "stderr.log"
@@ -249,10 +252,7 @@ async def test_a_resume_after_a_restart_checkpoints_the_settings_as_the_binary()
     with MockResponses() as mock, tempfile.TemporaryDirectory() as raw:
         mock.set_scenario("plain", text="ok")
         scratch = Path(raw)
-        home, work = scratch / "home", scratch / "work"
-        work.mkdir()
-        write_codex_config(home, mock.base_url)
-        env = codex_env(home, extra={k: v for k, v in bridge_env().items() if k == "PYTHONPATH"})
+        work, env = _layout(scratch, mock)
         thread_id = ""
         path = ""
         with anyio.fail_after(TIMEOUT * 4):
@@ -338,10 +338,7 @@ async def test_a_turns_overrides_are_checkpointed_and_a_change_is_announced() ->
     with MockResponses() as mock, tempfile.TemporaryDirectory() as raw:
         mock.set_scenario("plain", text="ok")
         scratch = Path(raw)
-        home, work = scratch / "home", scratch / "work"
-        work.mkdir()
-        write_codex_config(home, mock.base_url)
-        env = codex_env(home, extra={k: v for k, v in bridge_env().items() if k == "PYTHONPATH"})
+        work, env = _layout(scratch, mock)
         overrides: list[JsonObject] = [
             {},
             {},
