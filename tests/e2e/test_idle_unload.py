@@ -7,7 +7,8 @@ from __future__ import annotations
 import gc
 import os
 import weakref
-from collections.abc import Callable, Iterable
+from collections.abc import AsyncIterator, Callable, Iterable
+from contextlib import asynccontextmanager
 from pathlib import Path
 from typing import cast
 
@@ -15,7 +16,7 @@ import anyio
 import orjson
 import pytest
 
-from tests.e2e._harness import Message, Session, methods, open_bridge
+from tests.e2e._harness import Bridge, Message, Session, methods, open_bridge
 
 pytestmark = pytest.mark.anyio
 
@@ -32,13 +33,29 @@ def closed(thread_id: str) -> Callable[[Message], bool]:
     return check
 
 
+@asynccontextmanager
+async def two_clients(
+    kind: str = "memory", codex_home: Path | None = None
+) -> AsyncIterator[tuple[Bridge, Session, Session]]:
+    """A bridge that unloads after ``IDLE``, with an initialized client that drives threads
+    and a watcher that sees every thread's ``thread/closed``."""
+    async with open_bridge(kind, idle_unload=IDLE, codex_home=codex_home) as bridge:
+        client: Session = await bridge.connect()
+        watcher: Session = await bridge.connect()
+        await client.initialize(name="client")
+        await watcher.initialize(name="watcher")
+        yield bridge, client, watcher
+
+
+async def unload(client: Session, watcher: Session, thread_id: str) -> None:
+    """``client`` leaves ``thread_id`` and the watcher sees it unloaded."""
+    await client.result("thread/unsubscribe", {"threadId": thread_id})
+    await watcher.until(closed(thread_id))
+
+
 @pytest.mark.parametrize("kind", IN_PROCESS)
 async def test_an_unsubscribed_thread_is_unloaded_after_the_idle_timeout(kind: str) -> None:
-    async with open_bridge(kind, idle_unload=IDLE) as bridge:
-        alice: Session = await bridge.connect()
-        watcher: Session = await bridge.connect()
-        await alice.initialize(name="alice")
-        await watcher.initialize(name="watcher")
+    async with two_clients(kind) as (_, alice, watcher):
         idle = await alice.start_thread()
         await alice.run_turn(idle, "before unload")
         kept = await alice.start_thread()  # alice stays subscribed to this one
@@ -77,11 +94,7 @@ async def test_an_unsubscribed_thread_is_unloaded_after_the_idle_timeout(kind: s
 
 @pytest.mark.parametrize("kind", IN_PROCESS)
 async def test_closing_the_only_subscriber_lets_the_thread_unload(kind: str) -> None:
-    async with open_bridge(kind, idle_unload=IDLE) as bridge:
-        owner: Session = await bridge.connect()
-        watcher: Session = await bridge.connect()
-        await owner.initialize(name="owner")
-        await watcher.initialize(name="watcher")
+    async with two_clients(kind) as (bridge, owner, watcher):
         thread_id = await owner.start_thread()
         await owner.run_turn(thread_id, "hello")
         server = bridge.server
@@ -114,11 +127,7 @@ async def test_an_unloaded_stored_thread_holds_no_descriptor_and_resumes_from_it
 ) -> None:
     # issue 23.1: every unloaded thread kept its rollout open (fds grew without bound)
     home = tmp_path / "home"
-    async with open_bridge("memory", idle_unload=IDLE, codex_home=home) as bridge:
-        client: Session = await bridge.connect()
-        watcher: Session = await bridge.connect()
-        await client.initialize(name="client")
-        await watcher.initialize(name="watcher")
+    async with two_clients(codex_home=home) as (bridge, client, watcher):
         threads = [await client.start_thread() for _ in range(5)]
         for thread_id in threads:
             await client.run_turn(thread_id, f"turn of {thread_id}")
@@ -156,11 +165,7 @@ async def test_an_unloaded_stored_thread_is_freed_by_reference_counting(tmp_path
     # (the registry's callbacks hold the record, the session's queue wakes the runtime), freed
     # only by a full collection: 100,000 objects waited for it, and the allocator's arenas
     # they filled were never given back
-    async with open_bridge("memory", idle_unload=IDLE, codex_home=tmp_path / "home") as bridge:
-        client: Session = await bridge.connect()
-        watcher: Session = await bridge.connect()
-        await client.initialize(name="client")
-        await watcher.initialize(name="watcher")
+    async with two_clients(codex_home=tmp_path / "home") as (bridge, client, watcher):
         thread_id = await client.start_thread()
         await client.run_turn(thread_id, "a turn to keep")
         server = bridge.server
@@ -195,11 +200,7 @@ async def test_an_unloaded_stored_thread_is_freed_by_reference_counting(tmp_path
 async def test_memory_is_given_back_once_the_last_thread_is_unloaded() -> None:
     # issue 23's soak: what a busy spell left free stayed in the process; once no thread is
     # loaded, the unloader collects and trims (``_gc.release_memory``), not before
-    async with open_bridge("memory", idle_unload=IDLE) as bridge:
-        client: Session = await bridge.connect()
-        watcher: Session = await bridge.connect()
-        await client.initialize(name="client")
-        await watcher.initialize(name="watcher")
+    async with two_clients() as (bridge, client, watcher):
         server = bridge.server
         assert server is not None
         unloader = server.idle_unloader
@@ -216,10 +217,8 @@ async def test_memory_is_given_back_once_the_last_thread_is_unloaded() -> None:
         first, second = await client.start_thread(), await client.start_thread()
         for thread_id in (first, second):
             await client.run_turn(thread_id, "some work")
-        await client.result("thread/unsubscribe", {"threadId": first})
-        await watcher.until(closed(first))
-        await client.result("thread/unsubscribe", {"threadId": second})
-        await watcher.until(closed(second))
+        await unload(client, watcher, first)
+        await unload(client, watcher, second)
         with anyio.fail_after(60):
             await released.wait()
         assert loaded_then == [[]]
@@ -228,19 +227,13 @@ async def test_memory_is_given_back_once_the_last_thread_is_unloaded() -> None:
 async def test_nothing_of_a_resumed_then_unloaded_thread_stays_in_a_table(tmp_path: Path) -> None:
     # issue 23's soak: a resume asked the thread's goal, and the answer (none) stayed cached
     # for every thread ever resumed
-    async with open_bridge("memory", idle_unload=IDLE, codex_home=tmp_path / "home") as bridge:
-        client: Session = await bridge.connect()
-        watcher: Session = await bridge.connect()
-        await client.initialize(name="client")
-        await watcher.initialize(name="watcher")
+    async with two_clients(codex_home=tmp_path / "home") as (_, client, watcher):
         thread_id = await client.start_thread()
         await client.run_turn(thread_id, "before unload")
-        await client.result("thread/unsubscribe", {"threadId": thread_id})
-        await watcher.until(closed(thread_id))
+        await unload(client, watcher, thread_id)
         await client.result("thread/resume", {"threadId": thread_id})
         await client.run_turn(thread_id, "after the resume")
-        await client.result("thread/unsubscribe", {"threadId": thread_id})
-        await watcher.until(closed(thread_id))
+        await unload(client, watcher, thread_id)
         assert _tables_keyed_by({thread_id}) == []
 
 
@@ -262,11 +255,7 @@ def _tables_keyed_by(thread_ids: set[str]) -> list[str]:
 
 async def test_nothing_of_an_unloaded_stored_thread_stays_in_a_table(tmp_path: Path) -> None:
     # issue 23.2: the built-in agent kept every thread's token total, RSS grew with each thread
-    async with open_bridge("memory", idle_unload=IDLE, codex_home=tmp_path / "home") as bridge:
-        client: Session = await bridge.connect()
-        watcher: Session = await bridge.connect()
-        await client.initialize(name="client")
-        await watcher.initialize(name="watcher")
+    async with two_clients(codex_home=tmp_path / "home") as (_, client, watcher):
         threads = [await client.start_thread() for _ in range(5)]
         for thread_id in threads:
             await client.run_turn(thread_id, f"turn of {thread_id}")
