@@ -7,6 +7,9 @@ from __future__ import annotations
 
 import os
 import socket
+import struct
+import subprocess
+import sys
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -14,6 +17,7 @@ import anyio
 import orjson
 import pytest
 
+from codex_app_bridge.conformance.real_codex import real_codex_path
 from codex_app_bridge.machine import (
     ApprovalPolicy,
     Bubblewrap,
@@ -23,6 +27,7 @@ from codex_app_bridge.machine import (
     decide_patch,
 )
 from codex_app_bridge.machine._proc import LIVE
+from codex_app_bridge.machine._seccomp import SeccompMode, network_filter
 from codex_app_bridge.protocol.core import EventMsg
 from tests.machine.conftest import WAIT_S, FakeHost, environ_without_tmpdir, usable_bubblewrap
 
@@ -121,6 +126,143 @@ async def test_network_is_blocked_unless_allowed(tmp_path: Path, work: Path, net
         server.close()
     assert isinstance(out, str)
     assert ("connected" in out) is network, out
+
+
+SYSCALL_PROBE = """\
+import ctypes, os, socket
+libc = ctypes.CDLL(None, use_errno=True)
+
+def call(name, *args):
+    if libc.syscall(*(ctypes.c_long(a) for a in args)) < 0:
+        raise OSError(ctypes.get_errno(), name)
+
+def pair_send():
+    a, b = socket.socketpair()
+    a.send(b"x")
+    b.recv(1)
+
+def unix_bind():
+    socket.socket(socket.AF_UNIX).bind("\\0codex-probe-" + os.urandom(8).hex())
+
+probes = {
+    "inet": lambda: socket.socket(socket.AF_INET).close(),
+    "inet6": lambda: socket.socket(socket.AF_INET6).close(),
+    "unix": lambda: socket.socket(socket.AF_UNIX).close(),
+    "netlink": lambda: socket.socket(socket.AF_NETLINK, socket.SOCK_RAW).close(),
+    "vsock": lambda: socket.socket(40, socket.SOCK_STREAM).close(),
+    "socketpair": lambda: socket.socketpair(),
+    "socketpair_send": pair_send,
+    "unix_bind": unix_bind,
+    "unix_connect": lambda: socket.socket(socket.AF_UNIX).connect("/nonexistent/sock"),
+    "ptrace": lambda: call("ptrace", 101, 3, os.getpid(), 0, 0),
+    "process_vm_readv": lambda: call("process_vm_readv", 310, os.getpid(), 0, 0, 0, 0, 0),
+    "io_uring_setup": lambda: call("io_uring_setup", 425, 1, 0),
+}
+for name, probe in probes.items():
+    try:
+        probe()
+        print(name, "ok")
+    except OSError as e:
+        print(name, os.strerror(e.errno))
+"""
+"""What a sandboxed command may do with sockets and a few other system calls (x86_64 numbers),
+one line per probe: ``ok`` or the error."""
+
+_DENIED = "Operation not permitted"
+_EXPECTED = {
+    False: {
+        "inet": _DENIED,
+        "inet6": _DENIED,
+        "unix": "ok",
+        "netlink": _DENIED,
+        "vsock": _DENIED,
+        "socketpair": "ok",
+        "socketpair_send": _DENIED,
+        "unix_bind": _DENIED,
+        "unix_connect": _DENIED,
+        "ptrace": _DENIED,
+        "process_vm_readv": _DENIED,
+        "io_uring_setup": _DENIED,
+    },
+    True: {
+        "inet": "ok",
+        "inet6": "ok",
+        "unix": "ok",
+        "netlink": "ok",
+        "vsock": _DENIED,
+        "socketpair": "ok",
+        "socketpair_send": "ok",
+        "unix_bind": "ok",
+        "unix_connect": "No such file or directory",
+        "ptrace": "No such process",
+        "process_vm_readv": "ok",
+        "io_uring_setup": _DENIED,
+    },
+}
+
+
+def _probe_lines(text: str) -> dict[str, str]:
+    return dict(line.split(" ", 1) for line in text.strip().splitlines() if " " in line)
+
+
+def _real_sandbox_probe(work: Path, home: Path, network: bool) -> dict[str, str]:
+    """The probe run by 0.163.0's own sandbox (``codex sandbox``, workspace-write); PATH without
+    bwrap, so it uses its bundled bubblewrap (the system's needs helper links it refuses to
+    make under the temp dir)."""
+    home.mkdir()
+    config = ["-c", 'sandbox_mode="workspace-write"']
+    if network:
+        config += ["-c", "sandbox_workspace_write.network_access=true"]
+    done = subprocess.run(
+        [real_codex_path(), "sandbox", *config, "--", sys.executable, "probe.py"],
+        cwd=work,
+        env={"PATH": "/nonexistent", "CODEX_HOME": str(home), "HOME": str(home), "LANG": "C.UTF-8"},
+        capture_output=True,
+        text=True,
+        timeout=WAIT_S,
+        check=False,
+    )
+    assert done.returncode == 0, done.stderr
+    return _probe_lines(done.stdout)
+
+
+@pytest.mark.skipif(os.uname().machine != "x86_64", reason="the probe uses x86_64 numbers")
+@pytest.mark.parametrize("network", [False, True])
+async def test_sandboxed_system_calls_are_filtered_as_0_163_0_filters_them(
+    tmp_path: Path, work: Path, network: bool
+) -> None:
+    bwrap = usable_bubblewrap()
+    (work / "probe.py").write_text(SYSCALL_PROBE)
+    policy = SandboxPolicy(
+        "workspace-write",
+        network_access=network,
+        exclude_slash_tmp=True,
+        exclude_tmpdir_env_var=True,
+    )
+    host = FakeHost(str(work), sandbox_policy=policy)
+    cmd = f"{sys.executable} probe.py"
+    async with _tools(tmp_path, bwrap) as tools:
+        out = await tools.call(host, "exec_command", "c1", _args(cmd=cmd))
+    assert isinstance(out, str)
+    bridge = _probe_lines(out.split("Output:\n", 1)[1])
+    assert bridge == _EXPECTED[network]
+    real = await anyio.to_thread.run_sync(
+        _real_sandbox_probe, work, tmp_path / "real-home", network
+    )
+    assert real == bridge
+
+
+def test_the_filter_kills_other_architectures_and_is_left_out_where_unknown() -> None:
+    for machine, audit_arch in (("x86_64", 0xC000003E), ("aarch64", 0xC00000B7)):
+        for mode in SeccompMode:
+            program = network_filter(mode, machine)
+            assert program is not None
+            assert len(program) % 8 == 0
+            # load the arch, compare, kill the process on a mismatch
+            assert program[:24] == struct.pack(
+                "=HBBIHBBIHBBI", 0x20, 0, 0, 4, 0x15, 1, 0, audit_arch, 0x06, 0, 0, 0x80000000
+            )
+    assert network_filter(SeccompMode.RESTRICTED, "riscv64") is None
 
 
 @pytest.mark.parametrize("policy", ["never", "on-request", "untrusted"])

@@ -6,6 +6,7 @@ A domain package below ``server/``: it knows no connection, JSON-RPC or thread. 
 * ``_proc``: child processes in their own process group, killed whole, bounded output reads;
 * ``_output``: bounded output buffers and the text the model gets (core's truncation);
 * ``_sandbox``: sandbox policies and bubblewrap; ``_policy``: approval policies and decisions;
+* ``_seccomp``: the seccomp filter (0.163.0's network rule set) bubblewrap puts on a command;
 * ``_commands``: argv, environment, command summaries, ``apply_patch`` through the shell;
 * ``_turn_diff``: ``TurnDiff``, the net diff of a turn's patches (``turn/diff/updated``);
 * ``_user_shell``: ``thread/shellCommand``'s run (a user's command as a turn's item);

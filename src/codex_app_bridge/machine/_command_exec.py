@@ -107,6 +107,7 @@ class CommandRun:
                 merge_stderr=False,
                 stdin_open=stream_stdin or tty,
                 size=size,
+                hand_over=wrapped.hand_over if wrapped is not None else (),
             )
         except BaseException:
             if wrapped is not None:

@@ -313,6 +313,12 @@ def _unread(fd: int | None) -> int:
     return struct.unpack("i", raw)[0]
 
 
+def _close_all(fds: Sequence[int]) -> None:
+    for fd in fds:
+        with contextlib.suppress(OSError):
+            os.close(fd)
+
+
 def _group_alive(pgid: int) -> bool:
     try:
         os.killpg(pgid, 0)
@@ -330,16 +336,19 @@ def spawn(
     merge_stderr: bool = False,
     stdin_open: bool = True,
     size: tuple[int, int] | None = None,
+    hand_over: Sequence[int] = (),
 ) -> ChildProcess:
     """Start ``argv`` in a new session and process group (see the module docstring).
 
     ``tty``: one PTY for stdin/stdout/stderr (``size`` rows, cols). Otherwise pipes: stdout, and
     stderr apart or ``merge_stderr`` into stdout; stdin a pipe, or ``/dev/null`` when not
-    ``stdin_open``. ``SpawnError`` when the program or ``cwd`` cannot be used."""
+    ``stdin_open``. ``hand_over``: descriptors the child keeps under their numbers, closed here
+    once it started (or failed to). ``SpawnError`` when the program or ``cwd`` cannot be used."""
+    close_after: list[int] = list(hand_over)
     if not argv:
+        _close_all(close_after)
         raise SpawnError(OSError(errno.ENOENT, os.strerror(errno.ENOENT)))
     setup = None if _GUARD.ready() else _child_setup
-    close_after: list[int] = []
     try:
         if tty:
             master, slave = pty.openpty()
@@ -356,6 +365,7 @@ def spawn(
                 start_new_session=True,
                 preexec_fn=setup,
                 close_fds=True,
+                pass_fds=tuple(hand_over),
             )
             _nonblocking(master)
             child = ChildProcess(popen, True, master, None, master)
@@ -382,19 +392,16 @@ def spawn(
                 start_new_session=True,
                 preexec_fn=setup,
                 close_fds=True,
+                pass_fds=tuple(hand_over),
             )
             for fd in (out_r, err_r, in_w):
                 if fd is not None:
                     _nonblocking(fd)
             child = ChildProcess(popen, False, out_r, err_r, in_w)
     except OSError as exc:
-        for fd in close_after:
-            with contextlib.suppress(OSError):
-                os.close(fd)
+        _close_all(close_after)
         raise SpawnError(exc) from None
-    for fd in close_after:
-        with contextlib.suppress(OSError):
-            os.close(fd)
+    _close_all(close_after)
     try:
         child.pidfd = os.pidfd_open(child.pid)
     except (AttributeError, OSError):

@@ -29,6 +29,8 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Final, Literal, cast
 
+from codex_app_bridge.machine._seccomp import SeccompMode, network_filter
+
 __all__ = [
     "PROTECTED_DIRS",
     "Bubblewrap",
@@ -151,6 +153,9 @@ _MOUNT_POINT_USERS: Final[dict[str, int]] = {}
 class WrappedCommand:
     argv: list[str]
     created_mount_points: tuple[str, ...] = ()
+    hand_over: tuple[int, ...] = ()
+    """Descriptors ``argv`` names (the seccomp program's pipe): the child gets them under the
+    same numbers, and ``spawn`` closes them in the server, whether the child started or not."""
 
     def __post_init__(self) -> None:
         for path in self.created_mount_points:
@@ -192,12 +197,21 @@ class Bubblewrap:
                 "bubblewrap) to run sandboxed commands"
             )
             return self._problem
-        argv = self.wrap(["/bin/true"], SandboxPolicy("read-only"), "/").argv
+        wrapped = self.wrap(["/bin/true"], SandboxPolicy("read-only"), "/")
         try:
-            done = subprocess.run(argv, capture_output=True, timeout=30, check=False)
+            done = subprocess.run(
+                wrapped.argv,
+                capture_output=True,
+                timeout=30,
+                check=False,
+                pass_fds=wrapped.hand_over,
+            )
         except (OSError, subprocess.TimeoutExpired) as exc:
             self._problem = f"bubblewrap at {self.path} cannot run: {exc}"
             return self._problem
+        finally:
+            for fd in wrapped.hand_over:
+                os.close(fd)
         if done.returncode != 0:
             detail = done.stderr.decode("utf-8", "replace").strip() or f"exit {done.returncode}"
             self._problem = f"bubblewrap at {self.path} cannot create a sandbox here: {detail}"
@@ -234,5 +248,25 @@ class Bubblewrap:
         args += ["--unshare-user", "--unshare-pid", "--unshare-ipc"]
         if not policy.network_access:
             args.append("--unshare-net")
+        mode = SeccompMode.VM_SOCKETS if policy.network_access else SeccompMode.RESTRICTED
+        program = network_filter(mode)
+        hand_over: tuple[int, ...] = ()
+        if program is not None:
+            hand_over = (_program_pipe(program),)
+            args += ["--seccomp", str(hand_over[0])]
         args += ["--proc", "/proc", "--cap-drop", "ALL", "--chdir", cwd, "--", *argv]
-        return WrappedCommand(args, tuple(created))
+        return WrappedCommand(args, tuple(created), hand_over)
+
+
+def _program_pipe(program: bytes) -> int:
+    """The read end of a pipe that holds ``program`` and then ends (bubblewrap reads it to EOF;
+    a program is a few hundred bytes, far below a pipe's buffer)."""
+    read_end, write_end = os.pipe()
+    try:
+        os.write(write_end, program)
+    except BaseException:
+        os.close(read_end)
+        raise
+    finally:
+        os.close(write_end)
+    return read_end

@@ -536,18 +536,26 @@ class MachineTools:
         env = exec_env(
             self.base_env, thread_id=host.thread_id, call_id=call_id, codex_home=self.codex_home
         )
-        wrapped: WrappedCommand | None = None
-        run_argv = argv
-        if sandboxed:
-            wrapped = self.bubblewrap.wrap(argv, sandbox, cwd, env)
-            run_argv = wrapped.argv
         if not _is_dir(cwd):
             return (
                 'exec_command failed: CreateProcess { message: "Rejected(\\"Failed to create '
                 'unified exec process: No such file or directory (os error 2)\\")" }'
             )
+        wrapped: WrappedCommand | None = None
+        run_argv = argv
+        if sandboxed:
+            wrapped = self.bubblewrap.wrap(argv, sandbox, cwd, env)
+            run_argv = wrapped.argv
         try:
-            child = spawn(run_argv, cwd=cwd, env=env, tty=tty, merge_stderr=True, stdin_open=tty)
+            child = spawn(
+                run_argv,
+                cwd=cwd,
+                env=env,
+                tty=tty,
+                merge_stderr=True,
+                stdin_open=tty,
+                hand_over=wrapped.hand_over if wrapped is not None else (),
+            )
         except SpawnError as exc:
             if wrapped is not None:
                 wrapped.cleanup()
