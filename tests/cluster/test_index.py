@@ -1,11 +1,13 @@
 """``ThreadIndex``: the cluster's threads selected as ``thread/list`` pages stored ones
-(``storage.ThreadCatalog.rows``): filter, order, cursor position, limit, skip. No NATS."""
+(``storage.ThreadCatalog.rows``): filter, order, cursor position, limit, skip; a fresh node's
+index started from a head of another's. No NATS."""
 
 from __future__ import annotations
 
 import orjson
+import pytest
 
-from codex_app_bridge.cluster._index import ThreadIndex
+from codex_app_bridge.cluster._index import HEAD_ROWS, ThreadIndex
 from codex_app_bridge.storage import RowFilter, ThreadRow
 
 
@@ -31,7 +33,8 @@ def _index() -> ThreadIndex:
     return index
 
 
-def _ids(rows: list[ThreadRow]) -> list[str]:
+def _ids(rows: list[ThreadRow] | None) -> list[str]:
+    assert rows is not None, "a complete index settles every page"
     return [row.thread_id for row in rows]
 
 
@@ -93,3 +96,67 @@ def test_a_deleted_entry_is_no_longer_listed() -> None:
         RowFilter(), by_updated=False, descending=True, after=None, limit=1, skip=frozenset()
     )
     assert _ids(rows) == ["t4"]
+
+
+def _many(count: int) -> ThreadIndex:
+    index = ThreadIndex()
+    for number in range(count):  # created in order; updated in the reverse order
+        index.put(f"t{number}", _entry(number, updated=10_000 - number), number + 1)
+    index.sequence = count
+    return index
+
+
+def _newest(index: ThreadIndex, *, limit: int, by_updated: bool = False) -> list[str] | None:
+    rows = index.rows(
+        RowFilter(),
+        by_updated=by_updated,
+        descending=True,
+        after=None,
+        limit=limit,
+        skip=frozenset(),
+    )
+    return None if rows is None else [row.thread_id for row in rows]
+
+
+def test_a_head_answers_the_newest_pages_it_settles_and_no_other() -> None:
+    whole = _many(HEAD_ROWS * 2)
+    fresh = ThreadIndex()
+    fresh.load_head(whole.head())
+    assert not fresh.complete
+    assert fresh.sequence == HEAD_ROWS * 2
+    assert len(fresh) == HEAD_ROWS * 2  # the newest by created and by updated: no overlap
+    for by_updated in (False, True):
+        assert _newest(fresh, limit=101, by_updated=by_updated) == _newest(
+            whole, limit=101, by_updated=by_updated
+        )
+    assert len(_newest(fresh, limit=HEAD_ROWS - 1) or []) == HEAD_ROWS - 1
+    assert _newest(fresh, limit=HEAD_ROWS + 1) is None  # past the head: not settled
+    ascending = fresh.rows(
+        RowFilter(), by_updated=False, descending=False, after=None, limit=1, skip=frozenset()
+    )
+    assert ascending is None
+    # a change after the head's sequence counts; the rest of the bucket, read later by its
+    # own consumer, replaces nothing newer
+    newest = f"t{HEAD_ROWS * 2 - 1}"
+    fresh.remove(newest, HEAD_ROWS * 2 + 1)
+    fresh.put(newest, _entry(HEAD_ROWS * 2 - 1, updated=1), HEAD_ROWS * 2 - 1 + 1)
+    assert (_newest(fresh, limit=1) or [None])[0] == f"t{HEAD_ROWS * 2 - 2}"
+    fresh.complete = True
+    assert _newest(fresh, limit=HEAD_ROWS + 1) is not None
+
+
+def test_a_head_of_a_small_bucket_holds_all_of_it() -> None:
+    whole = _many(5)
+    fresh = ThreadIndex()
+    fresh.load_head(whole.head())
+    assert fresh.complete
+    assert _newest(fresh, limit=9) == ["t4", "t3", "t2", "t1", "t0"]
+
+
+def test_a_head_of_another_layout_is_refused_and_changes_nothing() -> None:
+    fresh = ThreadIndex()
+    for data in (b"not json", orjson.dumps({"version": 99}), orjson.dumps({"version": 1})):
+        with pytest.raises(ValueError, match="not a thread index head"):
+            fresh.load_head(data)
+    assert fresh.complete
+    assert len(fresh) == 0

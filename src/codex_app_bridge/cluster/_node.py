@@ -63,6 +63,8 @@ from codex_app_bridge.cluster._meta import meta_of_record, shared_thread
 from codex_app_bridge.cluster._options import ClusterOptions, ClusterUnavailable
 from codex_app_bridge.cluster._subjects import (
     EVENT_HEADER,
+    INDEX_BUCKET,
+    INDEX_OBJECT,
     LEASE_BUCKET,
     META_BUCKET,
     STREAM,
@@ -88,6 +90,7 @@ if TYPE_CHECKING:
     from nats.aio.subscription import Subscription
     from nats.js.client import JetStreamContext
     from nats.js.kv import KeyValue
+    from nats.js.object_store import ObjectStore
 
     from codex_app_bridge.server._shared import SharedThread
     from codex_app_bridge.server._threads import ThreadRecord
@@ -114,6 +117,15 @@ STORE_TIMEOUT: Final = 5.0
 FENCE_TRIES: Final = 5
 """Times a node taking a thread over writes its fence, reading what the former owner wrote
 meanwhile between tries."""
+SNAPSHOT_EVERY: Final = 10.0
+"""Seconds between a node's looks at the index's head in the object store (``_keep_snapshot``)."""
+SNAPSHOT_CHANGES: Final = 500
+"""Bucket messages the head may lag behind a node's index before the node writes it again
+(a joining node reads at most about that many entries before its first page)."""
+BACKFILL_BATCH: Final = 256
+"""Entries a node reads at a time after a head (``_backfill``)."""
+SNAPSHOT_TIMEOUT: Final = 5.0
+"""Seconds a joining node waits for the head (else it reads the whole bucket first)."""
 WRONG_LAST_SEQUENCE: Final = 10071
 """JetStream's error code for a message whose expected last subject sequence is not the last."""
 
@@ -153,6 +165,18 @@ def _warm_envelopes() -> None:
     """Build the envelope's validator and serializer as the node joins (about 0.1 s, once),
     not in the first turn whose events it publishes or follows."""
     dump_event_envelope(parse_event_envelope(_WARM_ENVELOPE))
+
+
+def _apply_entry(index: ThreadIndex, prefix: str, msg: Msg) -> int:
+    """Apply a message of the metadata bucket's stream to the index; its sequence."""
+    sequence = msg.metadata.sequence.stream
+    thread_id = msg.subject[len(prefix) :]
+    operation = (msg.headers or {}).get("KV-Operation")
+    if operation in ("DEL", "PURGE") or not msg.data:
+        index.remove(thread_id, sequence)
+    else:
+        index.put(thread_id, msg.data, sequence)
+    return sequence
 
 
 def _tls_context(options: ClusterOptions) -> ssl.SSLContext | None:
@@ -210,6 +234,12 @@ class ClusterNode:
         self._index = ThreadIndex()
         """Every thread's metadata entry, as the bucket's stream delivered it (``thread/list``)."""
         self._index_waiters: list[tuple[int, anyio.Event]] = []
+        self._snapshots: ObjectStore | None = None
+        self.snapshot_sequence: int | None = None
+        """The bucket sequence of the index's head this node last read or wrote."""
+        self._complete = anyio.Event()
+        self._backfilling = False
+        """Set when the index holds every entry (read after a head: ``_backfill``)."""
 
     # --- life ---------------------------------------------------------------------------------
 
@@ -260,11 +290,13 @@ class ClusterNode:
                 )
             )
         self._lease_ttl = (await self._leases_kv.status()).ttl or options.lease_ttl
+        await self._load_snapshot()
         await self._watch_meta()
         _warm_envelopes()
         group = self._task_group = anyio.create_task_group()
         await group.__aenter__()
         group.start_soon(self._lease_loop, name="cluster leases")
+        group.start_soon(self._keep_snapshot, name="cluster index head")
         logger.info("cluster: node %s joined %s", self.name, ", ".join(options.servers))
         return self
 
@@ -307,6 +339,7 @@ class ClusterNode:
         with anyio.CancelScope(shield=True), anyio.move_on_after(5):
             await self.flush()
             await self._release_leases()
+            await self._save_snapshot(0)
         group.cancel_scope.cancel()
         try:
             return await group.__aexit__(exc_type, exc, tb)
@@ -476,38 +509,139 @@ class ClusterNode:
 
     # --- thread/list ----------------------------------------------------------------------------
 
+    async def _load_snapshot(self) -> None:
+        """Start the index from the nodes' head of it (one fetch), if there is one."""
+        from nats.js.api import ObjectStoreConfig, StorageType
+        from nats.js.errors import NotFoundError, ObjectNotFoundError
+
+        js = self._js
+        assert js is not None
+        try:
+            self._snapshots = await js.object_store(INDEX_BUCKET)
+        except NotFoundError:
+            self._snapshots = await js.create_object_store(  # pyright: ignore[reportUnknownMemberType]
+                INDEX_BUCKET, ObjectStoreConfig(storage=StorageType.FILE)
+            )
+        try:
+            with anyio.fail_after(SNAPSHOT_TIMEOUT):
+                found = await self._snapshots.get(INDEX_OBJECT)
+            self._index.load_head(found.data or b"")
+        except ObjectNotFoundError:
+            return
+        except Exception as exc:  # replaced while read, unreadable: read the bucket instead
+            logger.warning("cluster: thread index head not read: %s", exc)
+            return
+        self.snapshot_sequence = self._index.sequence
+
+    async def _keep_snapshot(self) -> None:
+        """Write the index's head again now and then, once it lags ``SNAPSHOT_CHANGES``
+        messages behind what this node has read (every node does; the first one wins)."""
+        while True:
+            await anyio.sleep(SNAPSHOT_EVERY)
+            await self._save_snapshot(SNAPSHOT_CHANGES)
+
+    async def _save_snapshot(self, lag: int) -> None:
+        """Write the index's head if the stored one lags more than ``lag`` messages behind
+        this node's index (or there is none), once the index is complete."""
+        from nats.js.api import ObjectMeta
+        from nats.js.errors import ObjectNotFoundError
+
+        store = self._snapshots
+        index = self._index
+        sequence = index.sequence
+        if store is None or not sequence or not index.complete or not len(index):
+            return
+        try:
+            try:
+                stored = int((await store.get_info(INDEX_OBJECT)).description or 0)
+            except ObjectNotFoundError:
+                stored = 0
+            self.snapshot_sequence = stored
+            if sequence - stored <= lag or sequence <= stored:
+                return
+            meta = ObjectMeta(name=INDEX_OBJECT, description=str(sequence))
+            await store.put(INDEX_OBJECT, index.head(), meta=meta)
+            self.snapshot_sequence = sequence
+        except Exception as exc:  # NATS away: the next look writes it
+            logger.warning("cluster: thread index head not written: %s", exc)
+
     async def _watch_meta(self) -> None:
         """Keep every thread's metadata entry in the index: the bucket's stream, last value per
         key first, then each change, by an ordered consumer (made again from where it was after
-        a NATS restart, like a followed thread's)."""
-        from nats.js.api import DeliverPolicy
+        a NATS restart, like a followed thread's). After a head (``_load_snapshot``), that
+        consumer starts past the head's sequence, and another reads the rest of the bucket
+        (``_backfill``)."""
+        from nats.js.api import ConsumerConfig, DeliverPolicy
 
         assert self._js is not None
         prefix = f"$KV.{META_BUCKET}."
         index = self._index
 
         async def on_entry(msg: Msg) -> None:
-            thread_id = msg.subject[len(prefix) :]
-            operation = (msg.headers or {}).get("KV-Operation")
-            if operation in ("DEL", "PURGE") or not msg.data:
-                index.remove(thread_id)
-            else:
-                index.put(thread_id, msg.data)
-            index.sequence = max(index.sequence, msg.metadata.sequence.stream)
+            sequence = _apply_entry(index, prefix, msg)
+            index.sequence = max(index.sequence, sequence)
             if self._index_waiters:
                 waiting = [w for w in self._index_waiters if index.sequence >= w[0]]
                 for w in waiting:
                     self._index_waiters.remove(w)
                     w[1].set()
 
+        head = index.sequence
+        start = (
+            ConsumerConfig(deliver_policy=DeliverPolicy.BY_START_SEQUENCE, opt_start_seq=head + 1)
+            if head
+            else ConsumerConfig(deliver_policy=DeliverPolicy.LAST_PER_SUBJECT)
+        )
         await self._js.subscribe(  # pyright: ignore[reportUnknownMemberType]
             f"{prefix}>",
             stream=f"KV_{META_BUCKET}",
             cb=on_entry,
             ordered_consumer=True,
-            deliver_policy=DeliverPolicy.LAST_PER_SUBJECT,
+            config=start,
             idle_heartbeat=FOLLOW_HEARTBEAT,
         )
+
+    async def _backfill(self) -> None:
+        """Read the bucket's entries a head left out (last value per key) by a pull consumer
+        of its own, ``BACKFILL_BATCH`` at a time, until nothing is pending: the index is then
+        ``complete``. In batches, so that the answers the node's other requests wait for
+        (on the same connection) do not queue behind the whole bucket."""
+        from nats.js.api import AckPolicy, ConsumerConfig, DeliverPolicy
+
+        js = self._js
+        index = self._index
+        assert js is not None
+        prefix = f"$KV.{META_BUCKET}."
+        config = ConsumerConfig(
+            deliver_policy=DeliverPolicy.LAST_PER_SUBJECT,
+            ack_policy=AckPolicy.NONE,
+            inactive_threshold=HISTORY_READ_TIMEOUT,
+        )
+        while not index.complete:
+            try:
+                sub = await js.pull_subscribe(
+                    f"{prefix}>", stream=f"KV_{META_BUCKET}", config=config
+                )
+                try:
+                    while True:
+                        batch = await sub.fetch(BACKFILL_BATCH, timeout=HISTORY_READ_TIMEOUT)
+                        for msg in batch:
+                            _apply_entry(index, prefix, msg)
+                        if not batch or batch[-1].metadata.num_pending == 0:
+                            break
+                finally:
+                    await sub.unsubscribe()
+            except Exception as exc:  # NATS away, the bucket empty: once again from its start
+                from nats.errors import TimeoutError as FetchTimeout
+
+                if isinstance(exc, FetchTimeout):
+                    break  # nothing to deliver: an empty bucket
+                logger.warning("cluster: thread metadata not read: %s", exc)
+                await anyio.sleep(_RETRY_AFTER)
+                continue
+            break
+        index.complete = True
+        self._complete.set()
 
     async def _index_caught_up(self) -> None:
         """Wait until the index holds everything the bucket had when asked (what a node wrote
@@ -538,11 +672,37 @@ class ClusterNode:
         limit: int,
         skip: frozenset[str],
     ) -> list[ThreadRow]:
-        """The cluster's threads as ``thread/list`` filters and sorts them (``ThreadIndex``)."""
+        """The cluster's threads as ``thread/list`` filters and sorts them (``ThreadIndex``;
+        from a head, what it settles, else once the rest of the bucket is read)."""
         await self._index_caught_up()
-        return self._index.rows(
+        index = self._index
+        found = index.rows(
             where, by_updated=by_updated, descending=descending, after=after, limit=limit, skip=skip
         )
+        if not index.complete and not self._backfilling:
+            # the rest is read once the first page is answered (not as the node joins: the
+            # first page would wait behind it)
+            self._backfilling = True
+            self._group.start_soon(self._backfill, name="cluster index backfill")
+        if found is None:  # the head does not settle it: wait for the rest of the bucket
+            with anyio.move_on_after(HISTORY_READ_TIMEOUT):
+                await self._complete.wait()
+            index.complete = True  # (NATS away that long: list what the index has)
+            found = index.rows(
+                where,
+                by_updated=by_updated,
+                descending=descending,
+                after=after,
+                limit=limit,
+                skip=skip,
+            )
+            assert found is not None
+        return found
+
+    @property
+    def indexed(self) -> int:
+        """How many threads' metadata entries this node holds (``thread/list``)."""
+        return len(self._index)
 
     def listed(self, thread_id: str) -> SharedThread | None:
         data = self._index.get(thread_id)

@@ -11,6 +11,8 @@ __all__ = [
     "CONTROL_PREFIX",
     "EVENTS_PREFIX",
     "EVENT_HEADER",
+    "INDEX_BUCKET",
+    "INDEX_OBJECT",
     "LEASE_BUCKET",
     "LEASE_TTL",
     "META_BUCKET",
@@ -25,6 +27,11 @@ STREAM: Final = "CODEX_THREADS"
 EVENTS_PREFIX: Final = "codex.thread."
 META_BUCKET: Final = "codex_threads"
 """KV bucket: thread id -> the thread's metadata (``_meta``)."""
+INDEX_BUCKET: Final = "codex_index"
+"""Object store: the head of the nodes' ``ThreadIndex`` (``INDEX_OBJECT``), which a joining
+node reads first (a page of ``thread/list`` before every ``META_BUCKET`` entry is read); its
+description is the bucket sequence it reflects."""
+INDEX_OBJECT: Final = "head"
 LEASE_BUCKET: Final = "codex_leases"
 """KV bucket: thread id -> the node that owns it, while it renews the lease (``LEASE_TTL``)."""
 LEASE_TTL: Final = 3.0
