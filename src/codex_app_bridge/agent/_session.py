@@ -38,7 +38,6 @@ from __future__ import annotations
 import logging
 import math
 import time
-from collections import deque
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from functools import partial
@@ -92,7 +91,6 @@ from codex_app_bridge.protocol.core import (
     ErrorEvent,
     EventEnvelope,
     EventMsg,
-    InterruptOp,
     ItemCompletedEvent,
     ItemStartedEvent,
     Op,
@@ -131,8 +129,8 @@ from codex_app_bridge.sources import (
     aborted_turn,
     goal_budget_limit_text,
 )
-from codex_app_bridge.sources._replies import ANSWER_OP_TYPES, Replies
-from codex_app_bridge.sources._session import EventQueue
+from codex_app_bridge.sources._replies import Replies
+from codex_app_bridge.sources._session import EventQueue, Inbox
 
 if TYPE_CHECKING:
     from codex_app_bridge.agent._tools import ToolHandler
@@ -312,8 +310,7 @@ class ModelSession:
         turns ran with: the first turn takes its own settings as that baseline, so nothing is
         re-injected, as core does when the settings match the rollout's last turn)."""
         self._queue = EventQueue()
-        self._pending: deque[Submission] = deque()
-        self._wake: anyio.Event | None = None
+        self._inbox = Inbox(config.thread_id)
         self._turn: _Turn | None = None
         self._ended = False
         self._info: TokenUsageInfo | None = None
@@ -336,24 +333,7 @@ class ModelSession:
     # --- the contract -----------------------------------------------------------------------
 
     def submit(self, submission: Submission) -> None:
-        op = submission.op
-        turn = self._turn
-        if turn is not None:
-            if isinstance(op, InterruptOp):
-                turn.interrupted = True
-                turn.scope.cancel()
-                return
-            if isinstance(op, UserInputOp | UserTurnOp):
-                turn.steers.append(list(op.items))
-                return
-            if turn.replies.put(op):
-                return
-        if isinstance(op, ANSWER_OP_TYPES):
-            logger.debug("%s: dropping %s: no turn is running", self.thread_id, op.type)
-            return
-        self._pending.append(submission)
-        if self._wake is not None:
-            self._wake.set()
+        self._inbox.submit(submission, self._turn)
 
     def take_events(self) -> list[EventEnvelope]:
         return self._queue.take()
@@ -370,12 +350,7 @@ class ModelSession:
 
     async def _loop(self) -> None:
         while not self._ended:
-            if not self._pending:
-                self._wake = anyio.Event()
-                await self._wake.wait()
-                self._wake = None
-                continue
-            submission = self._pending.popleft()
+            submission = await self._inbox.next()
             op = submission.op
             if isinstance(op, UserTurnOp | UserInputOp):
                 await self._play(submission.id, op)

@@ -90,6 +90,8 @@ __all__ = [
     "CoreSession",
     "EventQueue",
     "EventSource",
+    "Inbox",
+    "RunningTurn",
     "SessionConfig",
     "TurnPlayer",
     "TurnSource",
@@ -230,6 +232,57 @@ class EventQueue:
             await self._room.wait()
 
 
+class RunningTurn(Protocol):
+    """What ``Inbox.submit`` acts on at once while a session runs a turn."""
+
+    scope: anyio.CancelScope
+    steers: list[Sequence[UserInput]]
+    replies: Replies
+    interrupted: bool
+
+
+class Inbox:
+    """The submission half of a session: ``submit`` does at once what core does with an op
+    while a turn runs (an interrupt cancels it, input steers it, an answer resolves its
+    request) and queues the rest for the session's task, which takes them with ``next``.
+    An answer with no turn to take it is dropped."""
+
+    __slots__ = ("_label", "_pending", "_wake")
+
+    def __init__(self, label: object) -> None:
+        self._label = label
+        """Names the session in the log."""
+        self._pending: deque[Submission] = deque()
+        self._wake: anyio.Event | None = None
+
+    def submit(self, submission: Submission, running: RunningTurn | None) -> None:
+        op = submission.op
+        if running is not None:
+            if isinstance(op, InterruptOp):
+                running.interrupted = True
+                running.scope.cancel()
+                return
+            if isinstance(op, UserInputOp | UserTurnOp):
+                running.steers.append(list(op.items))
+                return
+            if running.replies.put(op):
+                return
+        if isinstance(op, ANSWER_OP_TYPES):
+            logger.debug("%s: dropping %s: no turn is running", self._label, op.type)
+            return
+        self._pending.append(submission)
+        if self._wake is not None:
+            self._wake.set()
+
+    async def next(self) -> Submission:
+        """The oldest submission queued, once there is one."""
+        while not self._pending:
+            self._wake = anyio.Event()
+            await self._wake.wait()
+            self._wake = None
+        return self._pending.popleft()
+
+
 def open_session(source: EventSource | TurnSource, config: SessionConfig) -> CoreSession:
     """The session of ``source`` for a thread (a ``TurnSource`` is played by ``TurnPlayer``)."""
     if isinstance(source, EventSource):
@@ -253,9 +306,8 @@ class TurnPlayer:
     def __init__(self, source: TurnSource, config: SessionConfig) -> None:
         self._source = source
         self._config = config
-        self._pending: deque[Submission] = deque()
+        self._inbox = Inbox(config)
         self._queue = EventQueue()
-        self._wake: anyio.Event | None = None
         self._playing: _Playing | None = None
         self._turns = config.first_turn_index
         self._token_total = config.token_total
@@ -267,25 +319,7 @@ class TurnPlayer:
     # --- the contract -------------------------------------------------------------------------
 
     def submit(self, submission: Submission) -> None:
-        op = submission.op
-        playing = self._playing
-        if playing is not None:
-            # what core does with these while a turn runs: act on it at once
-            if isinstance(op, InterruptOp):
-                playing.interrupted = True
-                playing.scope.cancel()
-                return
-            if isinstance(op, UserInputOp | UserTurnOp):
-                playing.steers.append(list(op.items))
-                return
-            if playing.replies.put(op):
-                return
-        if isinstance(op, ANSWER_OP_TYPES):
-            logger.debug("%s: dropping %s: no turn is playing", self._config, op.type)
-            return
-        self._pending.append(submission)
-        if self._wake is not None:
-            self._wake.set()
+        self._inbox.submit(submission, self._playing)
 
     def take_events(self) -> list[EventEnvelope]:
         return self._queue.take()
@@ -293,12 +327,7 @@ class TurnPlayer:
     async def run(self, ready: Callable[[], None]) -> None:
         self._queue.attach(ready)
         while not self._ended:
-            if not self._pending:
-                self._wake = anyio.Event()
-                await self._wake.wait()
-                self._wake = None
-                continue
-            submission = self._pending.popleft()
+            submission = await self._inbox.next()
             op = submission.op
             if isinstance(op, UserTurnOp | UserInputOp):
                 turn_id = submission.id
