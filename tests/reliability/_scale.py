@@ -1,14 +1,26 @@
 """How long the reliability suite runs: a short pass by default (CI), the long campaign with
 ``CODEX_APP_BRIDGE_LONG=1`` (issue 23's acceptance figures: 1,000 state-machine sequences,
-1,000,000 framing inputs, ...)."""
+1,000,000 framing inputs, ...). A fraction (``CODEX_APP_BRIDGE_LONG=0.05``) runs that share of
+the long campaign, so that it can be split into runs that each end in time and are summed."""
 
 from __future__ import annotations
 
 import os
 
-LONG = os.environ.get("CODEX_APP_BRIDGE_LONG") == "1"
+
+def _fraction(value: str) -> float:
+    try:
+        fraction = float(value)
+    except ValueError:
+        return 0.0
+    return fraction if 0.0 < fraction <= 1.0 else 0.0
+
+
+FRACTION = _fraction(os.environ.get("CODEX_APP_BRIDGE_LONG", ""))
+LONG = FRACTION > 0.0
 
 
 def scale(short: int, long: int) -> int:
-    """``short`` in the normal suite, ``long`` behind the flag."""
-    return long if LONG else short
+    """``short`` in the normal suite, ``long`` (or the flag's share of it, never less than
+    ``short``) behind the flag."""
+    return max(short, round(long * FRACTION)) if LONG else short

@@ -12,6 +12,7 @@ random params must never run or write anything.
 from __future__ import annotations
 
 import queue
+import shutil
 import subprocess
 import tempfile
 import threading
@@ -125,6 +126,7 @@ def _stdio_server() -> Generator[tuple[subprocess.Popen[bytes], queue.Queue[byte
             for stream in (process.stdout, process.stderr):
                 if stream is not None:
                     stream.close()
+            shutil.rmtree(home, ignore_errors=True)
 
 
 def test_random_frames_over_stdio_are_all_survived() -> None:
