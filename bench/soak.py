@@ -8,7 +8,9 @@ threads now and then, close. Every request's latency is measured (send -> respon
 answered and p50/p99 latency in that interval. After the clients leave, the script waits until
 every thread is unloaded (``thread/loaded/list`` empty, ``--idle-unload`` later) and reports RSS
 and descriptors against the baseline measured after a warm-up (one client, then one that
-resumes its thread).
+resumes its thread); the server's RSS before the warm-up is printed too. ``--rounds N`` runs the
+load N times in the same server, each followed by the unload and its figures: memory that one
+round takes once shows as a step after round 1 and none after the next; growth shows every round.
 
 The run fails (exit 1) on a crash (the server exits), an unanswered request (60 s) or a turn that
 does not complete.
@@ -169,6 +171,7 @@ def main() -> int:
     parser.add_argument("--seconds", type=float, default=600)
     parser.add_argument("--interval", type=float, default=60)
     parser.add_argument("--idle-unload", type=float, default=5)
+    parser.add_argument("--rounds", type=int, default=1)
     args = parser.parse_args()
     home = tempfile.mkdtemp(prefix="cab-soak-")
     process = start_server(args.idle_unload, home)
@@ -179,15 +182,30 @@ def main() -> int:
         print(f"soak failed: {exc}", file=sys.stderr)
         return 1
     finally:
-        process.terminate()
+        try:
+            stop_server(process)
+        finally:
+            shutil.rmtree(home, ignore_errors=True)  # a 10-minute run stores ~40,000 rollouts
+
+
+def stop_server(process: subprocess.Popen[bytes]) -> None:
+    process.terminate()
+    try:
         process.wait(timeout=60)
-        if process.stderr is not None:
-            process.stderr.close()
-        shutil.rmtree(home, ignore_errors=True)  # a 10-minute run stores ~40,000 rollouts
+    except subprocess.TimeoutExpired:  # a server that does not stop is killed, never left behind
+        process.kill()
+        process.wait(timeout=60)
+    if process.stderr is not None:
+        process.stderr.close()
 
 
 async def soak(url: str, process: subprocess.Popen[bytes], args: argparse.Namespace) -> int:
     stats = Stats()
+    print(
+        f"started (before the warm-up): rss {rss_kb(process.pid) / 1024:.1f} MB, "
+        f"fds {fds(process.pid)}",
+        flush=True,
+    )
     # Warm-up: every path the clients take once, so that what the server builds or opens
     # once (modules, models, the thread index: 3 descriptors) is in the baseline: a thread
     # played and unloaded, then resumed from its rollout and unloaded again.
@@ -198,32 +216,25 @@ async def soak(url: str, process: subprocess.Popen[bytes], args: argparse.Namesp
     base_rss, base_fds = rss_kb(process.pid), fds(process.pid)
     print(f"baseline: rss {base_rss / 1024:.1f} MB, fds {base_fds}", flush=True)
     stats.take()
-    deadline = time.monotonic() + args.seconds
-    tasks = [
-        asyncio.create_task(client_loop(url, stats, deadline, seed)) for seed in range(args.clients)
-    ]
-    minute = 0
+    end_rss, end_fds = base_rss, base_fds
     p99s: list[float] = []
-    while not all(task.done() for task in tasks):
-        done, _ = await asyncio.wait(
-            tasks, timeout=args.interval, return_when=asyncio.FIRST_EXCEPTION
+    for round_ in range(1, args.rounds + 1):
+        await load(
+            url,
+            process,
+            args,
+            stats,
+            p99s,
+            seeds=range(round_ * 1000, round_ * 1000 + args.clients),
         )
-        for task in done:
-            if task.exception() is not None:
-                raise Failure(f"a client failed: {task.exception()!r}")
-        if process.poll() is not None:
-            raise Failure(f"the server exited ({process.returncode})")
-        latencies, answered, turns = stats.take()
-        minute += 1
-        p99s.append(pct(latencies, 0.99))
-        print(
-            f"interval {minute}: rss {rss_kb(process.pid) / 1024:.1f} MB, fds {fds(process.pid)}, "
-            f"answered {answered}, turns {turns}, p50 {pct(latencies, 0.5):.1f} ms, "
-            f"p99 {pct(latencies, 0.99):.1f} ms",
-            flush=True,
-        )
-    await wait_unloaded(url, process)
-    end_rss, end_fds = rss_kb(process.pid), fds(process.pid)
+        await wait_unloaded(url, process)
+        end_rss, end_fds = rss_kb(process.pid), fds(process.pid)
+        if round_ < args.rounds:
+            print(
+                f"after round {round_}: rss {end_rss / 1024:.1f} MB "
+                f"({100 * (end_rss - base_rss) / base_rss:+.1f} %), fds {end_fds}",
+                flush=True,
+            )
     print(
         f"after the clients left and threads unloaded: rss {end_rss / 1024:.1f} MB "
         f"({100 * (end_rss - base_rss) / base_rss:+.1f} %), fds {end_fds} "
@@ -235,15 +246,49 @@ async def soak(url: str, process: subprocess.Popen[bytes], args: argparse.Namesp
     return 0 if stats.unanswered == 0 else 1
 
 
+async def load(
+    url: str,
+    process: subprocess.Popen[bytes],
+    args: argparse.Namespace,
+    stats: Stats,
+    p99s: list[float],
+    seeds: range,
+) -> None:
+    """``--clients`` clients for ``--seconds``, a line every ``--interval``."""
+    deadline = time.monotonic() + args.seconds
+    tasks = [asyncio.create_task(client_loop(url, stats, deadline, seed)) for seed in seeds]
+    while not all(task.done() for task in tasks):
+        done, _ = await asyncio.wait(
+            tasks, timeout=args.interval, return_when=asyncio.FIRST_EXCEPTION
+        )
+        for task in done:
+            if task.exception() is not None:
+                raise Failure(f"a client failed: {task.exception()!r}")
+        if process.poll() is not None:
+            raise Failure(f"the server exited ({process.returncode})")
+        latencies, answered, turns = stats.take()
+        p99s.append(pct(latencies, 0.99))
+        print(
+            f"interval {len(p99s)}: rss {rss_kb(process.pid) / 1024:.1f} MB, fds {fds(process.pid)}, "
+            f"answered {answered}, turns {turns}, p50 {pct(latencies, 0.5):.1f} ms, "
+            f"p99 {pct(latencies, 0.99):.1f} ms",
+            flush=True,
+        )
+
+
 async def wait_unloaded(url: str, process: subprocess.Popen[bytes]) -> None:
-    """Until no thread is loaded (the idle unload took them all), asking on a fresh client."""
+    """Until no thread is loaded (the idle unload took them all), asking on a fresh client, and
+    seen so twice in a row: the pass that unloaded the last thread has then ended, and with it
+    the memory it gives back (``server._idle``)."""
+    empty = 0
     async with asyncio.timeout(300):
         while True:
             async with connect(url, max_size=None, open_timeout=WAIT, ping_timeout=WAIT) as ws:
                 client = Client(ws, Stats())
                 await client.call("initialize", {"clientInfo": {"name": "probe", "version": "1"}})
                 loaded = await client.call("thread/loaded/list", {})
-            if not loaded["data"]:
+            empty = 0 if loaded["data"] else empty + 1
+            if empty == 2:
                 return
             if process.poll() is not None:
                 raise Failure("the server exited")
