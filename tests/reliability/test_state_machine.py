@@ -69,7 +69,12 @@ class BridgeSequences(RuleBasedStateMachine):
             anyio.from_thread.start_blocking_portal()
         )
         self.portal = self._portal_cm.__enter__()
-        self.client, self._stop = self._open()
+        try:
+            self.client, self._stop = self._open()
+        except BaseException:
+            self._portal_cm.__exit__(None, None, None)
+            shutil.rmtree(self.home, ignore_errors=True)
+            raise
         self.started: Counter[str] = Counter()
         self.completed: Counter[str] = Counter()
         self.deltas: defaultdict[str, list[str]] = defaultdict(list)
@@ -182,18 +187,18 @@ class BridgeSequences(RuleBasedStateMachine):
 
     def teardown(self) -> None:
         try:
-            live = self._reads(self.client)
-            assert set(self.started) == set(self.completed)
-        finally:
-            self._stop()
-        try:
+            try:
+                live = self._reads(self.client)
+                assert set(self.started) == set(self.completed)
+            finally:
+                self._stop()
             reader, close = self._open()
             try:
                 stored = self._reads(reader, only=set(live))
             finally:
                 close()
             assert stored == live
-        finally:
+        finally:  # also when a check failed: the portal's thread and the scratch home go
             self._portal_cm.__exit__(None, None, None)
             shutil.rmtree(self.home, ignore_errors=True)
 
