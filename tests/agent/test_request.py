@@ -4,9 +4,11 @@ from __future__ import annotations
 
 import dataclasses
 import json
+from pathlib import Path
 from typing import Any
 
 import orjson
+import pytest
 
 from codex_app_bridge.agent._events import core_error_info
 from codex_app_bridge.agent._request import (
@@ -17,8 +19,13 @@ from codex_app_bridge.agent._request import (
     request_input,
     turn_metadata,
 )
-from codex_app_bridge.agent._tools import tool_specs
+from codex_app_bridge.agent._tools import model_family, tool_specs, web_search_mode
 from tests.agent._harness import capture_requests
+
+REAL_TOOLS = Path(__file__).parent.parent / "data" / "model_tools" / "real_0.163.0.json"
+"""The ``tools`` 0.163.0 sent the mock, descriptions left out (they are the project's own
+wording), per model and sandbox: gpt-5.5 under workspace-write, the fallback ``mock-model``
+under workspace-write and danger-full-access."""
 
 META = RequestMeta(
     thread_id="t1",
@@ -99,6 +106,53 @@ def test_dynamic_tools_come_before_web_search() -> None:
         "strict": False,
         "parameters": {"type": "object"},
     }
+
+
+def _without_descriptions(value: Any) -> Any:
+    if isinstance(value, dict):
+        return {
+            k: _without_descriptions(v)
+            for k, v in value.items()  # pyright: ignore[reportUnknownVariableType]
+            if k != "description"
+        }
+    if isinstance(value, list):
+        return [_without_descriptions(v) for v in value]  # pyright: ignore[reportUnknownVariableType]
+    return value
+
+
+@pytest.mark.parametrize(
+    "case",
+    ["gpt-5.5 workspace-write", "mock-model workspace-write", "mock-model danger-full-access"],
+)
+def test_each_model_gets_the_binarys_tools_for_its_metadata_and_sandbox(case: str) -> None:
+    real = json.loads(REAL_TOOLS.read_text(encoding="utf-8"))[case]
+    model, sandbox = case.split()
+    ours = tool_specs(family=model_family(model), web_search=web_search_mode(None, sandbox))
+    assert _without_descriptions(ours) == real
+
+
+def test_gpt_5_5_gets_the_freeform_apply_patch_and_the_fallback_model_none() -> None:
+    freeform = tool_specs(family=model_family("gpt-5.5"))
+    (patch,) = [t for t in freeform if t.get("name") == "apply_patch"]
+    assert patch["type"] == "custom"
+    assert patch["format"]["syntax"] == "lark"
+    assert not [t for t in tool_specs(family=model_family("mock-model")) if "apply_patch" in str(t)]
+
+
+def test_the_web_search_mode_is_the_configured_one_else_live_only_with_full_access() -> None:
+    assert web_search_mode(None, "danger-full-access") == "live"
+    assert web_search_mode(None, "workspace-write") == "cached"
+    assert web_search_mode("live", "read-only") == "live"
+    assert web_search_mode("cached", "danger-full-access") == "cached"
+    assert [t["type"] for t in tool_specs(web_search="disabled")][-1] != "web_search"
+
+
+def test_a_reasoning_effort_follows_the_model_in_the_turn_metadata() -> None:
+    with_effort = dataclasses.replace(META, model="gpt-5.5", reasoning_effort="medium")
+    fields = json.loads(turn_metadata(with_effort))
+    assert list(fields)[-2:] == ["model", "reasoning_effort"]
+    assert fields["reasoning_effort"] == "medium"
+    assert "reasoning_effort" not in json.loads(turn_metadata(META))
 
 
 def test_error_info_is_spelled_as_core_spells_it() -> None:

@@ -19,7 +19,10 @@ through ``exec_command``, applied at once or after the client accepted it, with 
 item and the turn's diff; ``apply_patch_escape``: patches leaving the cwd through ``..``
 (refused before anything starts) and through a symlink the model made (judged by name as
 inside, as core judges it, then refused at the write as core's sandbox refuses it: a failed
-file-change item, ``Failed to write file``), and nothing written outside. The notifications, the final reads, the number of requests the mock
+file-change item, ``Failed to write file``), and nothing written outside; ``apply_patch_freeform``:
+gpt-5.5, whose metadata gives it the freeform ``apply_patch`` tool (and ``tool_search``, the
+detailed ``view_image``, its default effort and verbosity): the model's ``custom_tool_call``
+answered by a ``custom_tool_call_output``. The notifications, the final reads, the number of requests the mock
 got and every request's masked input (the function call outputs included: only their chunk
 id, wall time and session id are masked) must equal the real binary's, but for the rows of
 ``test_model_mode_bridge.KNOWN``.
@@ -52,6 +55,7 @@ MACHINE_SCENARIOS = [
     "apply_patch_edit",
     "apply_patch_approval",
     "apply_patch_escape",
+    "apply_patch_freeform",
 ]
 
 

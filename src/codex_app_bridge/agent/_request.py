@@ -64,6 +64,8 @@ class RequestMeta:
     ``implementation``, ``phase``, ``strategy``); such a request names no ``model``."""
     turn_trigger: str | None = None
     """What started the turn when not the user (``goal``: a goal-continuation turn)."""
+    reasoning_effort: str | None = None
+    """The effort asked for (configured, or the catalog model's default)."""
 
     @property
     def window_id(self) -> str:
@@ -105,6 +107,8 @@ def turn_metadata(meta: RequestMeta) -> str:
         fields["compaction"] = dict(meta.compaction)
     else:
         fields["model"] = meta.model
+        if meta.reasoning_effort is not None:
+            fields["reasoning_effort"] = meta.reasoning_effort
     return orjson.dumps(fields).decode()
 
 

@@ -75,8 +75,10 @@ from codex_app_bridge.agent._tools import (
     ToolCall,
     ToolContext,
     ToolOutput,
+    model_family,
     tool_specs,
     unsupported_output,
+    web_search_mode,
 )
 from codex_app_bridge.config import collaboration_mode_kind
 from codex_app_bridge.projection import approx_token_count, new_item_id, new_response_item_id
@@ -1070,6 +1072,7 @@ class ModelSession:
             installation_id=source.installation_id,
             context_window_id=self._context_window_id,
             model=turn.config.model,
+            reasoning_effort=_reasoning_effort(turn.config),
             sandbox_mode=turn.config.sandbox_mode,
             turn_started_at_ms=turn.started_at_ms,
             originator=self._config.originator or "codex_app_bridge",
@@ -1089,15 +1092,20 @@ class ModelSession:
         openai = settings.provider.name == "OpenAI"
         info = settings.model_info or {}
         parallel = bool(info.get("supportsParallelToolCalls", True)) if info else True
+        family = model_family(settings.model)
+        verbosity = settings.model_verbosity or family.verbosity
         return request_body(
             meta,
             metadata,
             input=request_input(base, self.history, openai=openai),
-            tools=tool_specs(self._config.dynamic_tools),
-            parallel_tool_calls=parallel,
-            reasoning=reasoning_param(
-                settings.model_reasoning_effort, settings.model_reasoning_summary
+            tools=tool_specs(
+                self._config.dynamic_tools,
+                family=family,
+                web_search=web_search_mode(settings.raw.get("web_search"), settings.sandbox_mode),
             ),
+            parallel_tool_calls=parallel,
+            reasoning=reasoning_param(meta.reasoning_effort, settings.model_reasoning_summary),
+            text={"verbosity": verbosity} if family.verbosity and verbosity else None,
             service_tier=settings.service_tier,
         )
 
@@ -1715,3 +1723,11 @@ def _local_image(path: str) -> dict[str, Any]:
         "type": "input_image",
         "image_url": f"data:{mime};base64,{base64.b64encode(data).decode()}",
     }
+
+
+def _reasoning_effort(settings: EffectiveConfig) -> str | None:
+    """The effort a request asks for: the configured one, else the catalog model's default
+    (``defaultReasoningEffort``; none for fallback metadata)."""
+    info = settings.model_info or {}
+    default = info.get("defaultReasoningEffort")
+    return settings.model_reasoning_effort or (str(default) if default else None)

@@ -39,15 +39,20 @@ from typing import Any, Final, Literal, Protocol
 from codex_app_bridge.protocol.core import EventMsg, Op
 
 __all__ = [
+    "FALLBACK_FAMILY",
+    "MODEL_FAMILIES",
     "TOOL_HANDLERS",
+    "ModelFamily",
     "ToolCall",
     "ToolContext",
     "ToolError",
     "ToolHandler",
     "ToolOutput",
+    "model_family",
     "register_tool",
     "tool_specs",
     "unsupported_output",
+    "web_search_mode",
 ]
 
 
@@ -246,13 +251,74 @@ def _request_user_input() -> dict[str, Any]:
     )
 
 
-def _view_image() -> dict[str, Any]:
+def _view_image(*, detail: bool = False) -> dict[str, Any]:
+    properties = {"path": _p("string", "Path of the image file.")}
+    if detail:
+        properties = {
+            "detail": _p(
+                "string",
+                "high (the default) may scale a large image down; original keeps every pixel.",
+                enum=["high", "original"],
+            ),
+            **properties,
+        }
     return _function(
-        "view_image",
-        "Look at an image file on the local filesystem.",
-        {"path": _p("string", "Path of the image file.")},
-        ["path"],
+        "view_image", "Look at an image file on the local filesystem.", properties, ["path"]
     )
+
+
+_PATCH_GRAMMAR: Final = r"""start: begin_patch hunk+ end_patch
+begin_patch: "*** Begin Patch" LF
+end_patch: "*** End Patch" LF?
+
+hunk: add_hunk | delete_hunk | update_hunk
+add_hunk: "*** Add File: " filename LF add_line+
+delete_hunk: "*** Delete File: " filename LF
+update_hunk: "*** Update File: " filename LF change_move? change?
+
+filename: /(.+)/
+add_line: "+" /(.*)/ LF -> line
+
+change_move: "*** Move to: " filename LF
+change: (change_context | change_line)+ eof_line?
+change_context: ("@@" | "@@ " /(.+)/) LF
+change_line: ("+" | "-" | " ") /(.*)/ LF
+eof_line: "*** End of File" LF
+
+%import common.LF
+"""
+"""The freeform tool's input schema, a lark grammar of the patch language (spec §3.1): like the
+function tools' parameter schemas, the binary's, since it is what the model must produce."""
+
+
+def _apply_patch() -> dict[str, Any]:
+    return {
+        "type": "custom",
+        "name": "apply_patch",
+        "description": "Edit files with a patch. Freeform: send the patch text itself, not JSON.",
+        "format": {"type": "grammar", "syntax": "lark", "definition": _PATCH_GRAMMAR},
+    }
+
+
+def _tool_search() -> dict[str, Any]:
+    return {
+        "type": "tool_search",
+        "execution": "client",
+        "description": (
+            "Find tools that are not listed up front (here: the multi-agent tools, to start and "
+            "manage helper agents) by searching their descriptions; the matches are offered on "
+            "the next call."
+        ),
+        "parameters": {
+            "type": "object",
+            "properties": {
+                "limit": _p("number", "How many tools to return at most (default 8)."),
+                "query": _p("string", "What to search for."),
+            },
+            "required": ["query"],
+            "additionalProperties": False,
+        },
+    }
 
 
 def _multi_agent() -> dict[str, Any]:
@@ -361,23 +427,87 @@ def dynamic_tool_spec(tool: Mapping[str, Any]) -> dict[str, Any]:
     }
 
 
-_BASE_SPECS: Final[list[dict[str, Any]]] = []
+@dataclass(frozen=True, slots=True)
+class ModelFamily:
+    """What a model's metadata (core's ``ModelInfo``) changes in its requests: the tool list,
+    and the verbosity sent when the config names none."""
+
+    freeform_apply_patch: bool = False
+    """``apply_patch_tool_type: freeform``: a custom ``apply_patch`` tool whose input is the
+    patch itself (a lark grammar); without it the model runs ``apply_patch`` through
+    ``exec_command`` (a heredoc core intercepts)."""
+    image_detail: bool = False
+    """``view_image`` takes ``detail`` (``high`` | ``original``)."""
+    search_tool: bool = False
+    """The multi-agent tools are deferred behind ``tool_search`` instead of offered as the
+    ``multi_agent_v1`` namespace."""
+    web_search_images: bool = False
+    """``web_search`` also returns images (``search_content_types``)."""
+    verbosity: str | None = None
+    """``text.verbosity`` by default (``model_verbosity`` overrides it); ``None``: no ``text``
+    (the model does not support verbosity, and a configured one is not sent)."""
 
 
-def tool_specs(dynamic_tools: Sequence[Mapping[str, Any]] = ()) -> list[dict[str, Any]]:
-    """The ``tools`` array for the fallback model (see the module docstring)."""
-    if not _BASE_SPECS:
-        _BASE_SPECS.extend(
-            [
-                _exec_command(),
-                _write_stdin(),
-                _request_user_input(),
-                _view_image(),
-                _fix_spawn(_multi_agent()),
-                *_goal_tools(),
-            ]
-        )
-    specs = list(_BASE_SPECS)
+FALLBACK_FAMILY: Final = ModelFamily()
+"""A model outside the bundled catalog (fallback metadata, e.g. the mock's ``mock-model``)."""
+
+MODEL_FAMILIES: Final[dict[str, ModelFamily]] = {
+    "gpt-5.5": ModelFamily(
+        freeform_apply_patch=True,
+        image_detail=True,
+        search_tool=True,
+        web_search_images=True,
+        verbosity="low",
+    ),
+}
+"""Bundled slugs with classic tools, probed on 0.163.0 (spec/machine-tools.md §1). The other
+bundled slugs are code-mode models (one JavaScript ``exec`` tool); the bridge offers them the
+fallback list (``tests/conformance/KNOWN_DIFFERENCES.md``)."""
+
+
+def model_family(model: str) -> ModelFamily:
+    return MODEL_FAMILIES.get(model, FALLBACK_FAMILY)
+
+
+_SPECS: Final[dict[ModelFamily, list[dict[str, Any]]]] = {}
+
+
+def tool_specs(
+    dynamic_tools: Sequence[Mapping[str, Any]] = (),
+    *,
+    family: ModelFamily = FALLBACK_FAMILY,
+    web_search: str = "live",
+) -> list[dict[str, Any]]:
+    """The ``tools`` array for a model of ``family`` (see the module docstring); ``web_search``
+    is the mode (``live``, ``cached``, ``disabled``: :func:`web_search_mode`)."""
+    specs = _SPECS.get(family)
+    if specs is None:
+        specs = _SPECS[family] = [
+            _exec_command(),
+            _write_stdin(),
+            _request_user_input(),
+            *([_apply_patch()] if family.freeform_apply_patch else []),
+            _view_image(detail=family.image_detail),
+            *([] if family.search_tool else [_fix_spawn(_multi_agent())]),
+            *_goal_tools(),
+        ]
+    specs = list(specs)
     specs.extend(dynamic_tool_spec(tool) for tool in dynamic_tools)
-    specs.append({"type": "web_search", "external_web_access": True})
+    if family.search_tool:
+        specs.append(_tool_search())
+    if web_search != "disabled":
+        search: dict[str, Any] = {"type": "web_search", "external_web_access": web_search == "live"}
+        if family.web_search_images:
+            search["search_content_types"] = ["text", "image"]
+        specs.append(search)
     return specs
+
+
+def web_search_mode(configured: object, sandbox_mode: str) -> str:
+    """``web_search`` as core resolves it for a turn: the configured mode, else ``live`` with
+    full access and ``cached`` (``external_web_access: false``) under a sandbox (probed)."""
+    if configured in ("live", "cached", "disabled"):
+        return str(configured)
+    if configured == "indexed":
+        return "cached"
+    return "live" if sandbox_mode == "danger-full-access" else "cached"

@@ -613,6 +613,17 @@ _MACHINE_SCENARIOS: Final[tuple[ModelScenario, ...]] = (
         extra_config=CWD_ONLY,
     ),
     ModelScenario(
+        "apply_patch_freeform",
+        "apply_patch",
+        {},
+        "gpt-5.5 (a bundled model whose metadata offers apply_patch as a freeform tool): the "
+        "tool list with the custom apply_patch, its custom_tool_call adds hello.txt under "
+        "workspace-write / never, answered by a custom_tool_call_output",
+        _single("Create hello.txt.", approvalPolicy="never", model="gpt-5.5", **WORKSPACE_WRITE),
+        own_tmpdir=True,
+        extra_config=CWD_ONLY,
+    ),
+    ModelScenario(
         "apply_patch_approval",
         "apply_patch",
         {},
