@@ -15,7 +15,7 @@ import sys
 import tempfile
 import textwrap
 import time
-from datetime import UTC, datetime, timedelta
+from datetime import UTC, datetime, timedelta, timezone, tzinfo
 from pathlib import Path
 from typing import Any
 
@@ -63,10 +63,12 @@ def _write_thread(
     *,
     created: datetime | None = None,
     events: list[core.EventMsg] | None = None,
+    local: tzinfo | None = None,
 ) -> Path:
-    """A thread stored by the bridge's writer (told to ``catalog``'s index when given)."""
+    """A thread stored by the bridge's writer (told to ``catalog``'s index when given), named
+    in the time zone ``local`` (this machine's when ``None``)."""
     created = created or START + timedelta(hours=n)
-    path = CodexHome(home).new_rollout_path(_thread_id(n), created.astimezone())
+    path = CodexHome(home).new_rollout_path(_thread_id(n), created.astimezone(local))
     meta = session_meta(
         thread_id=_thread_id(n),
         created=created,
@@ -492,6 +494,160 @@ def test_a_first_page_reads_only_the_newest_rollouts_and_is_exact(
     newest = catalog.rows(EVERYTHING, by_updated=True, limit=5)
     assert [tuple(row) for row in newest] == expected["by_updated"][:5]
     assert _view(catalog) == expected
+
+
+_VARIED_FILTERS = (
+    EVERYTHING,
+    RowFilter(source_kinds=frozenset({"cli", "vscode"})),
+    RowFilter(cwds=frozenset({"/work/1"}), source_kinds=None),
+    RowFilter(
+        providers=frozenset({"mock"}),
+        default_provider="mock",
+        source_kinds=frozenset({"exec", "appServer", "vscode"}),
+    ),
+    RowFilter(cwds=frozenset({"/work/0", "/work/2"}), search="hello", source_kinds=None),
+    ARCHIVED,
+    RowFilter(archived=True, providers=frozenset({"other"}), source_kinds=None),
+)
+_OFFSETS = (-11, 0, 5, 13)
+"""UTC offsets (hours) of the machines that named the varied home's rollouts."""
+
+
+def _varied_home(home: Path) -> None:
+    """48 threads over 12 days, named in local times from UTC-11 to UTC+13, in three working
+    directories, of four sources and three providers (one unnamed), some reverted into a
+    segment written days later, some archived, some named."""
+    layout = CodexHome(home)
+    names: list[bytes] = []
+    for n in range(48):
+        thread_id = _thread_id(100 + n)
+        created = START + timedelta(hours=6 * n, minutes=7 * n % 60)
+        local = timezone(timedelta(hours=_OFFSETS[n % 4]))
+        meta = session_meta(
+            thread_id=thread_id,
+            created=created,
+            cwd=f"/work/{n % 3}",
+            originator="test",
+            model_provider=("mock", "other", None)[n // 3 % 3],
+            source=("vscode", "cli", "exec", "mcp")[n // 2 % 4],
+        )
+        path = layout.new_rollout_path(thread_id, created.astimezone(local))
+        writer = RolloutWriter.create(path, meta, now=created)
+        for event in _events()[: 1 + n % 8]:
+            writer.append_event(event)
+        writer.close()
+        files = [path]
+        if n % 7 == 3:  # reverted two days later: a segment on the whole first rollout
+            later = created + timedelta(days=2, hours=n % 5)
+            segment_id = f"01a2ffff-0000-7000-8000-{n:012d}"
+            lines = path.read_bytes().count(b"\n")
+            base = {
+                "thread_id": thread_id,
+                "end_ordinal_exclusive": lines,
+                "end_byte_offset": path.stat().st_size,
+            }
+            segment_meta = session_meta(
+                thread_id=thread_id,
+                created=later,
+                cwd=f"/work/{n % 3}",
+                originator="test",
+                model_provider="mock",
+                history_base=base,
+            )
+            segment = layout.new_rollout_path(thread_id, later.astimezone(local), segment_id)
+            writer = RolloutWriter.create(segment, segment_meta, first_ordinal=lines, now=later)
+            writer.append_event(_events()[-1])
+            writer.close()
+            files.append(segment)
+        if n % 5 == 1:
+            layout.archived_sessions.mkdir(exist_ok=True)
+            for file in files:
+                file.rename(layout.archived_sessions / file.name)
+        if n % 6 == 2:
+            names.append(orjson.dumps({"id": thread_id, "thread_name": f"thread {n}"}) + b"\n")
+    layout.session_index.write_bytes(b"".join(names))
+
+
+def _key(row: ThreadRow, by_updated: bool) -> tuple[int, str | None]:
+    return (row.updated_key if by_updated else row.created_key), row.thread_id
+
+
+@pytest.mark.parametrize("by_updated", [False, True], ids=["created", "updated"])
+@pytest.mark.parametrize("descending", [True, False], ids=["desc", "asc"])
+def test_pages_of_a_home_never_indexed_are_those_of_the_full_index(
+    tmp_path: Path, by_updated: bool, descending: bool
+) -> None:
+    # a first page reads the newest day directories only (and the background lists the rest):
+    # every page, then every next page by its cursor, is the full index's, filters and all
+    home = tmp_path / "home"
+    _varied_home(home)
+    full = ThreadCatalog(CodexHome(home))
+    full.threads()  # every directory listed, every file read
+    index = home / INDEX_FILE
+    for where in _VARIED_FILTERS:
+        expected = full.rows(where, by_updated=by_updated, descending=descending)
+        assert expected  # each filter keeps some threads
+        render = tuple if by_updated else _row
+        for limit in (2, 9):
+            shutil.copytree(home, tmp_path / "cold", ignore=shutil.ignore_patterns("*.sqlite*"))
+            cold = ThreadCatalog(CodexHome(tmp_path / "cold"), background=False)
+            pages: list[ThreadRow] = []
+            after: tuple[int, str | None] | None = None
+            while True:
+                page = cold.rows(
+                    where, by_updated=by_updated, descending=descending, after=after, limit=limit
+                )
+                if not pages and not by_updated and descending:
+                    if limit == 2 and not where.archived:
+                        assert cold.index.has_unlisted(), "the first page listed every day"
+                    shown = cold.find_many(row.thread_id for row in page)
+                    assert [_stored(shown[row.thread_id]) for row in page] == [
+                        _relocated(_stored(stored), home, tmp_path / "cold")
+                        for stored in full.find_many(row.thread_id for row in page).values()
+                    ]
+                pages += page
+                if len(page) < limit:
+                    break
+                after = _key(page[-1], by_updated)
+            assert [render(row) for row in pages] == [render(row) for row in expected]
+            cold.close()
+            shutil.rmtree(tmp_path / "cold")
+    assert index.exists()
+
+
+def test_a_thread_named_on_the_day_before_it_was_created_is_not_passed_over(
+    tmp_path: Path,
+) -> None:
+    # a machine at UTC-11 names a thread created at 07:00 UTC at 20:00 the day before: the
+    # newest day listed says nothing of it, its day directory must be listed too
+    day = START.replace(hour=0) + timedelta(days=3)
+    _write_thread(None, tmp_path, 0, created=day + timedelta(hours=10), local=UTC)
+    _write_thread(None, tmp_path, 1, created=day + timedelta(hours=1), local=UTC)
+    west = timezone(timedelta(hours=-11))
+    _write_thread(None, tmp_path, 2, created=day + timedelta(hours=7), local=west)
+    catalog = ThreadCatalog(CodexHome(tmp_path), background=False)
+    assert [row.thread_id for row in catalog.rows(EVERYTHING, limit=2)] == [
+        _thread_id(0),
+        _thread_id(2),
+    ]
+
+
+def test_the_background_lists_every_directory_and_the_next_process_keeps_it(
+    tmp_path: Path, reads: list[str]
+) -> None:
+    _varied_home(tmp_path)
+    expected = _from_scratch(tmp_path)
+    catalog = ThreadCatalog(CodexHome(tmp_path))
+    first = catalog.rows(EVERYTHING, limit=3)
+    assert [_row(row) for row in first] == expected["rows"][:3]
+    assert catalog.wait_listed(timeout=60)
+    assert not catalog.index.has_unlisted()
+    catalog.close()
+    read = len(reads)
+    later = ThreadCatalog(CodexHome(tmp_path), background=False)
+    assert [_row(row) for row in later.rows(EVERYTHING, limit=3)] == expected["rows"][:3]
+    assert len(reads) == read  # nothing listed or read again
+    assert _view(later) == expected
 
 
 # ---------------------------------------------------------------------------- any history

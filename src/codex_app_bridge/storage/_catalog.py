@@ -14,7 +14,10 @@
   ``session_index.jsonl``, git info from ``GIT_INFO_FILE``, both read as they grow.
 * A file without a ``session_meta`` or whose name is not a rollout name is not a thread.
 * Every method may be called from any thread (the server calls the readers from worker threads,
-  off its event loop); one lock keeps the index consistent. Writes (names, git info, moves,
+  off its event loop); one lock keeps the index consistent. Day directories no request needed
+  yet (a home never indexed) are listed by a thread of the catalog's own, one at a time, each
+  request waiting for the lock going first; ``find`` lists them all first unless the thread's
+  row shows its files are listed (``_all_listed``). Writes (names, git info, moves,
   removals) happen where they are asked for and are told to the index, which never waits for
   them (``_index``).
 
@@ -69,6 +72,8 @@ _log = logging.getLogger(__name__)
 
 _FILL_BATCH: Final = 128
 """Files never read that a listing reads at a time before it looks again whether it can stop."""
+_BACKGROUND_DAYS: Final = 1
+"""Day directories the background listing lists at a time (one transaction)."""
 _PARSED_FILES: Final = 4
 """Rollouts kept parsed (the last ones read in full: a thread being paged)."""
 
@@ -334,22 +339,48 @@ _ROW_COLUMNS: Final = (
 class ThreadCatalog:
     """Stored threads of one ``CODEX_HOME`` (see the module docstring)."""
 
-    def __init__(self, home: CodexHome) -> None:
+    def __init__(self, home: CodexHome, *, background: bool = True) -> None:
+        """``background``: list the day directories no request needed in a thread of its own
+        (else they are listed when a request needs them)."""
         self.home = home
         self.index = RolloutIndex(home)
         self._lock = threading.RLock()
         self._resolved: dict[str, tuple[tuple[tuple[str, int, int], ...], RolloutFacts]] = {}
         self._parsed: OrderedDict[tuple[str, int, int], LoadedRollout] = OrderedDict()
+        self._late: set[str] = set()
+        """Threads whose files a listing made while rows were computed changed (``_base_file``)."""
+        self._background: threading.Thread | None = None
+        self._stopped = not background
+        self._turns = threading.Condition()
+        self._waiting = 0
+        """Requests waiting for the lock: the background listing lets them go first."""
 
     def _run(self, work: Callable[[], V]) -> V:
         """``work`` under the lock, in one transaction, after a refresh; a database that turns
-        out unreadable is built again from the files, once."""
-        with self._lock:
+        out unreadable is built again from the files, once. Day directories left unlisted are
+        listed afterwards in the background (``_list_in_background``)."""
+        with self._turns:
+            self._waiting += 1
+        try:
+            self._lock.acquire()
+        finally:
+            with self._turns:
+                self._waiting -= 1
+                self._turns.notify_all()
+        try:
             for attempt in (1, 2):
                 try:
                     with self.index.transaction():
                         self._refresh()
-                        return work()
+                        done = work()
+                    if self._background is None and not self._stopped and self.index.has_unlisted():
+                        self._background = threading.Thread(
+                            target=self._list_in_background,
+                            name=f"thread index of {self.home.root}",
+                            daemon=True,
+                        )
+                        self._background.start()
+                    return done
                 except sqlite3.OperationalError:
                     raise  # busy past the timeout, disk I/O: not the database's content
                 except sqlite3.DatabaseError as exc:
@@ -357,8 +388,46 @@ class ThreadCatalog:
                         raise
                     self.index.reset(exc)
             raise AssertionError("unreachable")
+        finally:
+            self._lock.release()
+
+    def _list_in_background(self) -> None:
+        """List the day directories no request needed, newest first, one per transaction,
+        letting every request that waits for the lock go first; until none is left or the
+        catalog is closed."""
+        while True:
+            with self._turns:
+                self._turns.wait_for(lambda: self._waiting == 0 or self._stopped)
+            with self._lock:
+                if self._stopped:
+                    break
+                try:
+                    with self.index.transaction():
+                        if not self.index.has_unlisted():
+                            break
+                        self._compute_rows(self.index.list_unlisted(_BACKGROUND_DAYS))
+                except sqlite3.Error as exc:  # the next request lists what is left
+                    _log.warning("thread index %s: %s", self.index.path, exc)
+                    break
+        with self._lock:
+            self._background = None
+
+    def wait_listed(self, timeout: float | None = None) -> bool:
+        """Wait for the background listing to end; whether it did within ``timeout``."""
+        background = self._background
+        if background is not None:
+            background.join(timeout)
+            return not background.is_alive()
+        return True
 
     def close(self) -> None:
+        """Stop the background listing (what it listed is kept) and close the index."""
+        with self._turns:
+            self._stopped = True
+            self._turns.notify_all()
+        background = self._background
+        if background is not None:
+            background.join()
         with self._lock:
             self.index.close()
 
@@ -450,11 +519,20 @@ class ThreadCatalog:
             base = None if facts is None else facts.history_base
             if base is None:
                 break
-            found = self.index.file_of_rollout(base[0])
+            found = self._base_file(base[0])
             if found is None:
                 raise LookupError(f"history base {base[0]}: rollout not found")
             current = found
         return tuple(out)
+
+    def _base_file(self, rollout_id: str) -> str | None:
+        """The file a ``history_base`` names, every day directory listed first when it is not
+        among those listed (the threads that listing changed go to ``_late``)."""
+        found = self.index.file_of_rollout(rollout_id)
+        if found is None and self.index.has_unlisted():
+            self._late |= self.index.list_unlisted(None)
+            found = self.index.file_of_rollout(rollout_id)
+        return found
 
     def _compute_rows(self, thread_ids: Collection[str]) -> None:
         """Store the threads' rows as their files say now (or drop those with no readable
@@ -479,6 +557,7 @@ class ThreadCatalog:
             names = everyone.get
         rows: list[tuple[object, ...]] = []
         gone: list[tuple[str]] = []
+        unlisted = self.index.has_unlisted()
         for thread_id in ids:
             files: list[tuple[IndexedFile, RolloutFacts]] = []
             for file, known in files_by.get(thread_id, ()):
@@ -486,7 +565,10 @@ class ThreadCatalog:
                 if facts is not None:
                     files.append((file, facts))
             found = self._current(files)
-            if found is None:
+            if found is None or (
+                # segments only: its first file may be in a day directory not listed yet
+                unlisted and all(file.name.segment_id is not None for file, _ in files)
+            ):
                 gone.append((thread_id,))
                 continue
             file, facts = found
@@ -522,6 +604,9 @@ class ThreadCatalog:
             "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
             rows,
         )
+        if self._late:  # a history base looked for listed every directory: all of them again
+            late, self._late = self._late, set()
+            self._compute_rows(late.union(thread_ids))
 
     def _restat(self) -> None:
         """Every thread's ``updatedAt`` from its current file's modification time now."""
@@ -544,6 +629,11 @@ class ThreadCatalog:
             updates,
         )
 
+    def _list_all(self) -> None:
+        """List the day directories not listed yet (every file of the home is then known)."""
+        if self.index.has_unlisted():
+            self._compute_rows(self.index.list_unlisted(None))
+
     def _fill(self, rels: Sequence[tuple[str, str]]) -> None:
         """Read files never read (their list fields) and make the rows that were waiting."""
         for rel, _ in rels:
@@ -565,8 +655,12 @@ class ThreadCatalog:
         the position ``after`` (``(key, id)``: strictly after; ``(key, None)``: from that
         timestamp on), at most ``limit``, none of ``skip``.
 
-        Files never read (a home the index has not seen yet) are read newest first, until
-        none of them can belong to the answer (``RolloutIndex.unread_bound``)."""
+        Files never read (a home the index has not seen yet) are read newest first, and day
+        directories not listed yet listed newest first, until none of them can belong to the
+        answer (``RolloutIndex.unread_bound``, ``RolloutIndex.unlisted_bound``); an
+        ``updatedAt`` order, an ascending one or no ``limit`` lists every directory first
+        (a file's modification time says nothing of its name: 0.163.0 stats every file for
+        an ``updated_at`` order too)."""
         key = "updated_key" if by_updated else "created_key"
         condition, params = where.where(key, after, descending)
         order = "DESC" if descending else "ASC"
@@ -590,6 +684,8 @@ class ThreadCatalog:
             return out
 
         def work() -> list[ThreadRow]:
+            if by_updated or limit is None or not descending:
+                self._list_all()
             if by_updated:
                 self._restat()
                 self.index.restat_unread()
@@ -598,14 +694,19 @@ class ThreadCatalog:
                 return page()
             while True:
                 rows = page()
-                bound = self.index.unread_bound(by_updated=by_updated)
-                if bound is None:
+                unread = self.index.unread_bound(by_updated=by_updated)
+                unlisted = self.index.unlisted_bound()
+                if unread is None and unlisted is None:
                     return rows
+                bound = max(b for b in (unread, unlisted) if b is not None)
                 if len(rows) >= limit:
                     last = rows[-1]
                     if bound < (last.updated_key if by_updated else last.created_key):
                         return rows
-                self._fill(self.index.unread(by_updated=by_updated, limit=_FILL_BATCH))
+                if unlisted is not None and (unread is None or unlisted >= unread):
+                    self._compute_rows(self.index.list_unlisted(1))
+                else:
+                    self._fill(self.index.unread(by_updated=by_updated, limit=_FILL_BATCH))
 
         return self._run(work)
 
@@ -649,6 +750,8 @@ class ThreadCatalog:
         return stored, facts is not found[1]
 
     def _stored_many(self, thread_ids: Collection[str]) -> dict[str, StoredThread]:
+        if not self._all_listed(thread_ids):
+            self._list_all()
         self.index.refresh_log(GIT_INFO_FILE)
         files_by = self.index.files_of_many(thread_ids)
         found: dict[str, StoredThread] = {}
@@ -670,6 +773,24 @@ class ThreadCatalog:
             self._compute_rows(read)  # read now: their rows as they are
         return found
 
+    def _all_listed(self, thread_ids: Collection[str]) -> bool:
+        """Whether every file of these threads is listed: every day directory is, or each of
+        them has a row created after the newest one that is not (``unlisted_bound``)."""
+        bound = self.index.unlisted_bound()
+        if bound is None:
+            return True
+        ids = list(thread_ids)
+        newer = 0
+        for at in range(0, len(ids), 500):
+            chunk = ids[at : at + 500]
+            (count,) = self.index.db.execute(
+                "SELECT COUNT(*) FROM threads WHERE created_key > ? AND thread_id IN "
+                f"({', '.join('?' * len(chunk))})",
+                [bound, *chunk],
+            ).fetchone()
+            newer += count
+        return newer == len(ids)
+
     def find(self, thread_id: str) -> StoredThread | None:
         """The stored thread with this (canonical) id, archived or not, as its files are now."""
         return self._run(lambda: self._stored_many([thread_id]).get(thread_id))
@@ -684,6 +805,7 @@ class ThreadCatalog:
         rollout is read to its end (``rows`` is what a listing needs)."""
 
         def work() -> list[StoredThread]:
+            self._list_all()
             self._fill(self.index.unread(by_updated=False, limit=None))
             ids = [t for (t,) in self.index.db.execute("SELECT DISTINCT thread_id FROM files")]
             return list(self._stored_many(ids).values())
@@ -725,8 +847,8 @@ class ThreadCatalog:
             raise RolloutUnavailable(path)
 
         def by_rollout_id(rollout_id: str) -> Sequence[core.RolloutLine] | None:
-            with self._lock:
-                base = self.index.file_of_rollout(rollout_id)
+            with self._lock, self.index.transaction():
+                base = self._base_file(rollout_id)
             parsed = None if base is None else self._parsed_file(Path(self.index.abs(base)))
             return None if parsed is None else parsed.lines
 
@@ -737,7 +859,14 @@ class ThreadCatalog:
         (``LookupError`` when the file or a base is missing: ``RolloutUnavailable``, or
         ``mapping.resolve_rollout_history``'s). The index is refreshed first when the file
         names bases (a new segment may have been written since)."""
-        return self._history_of(thread.path)
+        try:
+            return self._history_of(thread.path)
+        finally:
+            with self._lock:
+                if self._late:  # a base was looked for in every directory: their rows now
+                    late, self._late = self._late, set()
+                    with self.index.transaction():
+                        self._compute_rows(late)
 
     # ------------------------------------------------------------------ names and git info
 

@@ -19,6 +19,12 @@ past what it checked:
   the server's own and is listed at once, unless it fell in the same timestamp tick: then it
   is seen within :data:`RELIST_NS`. When a note was lost (the queue overflowed, a transaction
   rolled back), nothing is taken from the notes: every changed directory is listed.
+* **Day directories** (``sessions/YYYY/MM/DD``) seen for the first time are not listed by the
+  refresh: they are kept :data:`UNLISTED` until a listing needs them, newest first
+  (``list_unlisted``), as 0.163.0 reads only its newest days for a first page. What a thread
+  in a directory not listed yet can be is bounded by the directory's date
+  (:meth:`RolloutIndex.unlisted_bound`): a home never indexed answers its first page from its
+  newest days, and the catalog lists the others in the background.
 * **What each file says**: its :class:`~._facts.RolloutFacts`, tied to the size and modification
   time they were folded at. What ``thread/list`` filters on (``session_meta``, preview) never
   changes as a rollout grows, so it is read once; the rest is checked against the file (a
@@ -87,6 +93,10 @@ PARTIAL: Final = 1
 """Read, but its list fields are not all known yet (a file being written): read again."""
 READ: Final = 2
 """Its list fields are known (or it cannot be read: skipped until its directory changes)."""
+UNLISTED: Final = -1
+"""``dirs.mtime_ns`` of a day directory seen in its month's listing, its files not listed yet
+(``list_unlisted``)."""
+_DAY_US: Final = 86_400 * 1_000_000
 
 STAMP_SLACK_US: Final = (12 * 3600 + 2) * 1_000_000
 """How much later than the time in a rollout's name (local time, read as if UTC) its thread
@@ -182,6 +192,23 @@ def _archived(rel: str) -> bool:
 
 def _parent(rel: str) -> str | None:
     return rel.rsplit("/", 1)[0] if "/" in rel else None
+
+
+def _day_of(rel: str) -> str | None:
+    """``YYYY-MM-DD`` of a day directory ``sessions/YYYY/MM/DD`` (``None``: another one)."""
+    parts = rel.split("/")
+    if (
+        len(parts) != 4
+        or parts[0] != SESSIONS_SUBDIR
+        or not all(part.isdigit() for part in parts[1:])
+        or [len(part) for part in parts[1:]] != [4, 2, 2]
+    ):
+        return None
+    try:
+        datetime(int(parts[1]), int(parts[2]), int(parts[3]), tzinfo=UTC)
+    except ValueError:
+        return None
+    return "-".join(parts[1:])
 
 
 class RolloutIndex:
@@ -421,6 +448,18 @@ class RolloutIndex:
                     bound = max(bound, _timestamp_key(cast("str", facts.meta["timestamp"])))
         return bound
 
+    def unlisted_bound(self) -> int | None:
+        """The latest ``createdAt`` in micros a thread with a file in a day directory not listed
+        yet can have (``None``: every one is listed): a rollout lies in the directory of the
+        date in its name (0.163.0 writes it there, and unarchives it there), and every file of
+        a thread is made after the thread, so named at most :data:`STAMP_SLACK_US` before its
+        ``createdAt``. So every file of a thread created later than this is listed."""
+        row = self.db.execute(f"SELECT MAX(rel) FROM dirs WHERE mtime_ns = {UNLISTED}").fetchone()
+        day = None if row[0] is None else _day_of(cast("str", row[0]))
+        if day is None:
+            return None
+        return _day_seconds(day) * 1_000_000 + _DAY_US + STAMP_SLACK_US
+
     def has_unread(self, thread_ids: Iterable[str]) -> set[str]:
         """Those of ``thread_ids`` with a file never read."""
         ids = list(thread_ids)
@@ -470,6 +509,15 @@ class RolloutIndex:
                 self._drop_dir(rel, changed)
             return
         entry = known.get(rel)
+        if entry is None and _day_of(rel) is not None:
+            self.db.execute(  # its files are listed when a listing needs them (or in the back)
+                "INSERT OR REPLACE INTO dirs (rel, parent, mtime_ns, listed_ns) "
+                "VALUES (?, ?, ?, ?)",
+                (rel, _parent(rel), UNLISTED, UNLISTED),
+            )
+            return
+        if entry is not None and entry[1] == UNLISTED:
+            return
         below = children.get(rel, [])
         if entry is None or entry[1] != stat.st_mtime_ns or entry[2] - entry[1] < RACY_NS:
             told = (
@@ -484,6 +532,31 @@ class RolloutIndex:
                 below = [f"{rel}/{sub}" for sub in subdirs]
         for sub in below:
             self._visit(sub, known, children, changed)
+
+    def has_unlisted(self) -> bool:
+        """Whether a day directory's files are not listed yet."""
+        row = self.db.execute(f"SELECT 1 FROM dirs WHERE mtime_ns = {UNLISTED} LIMIT 1")
+        return row.fetchone() is not None
+
+    def list_unlisted(self, limit: int | None) -> set[str]:
+        """List the files of the newest ``limit`` (``None``: all) day directories not listed yet
+        (and of any directory below them); the threads whose files changed."""
+        changed: set[str] = set()
+        for (rel,) in self.db.execute(
+            f"SELECT rel FROM dirs WHERE mtime_ns = {UNLISTED} ORDER BY rel DESC LIMIT ?",
+            (-1 if limit is None else limit,),
+        ).fetchall():
+            self._list_day(rel, changed)
+        return changed
+
+    def _list_day(self, rel: str, changed: set[str]) -> None:
+        try:
+            mtime_ns = os.stat(self.abs(rel)).st_mtime_ns
+        except OSError:
+            self._drop_dir(rel, changed)
+            return
+        for sub in self._list(rel, mtime_ns, changed):  # none where Codex writes
+            self._visit(f"{rel}/{sub}", {}, {}, changed)
 
     def _list(self, rel_dir: str, mtime_ns: int, changed: set[str]) -> list[str]:
         listed_ns = self.clock_ns()
