@@ -154,7 +154,9 @@ class ToolHost(Protocol):
 
     async def request_approval(self, request: EventMsg) -> object:
         """Emit ``request`` (an approval request event) and return the client's decision (a core
-        ``ReviewDecision``); a client that disconnects answers ``denied``."""
+        ``ReviewDecision``). There is no timeout, as in 0.163.0: a client that disconnects leaves
+        the request pending for the next one (``thread/resume`` replays it); an interrupt
+        cancels the wait, and nothing runs without an answer."""
         ...
 
 
