@@ -19,8 +19,9 @@ from codex_app_bridge.protocol import v2
 from codex_app_bridge.protocol._base import dump_jsonable
 from codex_app_bridge.rpc import ModelParams, RpcError
 from codex_app_bridge.server._handlers_pages import turn_json
-from codex_app_bridge.server._stored_list import stored_thread_json
-from codex_app_bridge.server._threads import stored_thread_object
+from codex_app_bridge.server._shared import SharedThread, shared_thread_object
+from codex_app_bridge.server._stored_list import stored_thread_json, stored_thread_model
+from codex_app_bridge.server._threads import ThreadSettings
 from codex_app_bridge.sources import SourceDefaults
 from codex_app_bridge.storage import StoredThread
 
@@ -30,14 +31,20 @@ def _json(value: Any) -> Any:
 
 
 @pytest.mark.parametrize(
-    ("provider", "model", "source", "name", "effort"),
+    ("provider", "model", "source", "name", "effort", "git"),
     [
-        ("mock", "mock-model", "vscode", None, None),
-        (None, None, {"subagent": "review"}, "named", "high"),
+        ("mock", "mock-model", "vscode", None, None, None),
+        (None, None, {"subagent": "review"}, "named", "high", None),
+        ("mock", None, "cli", None, None, {"sha": "abc", "branch": None, "originUrl": "u"}),
     ],
 )
 def test_a_listed_stored_thread_is_the_thread_model_written(
-    provider: str | None, model: str | None, source: object, name: str | None, effort: str | None
+    provider: str | None,
+    model: str | None,
+    source: object,
+    name: str | None,
+    effort: str | None,
+    git: dict[str, str | None] | None,
 ) -> None:
     meta: dict[str, Any] = {"id": "t", "cwd": "/w", "originator": "o", "cli_version": "0.1.0"}
     if provider is not None:
@@ -55,6 +62,7 @@ def test_a_listed_stored_thread_is_the_thread_model_written(
         model=model,
         reasoning_effort=effort,
         name=name,
+        git_info=git,
     )
     defaults = SourceDefaults(model="m", model_provider="p")
     asked: list[SourceDefaults] = []
@@ -63,12 +71,38 @@ def test_a_listed_stored_thread_is_the_thread_model_written(
         asked.append(defaults)
         return defaults
 
-    expected = dump_jsonable(stored_thread_object(stored, defaults, git_info=None))
+    expected = dump_jsonable(stored_thread_model(stored, defaults))
     plain = _json(stored_thread_json(stored, ask))
     assert plain == expected
+    assert expected["gitInfo"] == git
     # the defaults (the turn source, built for them) are asked for only when a value is missing
     assert len(asked) == (1 if provider is None or model is None else 0)
     assert list(plain) == list(expected)
+
+
+def test_a_shared_thread_is_a_thread_that_is_not_loaded_with_no_path() -> None:
+    settings = ThreadSettings(cwd="/w", model="m", model_provider="p", reasoning_effort="low")
+    found = SharedThread(
+        thread_id="01a2cccc-0000-7000-8000-000000000002",
+        settings=settings,
+        originator="o",
+        name="n",
+        preview="hi",
+        created_at=10,
+        updated_at=20,
+    )
+    thread = dump_jsonable(shared_thread_object(found))
+    assert (thread["path"], thread["status"], thread["source"]) == (
+        None,
+        {"type": "notLoaded"},
+        "vscode",
+    )
+    assert (thread["model"], thread["modelProvider"], thread["reasoningEffort"]) == (
+        "m",
+        "p",
+        "low",
+    )
+    assert (thread["createdAt"], thread["updatedAt"], thread["recencyAt"]) == (10, 20, 20)
 
 
 @pytest.mark.parametrize("state", [ReadState(), ReadState("turn-1", "rev")])

@@ -92,38 +92,24 @@ class SharedThreads(Protocol):
 def shared_thread_object(found: SharedThread, turns: list[Turn] | None = None) -> Thread:
     """The v2 ``Thread`` of a shared thread that is not loaded here (``thread/list``,
     ``thread/read``): ``notLoaded`` on this server, with no rollout path of its own."""
-    from codex_app_bridge._version import CODEX_PROTOCOL_VERSION
-    from codex_app_bridge.protocol.v2 import NotLoadedThreadStatus, Thread
-    from codex_app_bridge.server._thread_extras import thread_extras
-    from codex_app_bridge.server._threads import THREAD_SOURCE
+    from codex_app_bridge.protocol.v2 import Thread
+    from codex_app_bridge.server._stored_list import THREAD_SOURCE, not_loaded_thread_json
 
     settings = found.settings
-    return Thread(
-        id=found.thread_id,
-        session_id=found.thread_id,
-        forked_from_id=found.forked_from_id,
-        parent_thread_id=None,
-        preview=found.preview,
-        ephemeral=False,
-        project_id=None,
-        history_mode="paginated",
-        model_provider=settings.model_provider,
-        model=settings.model,
-        reasoning_effort=settings.reasoning_effort,
-        created_at=found.created_at,
-        updated_at=found.updated_at,
-        recency_at=found.updated_at,
-        status=NotLoadedThreadStatus(),
+    data = not_loaded_thread_json(
+        thread_id=found.thread_id,
         path=None,
         cwd=settings.cwd,
-        cli_version=CODEX_PROTOCOL_VERSION,
         originator=found.originator,
         source=THREAD_SOURCE,
-        thread_source=None,
-        agent_nickname=None,
-        agent_role=None,
-        git_info=None,
+        model=settings.model,
+        model_provider=settings.model_provider,
+        reasoning_effort=settings.reasoning_effort,
+        preview=found.preview,
         name=found.name,
-        turns=turns or [],
-        **thread_extras(settings.cwd, loaded=False),
+        created_at=found.created_at,
+        updated_at=found.updated_at,
+        forked_from_id=found.forked_from_id,
+        turns=turns,
     )
+    return Thread.model_validate(data)

@@ -9,9 +9,10 @@ nothing else. The registry, once built, lists through the same object.
 
 * ``THREAD_SOURCE``: the ``source`` a thread of this server reports (and a stored one whose
   ``session_meta.source`` is not a plain string).
-* :func:`stored_thread_json`: the ``Thread`` of a listed stored thread as JSON data, from its
-  stored values (no model built); one with git info is made by the ``Thread`` model instead
-  (``_threads.stored_thread_object``, loaded then).
+* :func:`not_loaded_thread_json`: the ``Thread`` of a thread that is not loaded here, as JSON
+  data (its constant fields written once); :func:`stored_thread_json` that of a stored thread,
+  from its stored values (no model built: a test holds it equal to what the ``Thread`` model
+  writes); :func:`stored_thread_model` the model (``thread/read``, resume; loaded then).
 * The defaults (what a rollout that names no model or provider stands for) are asked for only
   when a listed thread or a provider filter needs them: they come from the turn source, which
   the first list then builds.
@@ -22,7 +23,7 @@ registry's (``skip``), what a request means the handlers'.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Mapping
 from functools import partial
 from typing import TYPE_CHECKING, Any, Final
 
@@ -40,6 +41,7 @@ if TYPE_CHECKING:
 __all__ = [
     "THREAD_SOURCE",
     "StoredThreadList",
+    "not_loaded_thread_json",
     "stored_read_state",
     "stored_thread_json",
     "stored_thread_model",
@@ -49,49 +51,94 @@ THREAD_SOURCE: Final = "vscode"
 """``Thread.source`` of every thread the app-server starts (what 0.163.0 reports)."""
 
 
-def stored_thread_json(
-    stored: StoredThread, defaults: Callable[[], SourceDefaults]
+def not_loaded_thread_json(
+    *,
+    thread_id: str,
+    path: str | None,
+    cwd: str,
+    originator: str | None,
+    source: object,
+    model: str | None,
+    model_provider: str | None,
+    reasoning_effort: str | None,
+    preview: str,
+    name: str | None,
+    created_at: int,
+    updated_at: int,
+    forked_from_id: str | None = None,
+    cli_version: str = CODEX_PROTOCOL_VERSION,
+    git_info: Mapping[str, str | None] | None = None,
+    turns: list[Any] | None = None,
 ) -> dict[str, Any]:
-    """The JSON of ``_threads.stored_thread_object`` with no turns and no git info (a listed
-    stored thread), made from the stored values as they are: ``thread/list`` answers without
-    building the ``Thread`` model (its validator is most of a first request's time).
+    """The v2 ``Thread`` of a thread that is not loaded here, as JSON data: the one builder of
+    its constant fields, for a stored thread (:func:`stored_thread_json`, listed without the
+    models; :func:`stored_thread_model`) and a thread another server shares
+    (``_shared.shared_thread_object``). ``source``: a ``session_meta.source`` (one that is
+    not a plain string, a sub-agent's, is shown as :data:`THREAD_SOURCE`)."""
+    return {
+        "agentNickname": None,
+        "agentRole": None,
+        "cliVersion": cli_version,
+        "createdAt": created_at,
+        "cwd": cwd,
+        "ephemeral": False,
+        "forkedFromId": forked_from_id,
+        "gitInfo": None if git_info is None else dict(git_info),
+        "historyMode": "paginated",
+        "id": thread_id,
+        "model": model,
+        "modelProvider": model_provider,
+        "name": name,
+        "originator": originator,
+        "parentThreadId": None,
+        "path": path,
+        "preview": preview,
+        "projectId": None,
+        "reasoningEffort": reasoning_effort,
+        "recencyAt": updated_at,
+        "section": None,
+        "sectionEnteredAt": None,
+        "sessionId": thread_id,
+        "source": source if isinstance(source, str) else THREAD_SOURCE,
+        "status": {"type": "notLoaded"},
+        "threadSource": None,
+        "turns": [] if turns is None else turns,
+        "updatedAt": updated_at,
+        **thread_extras(cwd, loaded=False),
+    }
+
+
+def stored_thread_json(
+    stored: StoredThread,
+    defaults: Callable[[], SourceDefaults],
+    turns: list[Any] | None = None,
+) -> dict[str, Any]:
+    """A stored thread that is not loaded as :func:`not_loaded_thread_json`, from its stored
+    values as they are: ``thread/list`` answers without building the ``Thread`` model (its
+    validator is most of a first request's time).
     ``defaults()`` is asked only when the rollout names no model or no provider."""
-    source: Any = stored.source if isinstance(stored.source, str) else THREAD_SOURCE
     model, provider = stored.model, stored.model_provider
     if model is None or provider is None:
         fallback = defaults()
         model, provider = model or fallback.model, provider or fallback.model_provider
-    return {
-        "agentNickname": None,
-        "agentRole": None,
-        "cliVersion": stored.cli_version or CODEX_PROTOCOL_VERSION,
-        "createdAt": stored.created_at_s,
-        "cwd": stored.cwd,
-        "ephemeral": False,
-        "forkedFromId": stored.forked_from_id,
-        "gitInfo": None,
-        "historyMode": "paginated",
-        "id": stored.thread_id,
-        "model": model,
-        "modelProvider": provider,
-        "name": stored.name,
-        "originator": stored.originator,
-        "parentThreadId": None,
-        "path": str(stored.path),
-        "preview": stored.preview,
-        "projectId": None,
-        "reasoningEffort": stored.reasoning_effort,
-        "recencyAt": stored.updated_at_s,
-        "section": None,
-        "sectionEnteredAt": None,
-        "sessionId": stored.thread_id,
-        "source": source,
-        "status": {"type": "notLoaded"},
-        "threadSource": None,
-        "turns": [],
-        "updatedAt": stored.updated_at_s,
-        **thread_extras(stored.cwd, loaded=False),
-    }
+    return not_loaded_thread_json(
+        thread_id=stored.thread_id,
+        path=str(stored.path),
+        cwd=stored.cwd,
+        originator=stored.originator,
+        source=stored.source,
+        model=model,
+        model_provider=provider,
+        reasoning_effort=stored.reasoning_effort,
+        preview=stored.preview,
+        name=stored.name,
+        created_at=stored.created_at_s,
+        updated_at=stored.updated_at_s,
+        forked_from_id=stored.forked_from_id,
+        cli_version=stored.cli_version or CODEX_PROTOCOL_VERSION,
+        git_info=stored.git_info,
+        turns=turns,
+    )
 
 
 class StoredThreadList:
@@ -130,21 +177,15 @@ class StoredThreadList:
 
     async def page(
         self, thread_ids: Iterable[str]
-    ) -> dict[str, tuple[Thread | dict[str, Any], dict[str, Any]]]:
-        """The v2 ``Thread`` s (as JSON data when they have no git info) and read states of
-        stored threads that are not loaded, as their files are now (those still stored), in one
-        read."""
+    ) -> dict[str, tuple[dict[str, Any], dict[str, Any]]]:
+        """The v2 ``Thread`` s (as JSON data) and read states of stored threads that are not
+        loaded, as their files are now (those still stored), in one read."""
         ids = list(thread_ids)
         if not ids:
             return {}
         found = await anyio.to_thread.run_sync(self.catalog.find_many, ids)
         return {
-            thread_id: (
-                stored_thread_model(stored, self.defaults())
-                if stored.git_info is not None
-                else stored_thread_json(stored, self.defaults),
-                stored_read_state(stored),
-            )
+            thread_id: (stored_thread_json(stored, self.defaults), stored_read_state(stored))
             for thread_id, stored in found.items()
         }
 
@@ -152,13 +193,10 @@ class StoredThreadList:
 def stored_thread_model(
     stored: StoredThread, defaults: SourceDefaults, turns: list[Turn] | None = None
 ) -> Thread:
-    """The v2 ``Thread`` of a stored thread that is not loaded, git info included (the models
-    are loaded now)."""
-    from codex_app_bridge.protocol.v2 import GitInfo
-    from codex_app_bridge.server._threads import stored_thread_object
+    """The v2 ``Thread`` of a stored thread that is not loaded (the models are loaded now)."""
+    from codex_app_bridge.protocol.v2 import Thread
 
-    git_info = None if stored.git_info is None else GitInfo.model_validate(stored.git_info)
-    return stored_thread_object(stored, defaults, git_info=git_info, turns=turns)
+    return Thread.model_validate(stored_thread_json(stored, lambda: defaults, turns))
 
 
 def stored_read_state(stored: StoredThread) -> dict[str, Any]:

@@ -12,8 +12,8 @@ A thread is *materialized* once a turn has started on it (the real server writes
 before that it is absent from ``thread/list`` and cannot be resumed or forked.
 
 ``SettingsOverrides`` are the settings ``turn/start`` may change (thread/start, resume and fork
-resolve theirs from the config, ``_thread_config``). ``stored_thread_object`` is the ``Thread`` of a stored thread that is not loaded
-(``_stored_list.stored_thread_json`` its JSON when listed).
+resolve theirs from the config, ``_thread_config``). The ``Thread`` of a thread that is not
+loaded is ``_stored_list.not_loaded_thread_json``'s.
 
 Boundary: values only; nothing here reads files or changes a thread's life.
 """
@@ -48,15 +48,12 @@ if TYPE_CHECKING:
     from codex_app_bridge.listener import ThreadListener
     from codex_app_bridge.protocol.core import EventEnvelope
     from codex_app_bridge.server._runtime import ThreadRuntime
-    from codex_app_bridge.sources import SourceDefaults
-    from codex_app_bridge.storage import StoredThread
 
 __all__ = [
     "SettingsOverrides",
     "ThreadRecord",
     "ThreadSettings",
     "sandbox_policy",
-    "stored_thread_object",
 ]
 
 
@@ -255,44 +252,3 @@ class ThreadRecord:
             turns=turns or [],
             **thread_extras(self.settings.cwd, listed=listed),
         )
-
-
-def stored_thread_object(
-    stored: StoredThread,
-    defaults: SourceDefaults,
-    *,
-    git_info: GitInfo | None,
-    turns: list[Turn] | None = None,
-) -> Thread:
-    """The v2 ``Thread`` of a stored thread that is not loaded (``defaults``: what a rollout
-    that names no model or provider stands for)."""
-    source: Any = stored.source if isinstance(stored.source, str) else THREAD_SOURCE
-    return Thread(
-        id=stored.thread_id,
-        session_id=stored.thread_id,
-        forked_from_id=stored.forked_from_id,
-        parent_thread_id=None,
-        preview=stored.preview,
-        ephemeral=False,
-        project_id=None,
-        history_mode="paginated",
-        model_provider=stored.model_provider or defaults.model_provider,
-        model=stored.model or defaults.model,
-        reasoning_effort=stored.reasoning_effort,
-        created_at=stored.created_at_s,
-        updated_at=stored.updated_at_s,
-        recency_at=stored.updated_at_s,
-        status=NotLoadedThreadStatus(),
-        path=str(stored.path),
-        cwd=stored.cwd,
-        cli_version=stored.cli_version or CODEX_PROTOCOL_VERSION,
-        originator=stored.originator,
-        source=source,
-        thread_source=None,
-        agent_nickname=None,
-        agent_role=None,
-        git_info=git_info,
-        name=stored.name,
-        turns=turns or [],
-        **thread_extras(stored.cwd, loaded=False),
-    )
