@@ -132,10 +132,17 @@ async def test_an_owner_paused_past_its_lease_cannot_write_the_log_another_node_
                 finally:
                     owner.send_signal(signal.SIGCONT)
 
-                # a wakes up mid-turn and finds the thread taken: it stops writing the log
-                # and its client sees the turn end there
+                # a wakes up mid-turn and finds the thread taken: it stops writing the log and
+                # follows it, as any node does: its client sees the turn end as b ended it,
+                # then b's turn, and its next turn is played by b
                 ended = (await alice.until(is_turn_completed(cut)))[-1]
                 assert ended["params"]["turn"]["status"] == "interrupted"
+                followed = (await alice.until(is_turn_completed(after)))[-1]
+                assert followed["params"]["turn"]["status"] == "completed"
+                last, seen = await alice.run_turn(thread_id, "from the former owner")
+                assert seen[-1]["params"]["turn"]["status"] == "completed"
+                assert node.owns(thread_id)
+                await bob.until(is_turn_completed(last))
                 await node.flush()
 
                 # nothing of a's in the log after b's fence; the numbers run 1..N, b has N
@@ -151,8 +158,13 @@ async def test_an_owner_paused_past_its_lease_cannot_write_the_log_another_node_
                     "thread/read", {"threadId": thread_id, "includeTurns": True}
                 )
                 turns = read["thread"]["turns"]
-                assert [t["id"] for t in turns] == [first, cut, after]
-                assert [t["status"] for t in turns] == ["completed", "interrupted", "completed"]
+                assert [t["id"] for t in turns] == [first, cut, after, last]
+                assert [t["status"] for t in turns] == [
+                    "completed",
+                    "interrupted",
+                    "completed",
+                    "completed",
+                ]
 
 
 async def test_a_client_of_a_killed_owner_resumes_on_a_node_that_had_not_loaded_the_thread(

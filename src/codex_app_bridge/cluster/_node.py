@@ -134,7 +134,7 @@ class _Log:
     """An owned thread's log as this node writes it: what its runtime gave its listener and
     is not published yet, and where the log stands."""
 
-    __slots__ = ("buffer", "busy", "last_sequence", "record", "sent", "subject", "wake")
+    __slots__ = ("buffer", "busy", "last_sequence", "record", "sent", "stored", "subject", "wake")
 
     def __init__(self, record: ThreadRecord, sent: int, last_sequence: int) -> None:
         self.record = record
@@ -143,6 +143,8 @@ class _Log:
         """Events, and answers' lines (``_answers``), in order."""
         self.sent = sent
         """Events of the thread's log before the buffer (the next is number ``sent + 1``)."""
+        self.stored = sent
+        """Events of the log up to its message ``last_sequence`` (the stream has them)."""
         self.last_sequence = last_sequence
         """The stream sequence of the log's last message (``0``: none): the next one is
         published expecting it (``Nats-Expected-Last-Subject-Sequence``)."""
@@ -801,7 +803,9 @@ class ClusterNode:
             log.busy = True
             data = b"\n".join([e if isinstance(e, bytes) else dump(e) for e in batch])
             stored = await self._store(log, data, f"{self.holder}:{self._sent}", first)
-            if not stored:
+            if stored:
+                log.stored = log.sent
+            else:
                 log.busy = False
                 self.fenced += 1
                 self._lose(thread_id, "another node has written its log since")
@@ -810,6 +814,8 @@ class ClusterNode:
                 await self._put_meta(log.record)
             log.busy = False
         self._check_idle()
+        if self._task_group is not None:  # lost (else the node is leaving)
+            self._follow_lost(log)
 
     async def _store(self, log: _Log, data: bytes, msg_id: str, first: int) -> bool:
         """Publish one message of a thread's log until the stream has it (``True``) or refuses
@@ -907,8 +913,8 @@ class ClusterNode:
 
     def _lose(self, thread_id: str, why: str) -> None:
         """Another node took the thread (this one was cut off or paused longer than a lease):
-        stop publishing and answering for it, so that the log has one writer, and end the turn
-        it was playing here (its clients see it interrupted; the log goes on without it)."""
+        stop publishing and answering for it, so that the log has one writer; once the message
+        on its way is answered, follow the log (``_follow_lost``)."""
         log = self._logs.pop(thread_id, None)
         if log is None:
             return
@@ -916,13 +922,25 @@ class ClusterNode:
             log.wake.set()  # its publisher ends
         logger.error("cluster: thread %s: %s; node %s no longer owns it", thread_id, why, self.name)
         self._leases.pop(thread_id, None)
-        record = self._owned.pop(thread_id, None)
-        if record is not None and record.runtime is not None:
-            record.runtime.tap = None
-            record.runtime.interrupt(None)
         sub = self._control.pop(thread_id, None)
         if sub is not None:
             self._group.start_soon(sub.unsubscribe)
+        record = self._owned.pop(thread_id, None)
+        if record is not None and record.runtime is not None:
+            record.runtime.tap = None
+
+    def _follow_lost(self, log: _Log) -> None:
+        """Follow a thread this node lost from the last message it wrote to the log, as any
+        node with clients of the thread does: the node that took it ends the turn that was
+        playing here, this node's clients see that end and what comes after, and their
+        submissions go to that node."""
+        record = log.record
+        if record.runtime is None or record.id in self._logs:
+            return
+        self._after[record.id] = log.last_sequence
+        self._events[record.id] = log.stored
+        self._following[record.id] = record
+        record.runtime.follow_elsewhere()
 
     async def _claim(self) -> None:
         from nats.js.errors import KeyNotFoundError, KeyWrongLastSequenceError

@@ -281,6 +281,14 @@ class ThreadRuntime:
             self._start_session()
             self._poke()
 
+    def follow_elsewhere(self) -> None:
+        """Another server plays the thread's turns from now on (``server._shared``: it took
+        the thread from this one): the session that played them here is dropped as it is (the
+        turn it was playing ends as the other server's events end it), and a session that
+        follows those events opens (``follow``)."""
+        self._drop_session()
+        self.follow()
+
     def stop(self) -> None:
         """Ask the session to shut down (the thread is being unloaded)."""
         self.requests.clean_up()  # an unloaded thread's requests are resolved, as Codex
