@@ -1518,28 +1518,57 @@ async def run_model_suite(
     reference: Path | None = None,
     record: Path | None = None,
     servers: Sequence[str] = SERVERS,
+    concurrency: int = 1,
 ) -> list[ModelResult]:
     """Each scenario on ``servers``; with ``reference``, the real side is read from the
     recorded outcomes instead of run; with ``record``, the real side's outcomes are written
-    there. With one server only, nothing is compared (the result list is empty)."""
+    there. With one server only, nothing is compared (the result list is empty).
+
+    Up to ``concurrency`` scenarios run at once, each worker with a mock of its own (a mock
+    answers one scenario at a time); the results keep the order of ``names``."""
     wanted = list(names) if names else [s.name for s in MODEL_SCENARIOS]
     specs = [scenario_named(n) for n in wanted]
     root = scratch or Path(tempfile.mkdtemp(prefix="codex-model-mode-"))
-    results: list[ModelResult] = []
-    with MockResponses() as mock:
-        for spec in specs:
-            records: dict[str, RunRecord] = {}
-            if reference is not None and "real" not in servers:
-                records["real"] = load_reference(reference, spec.name)
-            for server in servers:
-                records[server] = await run_one(spec, server, mock, root)
-                # beside the server's scratch directory, for reading a difference
-                save_record(root / spec.name / server, records[server])
-            if record is not None and "real" in records:
-                save_record(record, records["real"])
-            if "real" in records and "bridge" in records:
-                results.append(compare_runs(spec, records["real"], records["bridge"]))
-    return results
+    results: dict[str, ModelResult] = {}
+    queue = iter(specs)
+
+    async def worker() -> None:
+        with MockResponses() as mock:
+            for spec in queue:
+                result = await _run_and_compare(spec, mock, root, reference, record, servers)
+                if result is not None:
+                    results[spec.name] = result
+
+    try:
+        async with anyio.create_task_group() as tg:
+            for _ in range(max(1, min(concurrency, len(specs)))):
+                tg.start_soon(worker)
+    finally:
+        if scratch is None:
+            shutil.rmtree(root, ignore_errors=True)
+    return [results[spec.name] for spec in specs if spec.name in results]
+
+
+async def _run_and_compare(
+    spec: ModelScenario,
+    mock: MockResponses,
+    root: Path,
+    reference: Path | None,
+    record: Path | None,
+    servers: Sequence[str],
+) -> ModelResult | None:
+    records: dict[str, RunRecord] = {}
+    if reference is not None and "real" not in servers:
+        records["real"] = load_reference(reference, spec.name)
+    for server in servers:
+        records[server] = await run_one(spec, server, mock, root)
+        # beside the server's scratch directory, for reading a difference
+        save_record(root / spec.name / server, records[server])
+    if record is not None and "real" in records:
+        save_record(record, records["real"])
+    if "real" in records and "bridge" in records:
+        return compare_runs(spec, records["real"], records["bridge"])
+    return None
 
 
 def run_model_suite_sync(
@@ -1549,9 +1578,17 @@ def run_model_suite_sync(
     reference: Path | None = None,
     record: Path | None = None,
     servers: Sequence[str] = SERVERS,
+    concurrency: int = 1,
 ) -> list[ModelResult]:
     return anyio.run(
-        lambda: run_model_suite(names, scratch, reference=reference, record=record, servers=servers)
+        lambda: run_model_suite(
+            names,
+            scratch,
+            reference=reference,
+            record=record,
+            servers=servers,
+            concurrency=concurrency,
+        )
     )
 
 

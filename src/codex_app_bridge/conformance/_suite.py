@@ -258,23 +258,44 @@ async def run_scenario(
 
 
 async def run_suite(
-    names: Iterable[str] | None = None, scratch: Path | None = None, *, keep: bool = True
+    names: Iterable[str] | None = None,
+    scratch: Path | None = None,
+    *,
+    keep: bool = True,
+    concurrency: int = 1,
 ) -> list[ScenarioResult]:
-    """Every scenario (or the ``names`` given), in order, against one mock."""
+    """Every scenario (or the ``names`` given), in order; up to ``concurrency`` at once, each
+    worker with a mock of its own (a mock answers one scenario at a time). Without
+    ``scratch`` the artefacts go to a temporary directory, removed at the end."""
     wanted = set(names) if names else None
     specs = [s for s in SCENARIO_SPECS if wanted is None or s.name in wanted]
     if wanted is not None and len(specs) != len(wanted):
         known = ", ".join(s.name for s in SCENARIO_SPECS)
         raise ValueError(f"unknown scenario in {sorted(wanted)}; known: {known}")
     root = scratch or Path(tempfile.mkdtemp(prefix="codex-conformance-"))
-    results: list[ScenarioResult] = []
-    with MockResponses() as mock:
-        for spec in specs:
-            results.append(await run_scenario(spec, mock, root, keep=keep))
-    return results
+    results: dict[str, ScenarioResult] = {}
+    queue = iter(specs)
+
+    async def worker() -> None:
+        with MockResponses() as mock:
+            for spec in queue:
+                results[spec.name] = await run_scenario(spec, mock, root, keep=keep)
+
+    try:
+        async with anyio.create_task_group() as tg:
+            for _ in range(max(1, min(concurrency, len(specs)))):
+                tg.start_soon(worker)
+    finally:
+        if scratch is None:
+            shutil.rmtree(root, ignore_errors=True)
+    return [results[spec.name] for spec in specs]
 
 
 def run_suite_sync(
-    names: Iterable[str] | None = None, scratch: Path | None = None, *, keep: bool = True
+    names: Iterable[str] | None = None,
+    scratch: Path | None = None,
+    *,
+    keep: bool = True,
+    concurrency: int = 1,
 ) -> list[ScenarioResult]:
-    return anyio.run(lambda: run_suite(names, scratch, keep=keep))
+    return anyio.run(lambda: run_suite(names, scratch, keep=keep, concurrency=concurrency))
