@@ -14,14 +14,13 @@ from pathlib import Path
 
 import pytest
 
-from codex_app_bridge.conformance import MockResponses
 from codex_app_bridge.conformance._matrix import (
     CLIENTS,
     VENV_CLIENTS,
     ClientResult,
-    ClientUnavailable,
-    run_client,
+    run_matrix,
 )
+from tests.conformance.conftest import WORKERS
 
 pytestmark = pytest.mark.conformance
 
@@ -42,16 +41,10 @@ WIRE_FLOOR = {
 def results(tmp_path_factory: pytest.TempPathFactory) -> dict[str, ClientResult | str]:
     """Each client's result, or why it could not run."""
     scratch: Path = tmp_path_factory.mktemp("matrix")
-    out: dict[str, ClientResult | str] = {}
     # each client flow runs in a subprocess with a timeout (_matrix.TIMEOUT_S); a venv client's
     # venv is made once (timeouts in _client_venvs) and reused by later runs
-    with MockResponses() as mock:
-        for client in CLIENTS:
-            try:
-                out[client] = run_client(client, mock, scratch)
-            except ClientUnavailable as exc:
-                out[client] = str(exc)
-    return out
+    found = run_matrix(scratch, concurrency=WORKERS)
+    return {r.client: r if r.unavailable is None else r.unavailable for r in found}
 
 
 def _result(results: dict[str, ClientResult | str], client: str) -> ClientResult:

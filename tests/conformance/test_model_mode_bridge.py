@@ -27,8 +27,8 @@ from codex_app_bridge.conformance._model_mode import (
     scenario_named,
     total_notifications,
 )
+from tests.conformance.conftest import REFERENCE, BridgeModelRuns
 
-REFERENCE = Path(__file__).resolve().parents[1] / "data" / "model_mode"
 THRESHOLD = 95.0
 
 Known = tuple[str, str, str | None]
@@ -59,11 +59,8 @@ def known(name: str, difference: Difference) -> bool:
 
 
 @pytest.fixture(scope="module")
-def results(tmp_path_factory: pytest.TempPathFactory) -> dict[str, ModelResult]:
-    scratch = tmp_path_factory.mktemp("model-mode-bridge")
-    # every wait inside has its own timeout (turns 90 s, sessions 240 s)
-    found = run_model_suite_sync(None, scratch, reference=REFERENCE, servers=("bridge",))
-    return {r.name: r for r in found}
+def results(bridge_model_runs: BridgeModelRuns) -> dict[str, ModelResult]:
+    return bridge_model_runs.results(s.name for s in MODEL_SCENARIOS)
 
 
 def test_every_scenario_ran_on_the_bridge(results: dict[str, ModelResult]) -> None:

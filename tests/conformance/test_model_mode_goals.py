@@ -19,8 +19,9 @@ from __future__ import annotations
 
 import pytest
 
-from codex_app_bridge.conformance._model_mode import ModelResult, run_model_suite_sync
-from tests.conformance.test_model_mode_bridge import REFERENCE, known
+from codex_app_bridge.conformance._model_mode import ModelResult
+from tests.conformance.conftest import BridgeModelRuns
+from tests.conformance.test_model_mode_bridge import known
 
 GOAL_SCENARIOS = [
     "goal",
@@ -33,10 +34,8 @@ GOAL_SCENARIOS = [
 
 
 @pytest.fixture(scope="module")
-def results(tmp_path_factory: pytest.TempPathFactory) -> dict[str, ModelResult]:
-    scratch = tmp_path_factory.mktemp("model-mode-goals")
-    found = run_model_suite_sync(GOAL_SCENARIOS, scratch, reference=REFERENCE, servers=("bridge",))
-    return {r.name: r for r in found}
+def results(bridge_model_runs: BridgeModelRuns) -> dict[str, ModelResult]:
+    return bridge_model_runs.results(GOAL_SCENARIOS)
 
 
 @pytest.mark.parametrize("name", GOAL_SCENARIOS)

@@ -34,12 +34,9 @@ from pathlib import Path
 
 import pytest
 
-from codex_app_bridge.conformance._model_mode import (
-    ModelResult,
-    load_reference,
-    run_model_suite_sync,
-)
-from tests.conformance.test_model_mode_bridge import REFERENCE, known
+from codex_app_bridge.conformance._model_mode import ModelResult, load_reference
+from tests.conformance.conftest import REFERENCE, BridgeModelRuns
+from tests.conformance.test_model_mode_bridge import known
 
 MACHINE_SCENARIOS = [
     "shell",
@@ -63,13 +60,8 @@ Run = tuple[Path, dict[str, ModelResult]]
 
 
 @pytest.fixture(scope="module")
-def run(tmp_path_factory: pytest.TempPathFactory) -> Run:
-    scratch = tmp_path_factory.mktemp("model-mode-machine")
-    # every wait inside has its own timeout (turns 90 s, sessions 240 s)
-    found = run_model_suite_sync(
-        MACHINE_SCENARIOS, scratch, reference=REFERENCE, servers=("bridge",)
-    )
-    return scratch, {r.name: r for r in found}
+def run(bridge_model_runs: BridgeModelRuns) -> Run:
+    return bridge_model_runs.scratch, bridge_model_runs.results(MACHINE_SCENARIOS)
 
 
 @pytest.mark.parametrize("name", MACHINE_SCENARIOS)

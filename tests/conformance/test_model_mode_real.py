@@ -29,11 +29,11 @@ from codex_app_bridge.conformance._model_mode import (
     scenario_named,
     unexplained,
 )
+from tests.conformance.conftest import REFERENCE, WORKERS
 from tests.conftest import bridge_env
 
 pytestmark = pytest.mark.conformance
 
-REFERENCE = Path(__file__).resolve().parents[1] / "data" / "model_mode"
 SLOW = os.environ.get("CODEX_BRIDGE_SLOW") == "1"
 SLOW_SCENARIOS = frozenset({"huge_event"})
 FAST = [s.name for s in MODEL_SCENARIOS if s.name not in SLOW_SCENARIOS]
@@ -44,7 +44,7 @@ def fresh(tmp_path_factory: pytest.TempPathFactory) -> dict[str, ModelResult]:
     """Every fast scenario run once on the real binary, compared with its reference."""
     scratch = tmp_path_factory.mktemp("model-mode-real")
     record = scratch / "record"
-    run_model_suite_sync(FAST, scratch, record=record, servers=("real",))
+    run_model_suite_sync(FAST, scratch, record=record, servers=("real",), concurrency=WORKERS)
     return {
         name: compare_runs(
             scenario_named(name), load_reference(REFERENCE, name), load_reference(record, name)

@@ -1,0 +1,51 @@
+"""Runs shared by several conformance modules.
+
+Each model-mode scenario is played on the bridge once per test session, however many modules
+judge it (``test_model_mode_bridge`` judges them all, ``_goals`` and ``_machine`` look closer at
+some): the same scenario on the same server gives the same record, so playing it again proves
+nothing more and cost the suite a minute. Scenarios run up to ``os.cpu_count()`` at a time.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Iterable
+from pathlib import Path
+
+import pytest
+
+from codex_app_bridge.conformance._model_mode import ModelResult, run_model_suite_sync
+
+REFERENCE = Path(__file__).resolve().parents[1] / "data" / "model_mode"
+"""The real binary's recorded model-mode outcomes."""
+WORKERS = os.cpu_count() or 1
+
+
+class BridgeModelRuns:
+    """The bridge's model-mode runs of this session, compared with :data:`REFERENCE`: each
+    scenario is played the first time a module asks for it; its artefacts stay under
+    ``scratch/<name>/bridge`` (what the bridge left on disk)."""
+
+    def __init__(self, scratch: Path) -> None:
+        self.scratch = scratch
+        self._results: dict[str, ModelResult] = {}
+
+    def results(self, names: Iterable[str]) -> dict[str, ModelResult]:
+        wanted = list(names)
+        missing = [name for name in wanted if name not in self._results]
+        if missing:
+            # every wait inside has its own timeout (turns 90 s, sessions 240 s)
+            found = run_model_suite_sync(
+                missing,
+                self.scratch,
+                reference=REFERENCE,
+                servers=("bridge",),
+                concurrency=WORKERS,
+            )
+            self._results.update((r.name, r) for r in found)
+        return {name: self._results[name] for name in wanted}
+
+
+@pytest.fixture(scope="session")
+def bridge_model_runs(tmp_path_factory: pytest.TempPathFactory) -> BridgeModelRuns:
+    return BridgeModelRuns(tmp_path_factory.mktemp("model-mode-bridge"))
