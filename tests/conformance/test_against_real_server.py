@@ -10,7 +10,6 @@ from __future__ import annotations
 import json
 import os
 import subprocess
-import tempfile
 import threading
 from collections.abc import Iterator
 from functools import cache
@@ -95,15 +94,10 @@ def _with_thread_ids(request: dict[str, Any], answers: dict[Any, Any]) -> dict[s
     return {**request, "params": resolved}
 
 
-@cache
-def _home() -> str:
-    return tempfile.mkdtemp(prefix="codex-home-")
-
-
-def both(requests: list[dict[str, Any]]) -> Iterator[tuple[dict[str, Any], Any, Any]]:
-    env = {**os.environ, "CODEX_HOME": _home()}
+def both(requests: list[dict[str, Any]], home: Path) -> Iterator[tuple[dict[str, Any], Any, Any]]:
+    env = {**os.environ, "CODEX_HOME": str(home)}
     real = exchange([_real_binary(), "app-server"], env, requests)
-    ours = exchange([*bridge_command(), "serve"], bridge_env({"CODEX_HOME": _home()}), requests)
+    ours = exchange([*bridge_command(), "serve"], bridge_env({"CODEX_HOME": str(home)}), requests)
     for request in requests:
         yield request, real[request["id"]], ours[request["id"]]
 
@@ -188,10 +182,10 @@ def _compare(request: dict[str, Any], real: Any, ours: Any) -> str | None:
     return None
 
 
-def test_errors_and_simple_results_match_the_real_server() -> None:
+def test_errors_and_simple_results_match_the_real_server(tmp_path: Path) -> None:
     mismatches = [
         problem
-        for request, real, ours in both(numbered(HANDSHAKE_AND_ERRORS))
+        for request, real, ours in both(numbered(HANDSHAKE_AND_ERRORS), tmp_path)
         if (problem := _compare(request, real, ours)) is not None
     ]
     assert mismatches == []
@@ -280,8 +274,10 @@ def test_the_experimental_field_table_is_the_binarys_in_its_checking_order(tmp_p
                 params[name] = _value(definitions[params_type]["properties"][name], definitions)
             requests.append({"id": len(requests), "method": method, "params": params})
             expected.append(f"{method}.{fields[start]} requires experimentalApi capability")
+    home = tmp_path / "home"
+    home.mkdir()
     answers = exchange(
-        [_real_binary(), "app-server"], {**os.environ, "CODEX_HOME": _home()}, requests
+        [_real_binary(), "app-server"], {**os.environ, "CODEX_HOME": str(home)}, requests
     )
     named = [answers[index].get("error", {}).get("message") for index in range(1, len(requests))]
     assert named == expected

@@ -220,12 +220,17 @@ def _model_mode(parser: argparse.ArgumentParser, args: argparse.Namespace) -> in
         parser.exit(2, f"{parser.prog}: needs the real codex binary ({exc})\n")
     clients: list[ClientComparison] = []
     if args.clients:
-        scratch = args.scratch or Path(tempfile.mkdtemp(prefix="codex-model-clients-"))
-        clients = anyio.run(
-            lambda: run_client_flows(
-                CLIENT_FLOWS, scratch, reference=args.reference, record=args.record, servers=servers
+        with tempfile.TemporaryDirectory(prefix="codex-model-clients-") as temporary:
+            scratch = args.scratch or Path(temporary)
+            clients = anyio.run(
+                lambda: run_client_flows(
+                    CLIENT_FLOWS,
+                    scratch,
+                    reference=args.reference,
+                    record=args.record,
+                    servers=servers,
+                )
             )
-        )
     if not results:
         print(f"model mode: ran {', '.join(servers)}; nothing to compare")
         return 0

@@ -12,8 +12,10 @@ error class and message so the other steps still run.
 from __future__ import annotations
 
 import asyncio
+import atexit
 import json
 import os
+import shutil
 import stat
 import sys
 import tempfile
@@ -108,8 +110,12 @@ def _item_type(item: object) -> object:
 
 
 def shim(argv: list[str]) -> str:
-    """An executable that ignores the argv the client gives its "codex binary"."""
-    path = Path(tempfile.mkdtemp(prefix="codex-shim-")) / "codex"
+    """An executable that ignores the argv the client gives its "codex binary", in a directory
+    of its own that goes when this process exits (the flow's last client has closed by then;
+    a flow that raised goes too)."""
+    directory = tempfile.mkdtemp(prefix="codex-shim-")
+    atexit.register(shutil.rmtree, directory, ignore_errors=True)
+    path = Path(directory) / "codex"
     quoted = " ".join("'" + a.replace("'", "'\\''") + "'" for a in argv)
     path.write_text(f"#!/bin/sh\nexec {quoted}\n", encoding="utf-8")
     path.chmod(path.stat().st_mode | stat.S_IXUSR)

@@ -32,10 +32,12 @@ Where a library cannot do a step as the others do:
 from __future__ import annotations
 
 import asyncio
+import atexit
 import contextlib
 import importlib
 import json
 import os
+import shutil
 import stat
 import sys
 import tempfile
@@ -64,8 +66,12 @@ async def _step(out: Outcome, name: str, fn: Callable[[], Awaitable[Any]]) -> An
 
 
 def _shim(argv: list[str]) -> str:
-    """An executable that ignores the argv the client gives its "codex binary"."""
-    path = Path(tempfile.mkdtemp(prefix="codex-shim-")) / "codex"
+    """An executable that ignores the argv the client gives its "codex binary", in a directory
+    of its own that goes when this process exits (the flow's last client has closed by then;
+    a flow that raised goes too)."""
+    directory = tempfile.mkdtemp(prefix="codex-shim-")
+    atexit.register(shutil.rmtree, directory, ignore_errors=True)
+    path = Path(directory) / "codex"
     quoted = " ".join("'" + a.replace("'", "'\\''") + "'" for a in argv)
     path.write_text(f"#!/bin/sh\nexec {quoted}\n", encoding="utf-8")
     path.chmod(path.stat().st_mode | stat.S_IXUSR)
