@@ -19,7 +19,7 @@ from __future__ import annotations
 
 import pytest
 
-from codex_app_bridge.conformance._model_mode import ModelResult
+from codex_app_bridge.conformance._model_mode import ModelResult, scenario_named
 from tests.conformance.conftest import BridgeModelRuns
 from tests.conformance.test_model_mode_bridge import known
 
@@ -50,5 +50,10 @@ def test_goal_turns_match_the_real_binarys(results: dict[str, ModelResult], name
 
 
 def test_the_goal_runs_notifications_are_all_equal(results: dict[str, ModelResult]) -> None:
+    """Every notification equal but the text streamed before an interrupt lands, which timing
+    decides (``goal_interrupted_turn``'s volatile delta: a busy machine streams a word more)."""
     for name in GOAL_SCENARIOS[:-1]:
-        assert results[name].stream.percent == 100.0, name
+        stream = results[name].stream
+        volatile = scenario_named(name).volatile
+        timing = [d for d in stream.differences if d.kind == "changed" and d.label in volatile]
+        assert stream.equal + len(timing) == stream.compared, (name, stream.differences)
