@@ -13,7 +13,9 @@ the client accepts, the command runs outside the sandbox; ``shell_denied``: untr
 the sandbox refuses the write (the approval proposes the script's first command as the rule);
 ``shell_session``: the command outlives its yield, ``write_stdin`` polls the session until it
 exits; ``shell_read_only``: read-only / never, the command can write neither in the cwd nor
-outside it (in both servers); ``apply_patch_edit``: one patch updates, deletes, adds and moves files a command wrote;
+outside it (in both servers); ``shell_network``: a TCP connection to the loopback from a
+command without network, refused by the seccomp filter (``socket: Operation not permitted``,
+the same text in both servers); ``apply_patch_edit``: one patch updates, deletes, adds and moves files a command wrote;
 ``apply_patch`` and ``apply_patch_approval``: the fallback model's ``apply_patch`` heredoc
 through ``exec_command``, applied at once or after the client accepted it, with the file-change
 item and the turn's diff; ``apply_patch_escape``: patches leaving the cwd through ``..``
@@ -48,6 +50,7 @@ MACHINE_SCENARIOS = [
     "shell_denied",
     "shell_session",
     "shell_read_only",
+    "shell_network",
     "apply_patch",
     "apply_patch_edit",
     "apply_patch_approval",

@@ -494,6 +494,8 @@ READ_ONLY_COMMAND: Final = (
     " refused) && ls -A"
 )
 """Under read-only, neither file is made (printed after half a second: see below)."""
+NETWORK_COMMAND: Final = "sleep 0.5 && (exec 3<>/dev/tcp/127.0.0.1/9) 2>&1; echo rc=$?"
+"""A TCP connection to the loopback (printed after half a second: see below)."""
 ESCAPE_CHECK: Final = "sleep 0.5 && (ls ../outside.txt ../escaped.txt 2>&1 || echo none)"
 """Whether either patch wrote outside the cwd (printed after half a second: see below)."""
 
@@ -640,6 +642,16 @@ _MACHINE_SCENARIOS: Final[tuple[ModelScenario, ...]] = (
         "in the cwd nor outside it",
         _single("Run a command.", approvalPolicy="never", sandbox="read-only"),
         own_tmpdir=True,
+    ),
+    ModelScenario(
+        "shell_network",
+        "shell",
+        {"cmd": NETWORK_COMMAND},
+        "exec_command under workspace-write / never without network: the sandbox's seccomp "
+        "filter refuses the socket (Operation not permitted), in both servers",
+        _single("Run a command.", approvalPolicy="never", **WORKSPACE_WRITE),
+        own_tmpdir=True,
+        extra_config=CWD_ONLY,
     ),
     ModelScenario(
         "apply_patch_escape",
