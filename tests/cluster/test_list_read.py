@@ -1,5 +1,6 @@
 """Stored-thread methods on a node that has not loaded the thread (issue 24.2): ``thread/list``
-from the metadata bucket, ``thread/read`` from the bucket and the log.
+from the metadata bucket, ``thread/read`` from the bucket and the log, ``thread/turns/list``
+from the log.
 
 Two nodes in the test's event loop, joined to a real ``nats-server -js`` (``conftest``).
 """
@@ -90,6 +91,15 @@ async def test_a_node_lists_and_reads_the_threads_another_node_plays(
                 assert kinds[0] == "userMessage", kinds
                 assert kinds[-1] == "agentMessage", kinds
                 missing = await bob.call("thread/read", {"threadId": ids[0][:-4] + "0000"})
+                assert "error" in missing
+
+                # thread/turns/list: the log's turns, paged as node a pages them
+                for params in ({"threadId": ids[2]}, {"threadId": ids[2], "limit": 1}):
+                    turns_a = await alice.result("thread/turns/list", params)
+                    turns_b = await bob.result("thread/turns/list", params)
+                    assert _strip(turns_b) == _strip(turns_a)
+                    assert [t["status"] for t in turns_b["data"]] == ["completed"]
+                missing = await bob.call("thread/turns/list", {"threadId": ids[0][:-4] + "0000"})
                 assert "error" in missing
 
                 # once loaded on node b (resumed), it is listed once, as loaded there

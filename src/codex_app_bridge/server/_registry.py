@@ -484,7 +484,8 @@ class ThreadRegistry:
         """A thread's history as pages (``None``: no such thread).
 
         Positions are the rollout's ordinals when the thread's rollout can be read back and no
-        turn runs (as for a thread that is not loaded), else its history log's."""
+        turn runs (as for a thread that is not loaded), else its history log's (a thread
+        another server of a cluster holds: its log's, ``SharedThreads.read``)."""
         record = self._records.get(thread_id)
         if record is not None:
             running = record.active_turn_id is not None
@@ -493,9 +494,15 @@ class ThreadRegistry:
                 return HistoryPages(thread_id, positioned_events(lines))
             return HistoryPages(thread_id, positioned_events(record.history), running=running)
         lines = await self._stored_lines(thread_id)
-        if lines is None:
+        if lines is not None:
+            return HistoryPages(thread_id, positioned_events(lines))
+        if self.shared is None:
             return None
-        return HistoryPages(thread_id, positioned_events(lines))
+        # another server of the cluster holds it: its log, as a server that follows it has it
+        found = await self.shared.read(thread_id, history=True)
+        if found is None:
+            return None
+        return HistoryPages(thread_id, positioned_events(found.history), running=found.playing)
 
     def write_name(self, thread_id: str, name: str) -> None:
         """Store a thread's name (``StorageError`` if it cannot be)."""
