@@ -107,3 +107,41 @@ async def test_a_node_lists_and_reads_the_threads_another_node_plays(
                 listed = await carol.result("thread/list", {})
                 assert [t["id"] for t in listed["data"]] == ids[::-1]
                 assert listed["data"][1]["status"] != {"type": "notLoaded"}
+
+
+async def test_a_name_set_on_any_node_shows_on_every_node(nats_server: NatsServer) -> None:
+    url = nats_server.url
+    with anyio.fail_after(TIMEOUT * 2):
+        async with open_node(url, "node-a") as (bridge_a, node_a):
+            alice = await bridge_a.connect()
+            await alice.initialize(name="alice")
+            thread_id = await alice.start_thread()
+            await alice.run_turn(thread_id, "a thread to name")
+            await alice.drain_pending()
+            await node_a.flush()
+            async with open_node(url, "node-b") as (bridge_b, _):
+                bob = await bridge_b.connect()
+                await bob.initialize(name="bob")
+                # node b has not loaded the thread: the name goes to the bucket
+                await bob.result("thread/name/set", {"threadId": thread_id, "name": "from b"})
+                listed = await bob.result("thread/list", {})
+                assert [t["name"] for t in listed["data"]] == ["from b"]
+                read = await bob.result("thread/read", {"threadId": thread_id})
+                assert read["thread"]["name"] == "from b"
+                # the owner renames its record as its index reads the entry, and keeps the
+                # name in the entries it writes after
+                await node_a._index_caught_up()  # pyright: ignore[reportPrivateUsage]
+                read = await alice.result("thread/read", {"threadId": thread_id})
+                assert read["thread"]["name"] == "from b"
+                await alice.run_turn(thread_id, "a turn after the name")
+                await node_a.flush()
+                listed = await bob.result("thread/list", {})
+                assert [t["name"] for t in listed["data"]] == ["from b"]
+                # the owner's name reaches node b
+                await alice.result("thread/name/set", {"threadId": thread_id, "name": "from a"})
+                read = await bob.result("thread/read", {"threadId": thread_id})
+                assert read["thread"]["name"] == "from a"
+                missing = await bob.call(
+                    "thread/name/set", {"threadId": thread_id[:-4] + "0000", "name": "x"}
+                )
+                assert "error" in missing

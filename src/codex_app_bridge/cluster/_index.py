@@ -95,6 +95,9 @@ class ThreadIndex:
     def get(self, thread_id: str) -> bytes | None:
         return self._entries.get(thread_id)
 
+    def row(self, thread_id: str) -> ThreadRow | None:
+        return self._rows.get(thread_id)
+
     def head(self) -> bytes:
         """The newest ``HEAD_ROWS`` entries by each order, as one JSON object with the layout's
         version, ``sequence`` and the floors (of a complete index)."""

@@ -582,6 +582,12 @@ class ClusterNode:
         async def on_entry(msg: Msg) -> None:
             sequence = _apply_entry(index, prefix, msg)
             index.sequence = max(index.sequence, sequence)
+            thread_id = msg.subject[len(prefix) :]
+            record = self._owned.get(thread_id) or self._following.get(thread_id)
+            if record is not None:  # a name set on another node (``renamed``)
+                row = index.row(thread_id)
+                if row is not None and row.name is not None:
+                    record.name = row.name
             if self._index_waiters:
                 waiting = [w for w in self._index_waiters if index.sequence >= w[0]]
                 for w in waiting:
@@ -700,6 +706,32 @@ class ClusterNode:
             )
             assert found is not None
         return found
+
+    async def renamed(self, thread_id: str, name: str) -> bool:
+        """Write a thread's new name into its metadata entry (read, changed, written expecting
+        the revision read, again if another write came between); every node that has the
+        thread loaded renames its record as its index reads the entry (``_watch_meta``), so
+        the owner's next entry keeps it."""
+        from nats.js.errors import KeyNotFoundError, KeyWrongLastSequenceError
+
+        kv = self._meta
+        assert kv is not None
+        for _ in range(FENCE_TRIES):
+            try:
+                entry = await kv.get(thread_id)
+            except KeyNotFoundError:
+                return False
+            if entry.value is None:
+                return False
+            meta: dict[str, Any] = orjson.loads(entry.value)
+            meta["name"] = name
+            try:
+                await kv.update(thread_id, orjson.dumps(meta), last=entry.revision)
+            except KeyWrongLastSequenceError:
+                continue
+            return True
+        logger.warning("cluster: thread %s: name not shared (the entry kept changing)", thread_id)
+        return True
 
     @property
     def indexed(self) -> int:

@@ -4,7 +4,8 @@
 Rules (0.163.0, probed on the binary with scratch homes):
 
 * ``thread/name/set``: appended to ``session_index.jsonl`` (stored threads), the loaded record
-  renamed, ``thread/name/updated`` to every connection.
+  renamed, ``thread/name/updated`` to every connection; in a cluster, the name shared with
+  every server (``SharedThreads.renamed``).
 * ``thread/archive`` moves the files to ``archived_sessions/`` and unloads the thread
   (``thread/archived``); not while a turn runs. ``thread/unarchive`` moves them back and answers
   the thread (``thread/unarchived``); ``thread/delete`` removes them (``thread/deleted``).
@@ -100,8 +101,13 @@ class ThreadAdminHandlers:
         stored = await threads.find_stored(thread_id)
         if stored is not None and stored.archived:
             raise no_rollout(thread_id)
+        shared = threads.shared
         if record is None and stored is None:
-            raise no_rollout(thread_id)
+            # a thread another server of the cluster holds: its name is shared
+            if shared is None or not await shared.renamed(thread_id, params.name):
+                raise no_rollout(thread_id)
+        elif shared is not None and record is not None and not record.ephemeral:
+            await shared.renamed(thread_id, params.name)
         if stored is not None or (record is not None and record.path):
             with _storing():
                 threads.write_name(thread_id, params.name)

@@ -11,7 +11,8 @@ every thread it loads, and asks it for a thread that is neither loaded here nor 
 * ``find(thread_id)``: a thread another server holds, as a ``SharedThread`` (its settings and
   its history log), or ``None``; the hook may then make it follow the others' events.
 * ``read(thread_id, history=...)``: the same, for ``thread/read`` of a thread not loaded here
-  (nothing is loaded or followed); ``listed(thread_id)``: what ``thread/list`` shows of it,
+  (nothing is loaded or followed); ``renamed(thread_id, name)``: a name set here, for every
+  server; ``listed(thread_id)``: what ``thread/list`` shows of it,
   from what the hook keeps in memory; ``rows(...)``: the shared threads ``thread/list``
   filters and sorts with the stored ones (``storage.ThreadRow``), as ``ThreadCatalog.rows``
   gives them.
@@ -68,6 +69,11 @@ class SharedThreads(Protocol):
     async def read(self, thread_id: str, *, history: bool) -> SharedThread | None:
         """A thread another server holds (its history log only with ``history``), or
         ``None``; nothing is loaded or followed."""
+        ...
+
+    async def renamed(self, thread_id: str, name: str) -> bool:
+        """Store a thread's new name where every server reads it (``thread/name/set``);
+        ``False``: no such shared thread."""
         ...
 
     def listed(self, thread_id: str) -> SharedThread | None:
