@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import contextlib
+import fcntl
 import os
 import subprocess
 import sys
@@ -22,6 +23,7 @@ from tests.conftest import bridge_env
 TIMEOUT = 60
 SERVER = Path(__file__).with_name("stdio_server_main.py")
 TWENTY_MIB = 20 * 1024 * 1024
+F_GETPIPE_SZ = 1032
 
 
 def _write_all(fd: int, data: bytes) -> None:
@@ -179,3 +181,20 @@ async def test_the_exit_flush_waits_for_a_slow_reader_that_keeps_reading(
     lines = bytes(received).splitlines()
     assert len(lines) == count
     assert all(orjson.loads(line) == message for line in lines)
+
+
+def _pipe_max_size() -> int:
+    return int(Path("/proc/sys/fs/pipe-max-size").read_text())
+
+
+@pytest.mark.anyio
+async def test_a_stdout_pipe_is_widened_so_a_fast_stream_wakes_its_reader_less_often(
+    pipes: tuple[int, int, int, int],
+) -> None:
+    if _pipe_max_size() < 1 << 20:
+        pytest.skip("fs.pipe-max-size is below 1 MiB here")
+    in_r, in_w, _, out_w = pipes
+    with anyio.fail_after(TIMEOUT):
+        async with stdio_transport(stdin_fd=in_r, stdout_fd=out_w):
+            assert fcntl.fcntl(out_w, F_GETPIPE_SZ) == 1 << 20
+            os.close(in_w)
