@@ -54,12 +54,13 @@ from _real import real_servers
 
 from codex_app_bridge.conformance.real_codex import codex_env, real_codex_command
 from codex_app_bridge.protocol import core
-from codex_app_bridge.storage import CodexHome, RolloutWriter, session_meta
+from codex_app_bridge.storage import INDEX_FILE, CodexHome, RolloutWriter, session_meta
 
 PROVIDER = "mock"
 MODEL = "mock-model"
 CWD = "/home/dev/project"
 MARKER = "bench-stored-threads.done"
+INDEX_NAME = Path(INDEX_FILE).name
 
 
 def _thread_id(index: int) -> str:
@@ -338,7 +339,8 @@ def main() -> None:
             for name, spawn in spawners.items():
                 home = scratch / f"{name}-{round_index}" / ".codex"
                 shutil.rmtree(home.parent, ignore_errors=True)
-                shutil.copytree(source, home)
+                # never indexed on its first start, whatever ran on the source home before
+                shutil.copytree(source, home, ignore=shutil.ignore_patterns(INDEX_NAME + "*"))
                 resumed: set[str] = set()
                 for process, start in enumerate(("first start", "next start")):
                     with spawn(home) as client:

@@ -74,6 +74,8 @@ _FILL_BATCH: Final = 128
 """Files never read that a listing reads at a time before it looks again whether it can stop."""
 _BACKGROUND_DAYS: Final = 1
 """Day directories the background listing lists at a time (one transaction)."""
+_BACKGROUND_PAUSE: Final = 0.005
+"""Seconds the background listing rests between two of its transactions."""
 _PARSED_FILES: Final = 4
 """Rollouts kept parsed (the last ones read in full: a thread being paged)."""
 
@@ -397,6 +399,9 @@ class ThreadCatalog:
         catalog is closed."""
         while True:
             with self._turns:
+                # a pause between days leaves the interpreter to the server's own work (the
+                # event loop, the requests' reads): the listing holds it while it parses names
+                self._turns.wait_for(lambda: self._stopped, timeout=_BACKGROUND_PAUSE)
                 self._turns.wait_for(lambda: self._waiting == 0 or self._stopped)
             with self._lock:
                 if self._stopped:
