@@ -20,7 +20,6 @@ from codex_app_bridge.conformance._matrix import (
     ClientResult,
     run_matrix,
 )
-from tests.conformance.conftest import WORKERS
 
 pytestmark = pytest.mark.conformance
 
@@ -43,7 +42,7 @@ def results(tmp_path_factory: pytest.TempPathFactory) -> dict[str, ClientResult 
     scratch: Path = tmp_path_factory.mktemp("matrix")
     # each client flow runs in a subprocess with a timeout (_matrix.TIMEOUT_S); a venv client's
     # venv is made once (timeouts in _client_venvs) and reused by later runs
-    found = run_matrix(scratch, concurrency=WORKERS)
+    found = run_matrix(scratch)
     return {r.client: r if r.unavailable is None else r.unavailable for r in found}
 
 

@@ -18,7 +18,6 @@ import json
 import subprocess
 import sys
 import tempfile
-from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, cast
@@ -202,19 +201,15 @@ def run_client(client: str, mock: MockResponses, scratch: Path) -> ClientResult:
     return ClientResult(client, outcome, wire, diffs)
 
 
-def run_matrix(scratch: Path | None = None, *, concurrency: int = 1) -> list[ClientResult]:
-    """Every client of :data:`CLIENTS`, in order; up to ``concurrency`` at once, each with a
-    mock of its own (a mock answers one flow at a time). Artefacts are kept under
-    ``scratch/clients`` when ``scratch`` is given, else removed."""
+def run_matrix(scratch: Path | None = None) -> list[ClientResult]:
+    """Every client of :data:`CLIENTS`, in order, against one mock; artefacts are kept under
+    ``scratch/clients`` when ``scratch`` is given, else removed. One client at a time: the
+    bridge replays the interrupted turn paced, and a second flow beside it on a busy machine
+    let the replay end the turn before the client's interrupt came ("no active turn")."""
     with tempfile.TemporaryDirectory(prefix="codex-client-matrix-") as temporary:
-        root = (scratch or Path(temporary)) / "clients"
-
-        def one(client: str) -> ClientResult:
-            with MockResponses() as mock:
-                return _run_or_unavailable(client, mock, root)
-
-        with ThreadPoolExecutor(max_workers=max(1, concurrency)) as pool:
-            return list(pool.map(one, CLIENTS))
+        root = scratch or Path(temporary)
+        with MockResponses() as mock:
+            return [_run_or_unavailable(client, mock, root / "clients") for client in CLIENTS]
 
 
 def _run_or_unavailable(client: str, mock: MockResponses, scratch: Path) -> ClientResult:
