@@ -21,6 +21,7 @@ Where things are looked for:
 from __future__ import annotations
 
 import fcntl
+import importlib.util
 import os
 import shutil
 import subprocess
@@ -127,6 +128,16 @@ def _run(argv: list[str], timeout: int, what: str) -> None:
         raise RuntimeError(f"{what} failed ({proc.returncode}): {proc.stderr[-2000:]}")
 
 
+def _venv_and_pip(interpreter: str, python: Path) -> tuple[list[str], list[str]]:
+    """How to make the venv and run pip in it. This interpreter's pip fills it when there is
+    one (``pip --python``): the venv then needs no pip of its own, whose installation took
+    about 4 s of CPU per venv on every fresh clone."""
+    if importlib.util.find_spec("pip") is not None:
+        pip = [sys.executable, "-m", "pip", "--python", str(python)]
+        return [interpreter, "-m", "venv", "--without-pip"], pip
+    return [interpreter, "-m", "venv"], [str(python), "-m", "pip"]
+
+
 def ensure_venv(client: VenvClient, root: Path | None = None) -> Path:
     """The Python of the client's venv, made and filled on first use. Raises
     :class:`ClientUnavailable` when no interpreter fits, ``RuntimeError`` when pip fails."""
@@ -144,8 +155,9 @@ def ensure_venv(client: VenvClient, root: Path | None = None) -> Path:
         if marker.is_file() and python.exists():  # made by another process meanwhile
             return python
         shutil.rmtree(directory, ignore_errors=True)
-        _run([interpreter, "-m", "venv", str(directory)], CREATE_TIMEOUT_S, "venv creation")
-        pip = [str(python), "-m", "pip", "install", "--disable-pip-version-check", "-q"]
+        venv, pip = _venv_and_pip(interpreter, python)
+        _run([*venv, str(directory)], CREATE_TIMEOUT_S, "venv creation")
+        pip += ["install", "--disable-pip-version-check", "-q"]
         _run([*pip, client.requirement], INSTALL_TIMEOUT_S, f"pip install {client.requirement}")
         marker.write_text(client.requirement + "\n", encoding="utf-8")
     return python
