@@ -92,10 +92,12 @@ def _sandbox(value: Any) -> Any:
 
 
 def shared_thread(
-    data: bytes, history: list[EventEnvelope], *, playing: bool = False
+    data: bytes, history: list[EventEnvelope], *, playing: bool = False, listing: bool = False
 ) -> SharedThread:
     """The ``SharedThread`` a metadata entry and the log's history stand for (``playing``: its
-    owner holds its lease)."""
+    owner holds its lease; ``listing``: for ``thread/list``, which shows no sandbox, so the
+    sandbox is not validated: that builds the wire models, about 40 ms of a node's first
+    list)."""
     from codex_app_bridge.server._shared import SharedThread
 
     meta: dict[str, Any] = orjson.loads(data)
@@ -108,7 +110,7 @@ def shared_thread(
         reasoning_effort=meta.get("reasoningEffort"),
         service_tier=meta.get("serviceTier"),
     )
-    if meta.get("sandbox") is not None:
+    if meta.get("sandbox") is not None and not listing:
         settings.sandbox = _sandbox(meta["sandbox"])
     return SharedThread(
         thread_id=meta["id"],

@@ -740,7 +740,7 @@ class ClusterNode:
 
     def listed(self, thread_id: str) -> SharedThread | None:
         data = self._index.get(thread_id)
-        return None if data is None else shared_thread(data, [])
+        return None if data is None else shared_thread(data, [], listing=True)
 
     # --- the owner ----------------------------------------------------------------------------
 

@@ -33,7 +33,7 @@ from typing import TYPE_CHECKING, Any, Final, Literal, cast
 from codex_app_bridge.rpc import ModelParams, RequestContext
 from codex_app_bridge.rpc.methods import RawParamsValue
 from codex_app_bridge.server._errors import invalid_cursor
-from codex_app_bridge.server._shared import shared_thread_object
+from codex_app_bridge.server._shared import shared_thread_json
 from codex_app_bridge.server._stored_list import THREAD_SOURCE
 from codex_app_bridge.server._thread_extras import list_extras, read_state_json
 from codex_app_bridge.storage import (
@@ -320,7 +320,7 @@ class ThreadListHandlers:
                 and known.shared is not None
                 and (shared := known.shared.listed(row.thread_id))
             ):  # on another server of the cluster
-                data.append(shared_thread_object(shared))
+                data.append(shared_thread_json(shared))
                 read_states[row.thread_id] = shared.read_state or read_state_json(
                     row.thread_id, None
                 )

@@ -31,7 +31,7 @@ if TYPE_CHECKING:
     from codex_app_bridge.server._threads import ThreadRecord, ThreadSettings
     from codex_app_bridge.storage import RowFilter, ThreadRow
 
-__all__ = ["SharedThread", "SharedThreads", "shared_thread_object"]
+__all__ = ["SharedThread", "SharedThreads", "shared_thread_json", "shared_thread_object"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -77,7 +77,8 @@ class SharedThreads(Protocol):
         ...
 
     def listed(self, thread_id: str) -> SharedThread | None:
-        """A shared thread as ``rows`` last listed it (no history), or ``None``."""
+        """A shared thread as ``rows`` last listed it (no history; its settings as far as
+        ``thread/list`` shows them), or ``None``."""
         ...
 
     async def rows(
@@ -95,14 +96,14 @@ class SharedThreads(Protocol):
         ...
 
 
-def shared_thread_object(found: SharedThread, turns: list[Turn] | None = None) -> Thread:
-    """The v2 ``Thread`` of a shared thread that is not loaded here (``thread/list``,
-    ``thread/read``): ``notLoaded`` on this server, with no rollout path of its own."""
-    from codex_app_bridge.protocol.v2 import Thread
+def shared_thread_json(found: SharedThread, turns: list[Turn] | None = None) -> dict[str, Any]:
+    """The v2 ``Thread`` of a shared thread that is not loaded here, as JSON data
+    (``thread/list``: no model built): ``notLoaded`` on this server, with no rollout path of
+    its own."""
     from codex_app_bridge.server._stored_list import THREAD_SOURCE, not_loaded_thread_json
 
     settings = found.settings
-    data = not_loaded_thread_json(
+    return not_loaded_thread_json(
         thread_id=found.thread_id,
         path=None,
         cwd=settings.cwd,
@@ -118,4 +119,10 @@ def shared_thread_object(found: SharedThread, turns: list[Turn] | None = None) -
         forked_from_id=found.forked_from_id,
         turns=turns,
     )
-    return Thread.model_validate(data)
+
+
+def shared_thread_object(found: SharedThread, turns: list[Turn] | None = None) -> Thread:
+    """The v2 ``Thread`` of a shared thread that is not loaded here (``thread/read``)."""
+    from codex_app_bridge.protocol.v2 import Thread
+
+    return Thread.model_validate(shared_thread_json(found, turns))
