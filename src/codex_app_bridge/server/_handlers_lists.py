@@ -52,6 +52,7 @@ if TYPE_CHECKING:
     )
     from codex_app_bridge.server._services import ServerServices
     from codex_app_bridge.server._threads import ThreadRecord
+    from codex_app_bridge.storage import StoredThread
 
 __all__ = [
     "SORT_DIRECTIONS",
@@ -261,20 +262,24 @@ class ThreadListHandlers:
         except InvalidCursor as exc:
             raise invalid_cursor(exc.cursor) from None
         rows: list[ThreadRow] = []
+        fetched: dict[str, StoredThread] = {}
         stored_threads = server.stored_threads
         if params.section_id is None:  # no sections here: a section holds nothing
             known = server.known_threads()
             if known is not None:
                 rows = [row for row in map(_loaded_row, known.listed()) if where.matches(row)]
             if stored_threads is not None:
-                rows += await stored_threads.rows(
+                stored_rows, fetched = await stored_threads.rows(
                     where,
                     by_updated=by_updated,
                     descending=params.sort_direction != "asc",
                     after=after,
                     limit=limit + 1,
                     skip=frozenset() if known is None else known.known_ids(),
+                    # the stored threads alone (no thread known): their first rows are the page
+                    fetch=limit if known is None else 0,
                 )
+                rows += stored_rows
             if known is not None and known.shared is not None:  # a cluster's other threads
                 have = frozenset(row.thread_id for row in rows)
                 rows += await known.shared.rows(
@@ -302,7 +307,7 @@ class ThreadListHandlers:
             {}
             if stored_threads is None
             else await stored_threads.page(
-                row.thread_id for row in page.rows if record_of(row.thread_id) is None
+                (row.thread_id for row in page.rows if record_of(row.thread_id) is None), fetched
             )
         )
         data: list[Thread | dict[str, Any]] = []

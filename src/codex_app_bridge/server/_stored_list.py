@@ -24,7 +24,6 @@ registry's (``skip``), what a request means the handlers'.
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Mapping
-from functools import partial
 from typing import TYPE_CHECKING, Any, Final
 
 import anyio.to_thread
@@ -160,30 +159,38 @@ class StoredThreadList:
         after: tuple[int, str | None] | None,
         limit: int,
         skip: frozenset[str] = frozenset(),
-    ) -> list[ThreadRow]:
+        fetch: int = 0,
+    ) -> tuple[list[ThreadRow], dict[str, StoredThread]]:
         """Stored threads but ``skip`` (those this process knows), as ``thread/list`` filters and
         sorts them (``storage.ThreadCatalog.rows``): at most ``limit``, in order, from
-        ``after``."""
-        rows = partial(
-            self.catalog.rows,
-            where,
-            by_updated=by_updated,
-            descending=descending,
-            after=after,
-            limit=limit,
-            skip=skip,
-        )
-        return await anyio.to_thread.run_sync(rows)
+        ``after``; and the first ``fetch`` of them as they are now, by id (for :meth:`page`),
+        read in the same worker call: a list of stored threads alone hops to a worker once."""
+
+        def work() -> tuple[list[ThreadRow], dict[str, StoredThread]]:
+            rows = self.catalog.rows(
+                where,
+                by_updated=by_updated,
+                descending=descending,
+                after=after,
+                limit=limit,
+                skip=skip,
+            )
+            if not fetch or not rows:
+                return rows, {}
+            return rows, self.catalog.find_many(row.thread_id for row in rows[:fetch])
+
+        return await anyio.to_thread.run_sync(work)
 
     async def page(
-        self, thread_ids: Iterable[str]
+        self, thread_ids: Iterable[str], fetched: Mapping[str, StoredThread] | None = None
     ) -> dict[str, tuple[dict[str, Any], dict[str, Any]]]:
         """The v2 ``Thread`` s (as JSON data) and read states of stored threads that are not
-        loaded, as their files are now (those still stored), in one read."""
-        ids = list(thread_ids)
-        if not ids:
-            return {}
-        found = await anyio.to_thread.run_sync(self.catalog.find_many, ids)
+        loaded, as their files are now (those still stored), in one read (none for those
+        ``fetched`` already by :meth:`rows`)."""
+        found = dict(fetched or {})
+        missing = [thread_id for thread_id in thread_ids if thread_id not in found]
+        if missing:
+            found.update(await anyio.to_thread.run_sync(self.catalog.find_many, missing))
         return {
             thread_id: (stored_thread_json(stored, self.defaults), stored_read_state(stored))
             for thread_id, stored in found.items()
