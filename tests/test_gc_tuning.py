@@ -1,17 +1,20 @@
 """The collector tuning of ``_gc``: the process's own command applies it, an embedding caller of
 ``main(argv)`` (the tests, a library user) keeps its own settings; ``release_memory`` collects
-and trims."""
+and trims; the process's command holds glibc to a few heaps shared by its threads."""
 
 from __future__ import annotations
 
 import gc
+import os
 import platform
 import subprocess
 import sys
 import weakref
 from pathlib import Path
 
-from codex_app_bridge._gc import YOUNG_THRESHOLD, release_memory
+import pytest
+
+from codex_app_bridge._gc import MALLOC_ARENAS, YOUNG_THRESHOLD, release_memory
 
 # history needs a rollout (an empty input is refused)
 _ROLLOUT = Path(__file__).resolve().parent / "data" / "captures" / "plain" / "rollout.jsonl"
@@ -72,3 +75,53 @@ def test_release_memory_collects_cycles_and_trims_glibc() -> None:
     assert freed == ["cycle"]
     glibc = sys.platform.startswith("linux") and platform.libc_ver()[0] == "glibc"
     assert trimmed is glibc
+
+
+_ARENAS_PROBE = """
+import ctypes, os, sys, tempfile, threading
+sys.argv = ["codex-app-bridge", "history", {rollout!r}]
+from codex_app_bridge.cli import main
+main()
+kept = []
+together = threading.Barrier(6)
+def allocate():
+    together.wait()  # all alive at once: none hands its heap on to the next
+    kept.append([bytearray(65536) for _ in range(4)])  # from the thread's glibc heap
+    together.wait()
+threads = [threading.Thread(target=allocate) for _ in range(6)]
+for thread in threads:
+    thread.start()
+for thread in threads:
+    thread.join()
+libc = ctypes.CDLL(None)
+libc.fopen.restype = ctypes.c_void_p
+libc.fopen.argtypes = [ctypes.c_char_p, ctypes.c_char_p]
+libc.malloc_info.argtypes = [ctypes.c_int, ctypes.c_void_p]
+libc.fclose.argtypes = [ctypes.c_void_p]
+path = tempfile.mktemp()
+stream = libc.fopen(path.encode(), b"w")
+libc.malloc_info(0, stream)
+libc.fclose(stream)
+with open(path) as info:
+    print(info.read().count("<heap nr="))
+os.unlink(path)
+"""
+
+
+@pytest.mark.skipif(
+    not (sys.platform.startswith("linux") and platform.libc_ver()[0] == "glibc"),
+    reason="glibc's heaps",
+)
+def test_the_process_command_shares_a_few_glibc_heaps_between_its_threads() -> None:
+    """Six threads that allocate get no heap each (which would stay, resident, after them)."""
+    env = {key: value for key, value in os.environ.items() if key != "MALLOC_ARENA_MAX"}
+    done = subprocess.run(
+        [sys.executable, "-c", _ARENAS_PROBE.format(rollout=str(_ROLLOUT))],
+        input=b"",
+        capture_output=True,
+        timeout=60,
+        check=True,
+        env=env,
+    )
+    heaps = int(done.stdout.decode().splitlines()[-1])
+    assert heaps <= MALLOC_ARENAS

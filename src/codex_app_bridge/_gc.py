@@ -22,11 +22,18 @@ from __future__ import annotations
 import ctypes
 import functools
 import gc
+import os
 import sys
 from collections.abc import Callable
 from typing import cast
 
-__all__ = ["YOUNG_THRESHOLD", "release_memory", "tune_collector"]
+__all__ = [
+    "MALLOC_ARENAS",
+    "YOUNG_THRESHOLD",
+    "limit_malloc_arenas",
+    "release_memory",
+    "tune_collector",
+]
 
 YOUNG_THRESHOLD = 20_000
 """Allocations between first-generation collections: more than four times the tracked objects
@@ -34,10 +41,40 @@ of the events a full queue holds."""
 
 
 def tune_collector() -> None:
-    """Raise the first-generation threshold and freeze what exists now (idempotent)."""
+    """Raise the first-generation threshold and freeze what exists now (idempotent); and, for
+    the process's own command, hold glibc to ``MALLOC_ARENAS`` heaps (``limit_malloc_arenas``)."""
     _, middle, old = gc.get_threshold()
     gc.set_threshold(YOUNG_THRESHOLD, middle, old)
     gc.freeze()
+    limit_malloc_arenas()
+
+
+MALLOC_ARENAS = 2
+"""glibc heaps the process allocates from (``M_ARENA_MAX``; glibc's default is 8 per core)."""
+
+_M_ARENA_MAX = -8  # malloc.h
+
+
+def limit_malloc_arenas() -> bool:
+    """Have glibc share ``MALLOC_ARENAS`` heaps between threads instead of giving each thread
+    that allocates one of its own (up to 8 per core), unless ``MALLOC_ARENA_MAX`` says
+    otherwise. Why: the server's worker threads (rollout reads, the index's SQLite, imports)
+    each got a heap, and a heap stays, with 1-2 MB resident, after its thread is idle or gone:
+    after a soak of 30 clients, 13 such heaps held ~20 MB that ``release_memory`` cannot give
+    back. Threads allocate under the GIL almost always, so sharing costs no contention worth
+    the name. Call before threads start; true if glibc took the setting."""
+    if "MALLOC_ARENA_MAX" in os.environ:
+        return False
+    libc = _libc()
+    if libc is None:
+        return False
+    try:
+        mallopt = libc.mallopt
+    except AttributeError:
+        return False
+    mallopt.argtypes = [ctypes.c_int, ctypes.c_int]
+    mallopt.restype = ctypes.c_int
+    return bool(mallopt(_M_ARENA_MAX, MALLOC_ARENAS))
 
 
 def release_memory() -> bool:
@@ -55,14 +92,24 @@ def release_memory() -> bool:
 
 
 @functools.cache
-def _malloc_trim() -> Callable[[int], int] | None:
+def _libc() -> ctypes.CDLL | None:
+    """The process's C library on Linux with glibc (``malloc_trim`` is glibc's only)."""
     if not sys.platform.startswith("linux"):
         return None
     try:
         libc = ctypes.CDLL(None)
-        trim = libc.malloc_trim  # glibc only (musl has none)
+        libc.malloc_trim  # noqa: B018  # musl has none
     except (OSError, AttributeError):
         return None
+    return libc
+
+
+@functools.cache
+def _malloc_trim() -> Callable[[int], int] | None:
+    libc = _libc()
+    if libc is None:
+        return None
+    trim = libc.malloc_trim
     trim.argtypes = [ctypes.c_size_t]
     trim.restype = ctypes.c_int
     return cast("Callable[[int], int]", trim)
