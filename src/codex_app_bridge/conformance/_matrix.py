@@ -165,6 +165,40 @@ def _paths(base: Path) -> dict[str, str]:
     return {str(base / "work"): "<cwd>", str(base / "home"): "<home>", str(base): "<scratch>"}
 
 
+PACE_S = 0.02
+"""The replay's gap between two events."""
+HOLD_S = 5.0
+"""The gap after the first delta of a turn the real run ended interrupted (the longest gap a
+recorded pacing plays)."""
+
+
+def _event_type(envelope: JsonObject) -> object:
+    return cast(JsonObject, envelope.get("msg") or {}).get("type")
+
+
+def _timed(envelopes: list[JsonObject]) -> list[JsonObject]:
+    """The derived events with recorded times for ``--pace recorded``: ``PACE_S`` apart, but
+    ``HOLD_S`` after the first delta of a turn the real run ended interrupted, so the client's
+    interrupt comes while the replay holds, as it came while the mock streamed slowly to the
+    real binary (paced at 20 ms, the replay played the turn's end 40 ms after that delta: a
+    client on a busy machine interrupted too late, "no active turn to interrupt")."""
+    aborted = {e.get("id") for e in envelopes if _event_type(e) == "turn_aborted"}
+    streamed: set[object] = set()
+    held: set[object] = set()
+    out: list[JsonObject] = []
+    at = 0.0
+    for envelope in envelopes:
+        turn = envelope.get("id")
+        at += PACE_S
+        if turn in aborted and turn in streamed and turn not in held:
+            held.add(turn)
+            at += HOLD_S
+        out.append({**envelope, "t": round(at, 3)})
+        if _event_type(envelope) == "agent_message_content_delta":
+            streamed.add(turn)
+    return out
+
+
 def run_client(client: str, mock: MockResponses, scratch: Path) -> ClientResult:
     root = scratch / client
     real_base, bridge_base = root / "real", root / "bridge"
@@ -176,14 +210,17 @@ def run_client(client: str, mock: MockResponses, scratch: Path) -> ClientResult:
     received = _lines(first, "s2c")
     derived = script_from_run(received, _rollouts(real_home))
     script = root / "script.jsonl"
-    text = "".join(json.dumps(e) + "\n" for e in derived.envelopes)
+    text = "".join(json.dumps(e) + "\n" for e in _timed(derived.envelopes))
     script.write_text(text.replace(str(real_base), str(bridge_base)), encoding="utf-8")
     bridge_home = bridge_base / "home"
     # the same config.toml as the real run (--script still chooses the source): the provider a
     # flow names must exist for the bridge too, as for the binary
     write_codex_config(bridge_home, mock.base_url)
     bridge = _run_flow(
-        client, bridge_command("--script", str(script), "--pace", "0.02"), bridge_base, bridge_home
+        client,
+        bridge_command("--script", str(script), "--pace", "recorded"),
+        bridge_base,
+        bridge_home,
     )
 
     ra, rb = _leaves(real.outcome), _leaves(bridge.outcome)
