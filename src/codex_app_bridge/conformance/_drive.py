@@ -15,18 +15,32 @@ only; it compares nothing.
 from __future__ import annotations
 
 import os
-from collections.abc import AsyncGenerator, Awaitable, Callable, Mapping
-from contextlib import asynccontextmanager
+import shutil
+import tempfile
+from collections.abc import AsyncGenerator, Awaitable, Callable, Generator, Mapping, Sequence
+from contextlib import asynccontextmanager, contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Final
+from typing import Any, Final, TypeVar
 
 import anyio
 
 from codex_app_bridge.conformance._socket_peer import Connect, listening_server
+from codex_app_bridge.conformance.mock_responses import MockResponses
 from codex_app_bridge.conformance.real_codex import JsonObject, PeerError, StdioPeer
 
-__all__ = ["SCENARIO_SPECS", "ClientRecord", "Context", "ScenarioSpec", "Session", "run_session"]
+__all__ = [
+    "SCENARIO_SPECS",
+    "ClientRecord",
+    "Context",
+    "ScenarioSpec",
+    "Session",
+    "each_on_a_mock",
+    "run_session",
+    "scratch_root",
+]
+
+_T = TypeVar("_T")
 
 TURN_TIMEOUT_S: Final = 90.0
 
@@ -385,3 +399,33 @@ async def run_session(
     return Session(
         list(peer.received), ctx.thread_ids, reads, ctx.notes, list(peer.sent), error, clients
     )
+
+
+async def each_on_a_mock(
+    items: Sequence[_T], concurrency: int, run: Callable[[_T, MockResponses], Awaitable[None]]
+) -> None:
+    """``run(item, mock)`` for every item, up to ``concurrency`` at once: each worker has a
+    mock of its own (a mock answers one scenario at a time) and takes the next item left."""
+    left = iter(items)
+
+    async def worker() -> None:
+        with MockResponses() as mock:
+            for item in left:
+                await run(item, mock)
+
+    async with anyio.create_task_group() as tg:
+        for _ in range(max(1, min(concurrency, len(items)))):
+            tg.start_soon(worker)
+
+
+@contextmanager
+def scratch_root(scratch: Path | None, prefix: str) -> Generator[Path]:
+    """``scratch``, or a temporary directory removed at the end (also on failure)."""
+    if scratch is not None:
+        yield scratch
+        return
+    root = Path(tempfile.mkdtemp(prefix=prefix))
+    try:
+        yield root
+    finally:
+        shutil.rmtree(root, ignore_errors=True)

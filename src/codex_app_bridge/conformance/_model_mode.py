@@ -37,7 +37,6 @@ import re
 import shutil
 import socket
 import sys
-import tempfile
 from collections.abc import Awaitable, Callable, Iterable, Mapping, Sequence
 from contextlib import AsyncExitStack
 from dataclasses import dataclass, field
@@ -59,7 +58,7 @@ from codex_app_bridge.conformance._compare import (
     stream_units,
     thread_read_units,
 )
-from codex_app_bridge.conformance._drive import DYNAMIC_TOOL, Context
+from codex_app_bridge.conformance._drive import DYNAMIC_TOOL, Context, each_on_a_mock, scratch_root
 from codex_app_bridge.conformance.mock_responses import MockResponses
 from codex_app_bridge.conformance.real_codex import (
     JsonObject,
@@ -1540,24 +1539,15 @@ async def run_model_suite(
     answers one scenario at a time); the results keep the order of ``names``."""
     wanted = list(names) if names else [s.name for s in MODEL_SCENARIOS]
     specs = [scenario_named(n) for n in wanted]
-    root = scratch or Path(tempfile.mkdtemp(prefix="codex-model-mode-"))
     results: dict[str, ModelResult] = {}
-    queue = iter(specs)
+    with scratch_root(scratch, "codex-model-mode-") as root:
 
-    async def worker() -> None:
-        with MockResponses() as mock:
-            for spec in queue:
-                result = await _run_and_compare(spec, mock, root, reference, record, servers)
-                if result is not None:
-                    results[spec.name] = result
+        async def one(spec: ModelScenario, mock: MockResponses) -> None:
+            result = await _run_and_compare(spec, mock, root, reference, record, servers)
+            if result is not None:
+                results[spec.name] = result
 
-    try:
-        async with anyio.create_task_group() as tg:
-            for _ in range(max(1, min(concurrency, len(specs)))):
-                tg.start_soon(worker)
-    finally:
-        if scratch is None:
-            shutil.rmtree(root, ignore_errors=True)
+        await each_on_a_mock(specs, concurrency, one)
     return [results[spec.name] for spec in specs if spec.name in results]
 
 

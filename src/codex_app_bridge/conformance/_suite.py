@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import json
 import shutil
-import tempfile
 from collections.abc import Iterable, Sequence
 from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
@@ -30,7 +29,14 @@ from codex_app_bridge.conformance._compare import (
     thread_read_units,
     turn_units,
 )
-from codex_app_bridge.conformance._drive import SCENARIO_SPECS, ScenarioSpec, Session, run_session
+from codex_app_bridge.conformance._drive import (
+    SCENARIO_SPECS,
+    ScenarioSpec,
+    Session,
+    each_on_a_mock,
+    run_session,
+    scratch_root,
+)
 from codex_app_bridge.conformance._script import script_from_run
 from codex_app_bridge.conformance.mock_responses import MockResponses
 from codex_app_bridge.conformance.real_codex import (
@@ -272,22 +278,13 @@ async def run_suite(
     if wanted is not None and len(specs) != len(wanted):
         known = ", ".join(s.name for s in SCENARIO_SPECS)
         raise ValueError(f"unknown scenario in {sorted(wanted)}; known: {known}")
-    root = scratch or Path(tempfile.mkdtemp(prefix="codex-conformance-"))
     results: dict[str, ScenarioResult] = {}
-    queue = iter(specs)
+    with scratch_root(scratch, "codex-conformance-") as root:
 
-    async def worker() -> None:
-        with MockResponses() as mock:
-            for spec in queue:
-                results[spec.name] = await run_scenario(spec, mock, root, keep=keep)
+        async def one(spec: ScenarioSpec, mock: MockResponses) -> None:
+            results[spec.name] = await run_scenario(spec, mock, root, keep=keep)
 
-    try:
-        async with anyio.create_task_group() as tg:
-            for _ in range(max(1, min(concurrency, len(specs)))):
-                tg.start_soon(worker)
-    finally:
-        if scratch is None:
-            shutil.rmtree(root, ignore_errors=True)
+        await each_on_a_mock(specs, concurrency, one)
     return [results[spec.name] for spec in specs]
 
 
