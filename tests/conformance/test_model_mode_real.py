@@ -29,7 +29,7 @@ from codex_app_bridge.conformance._model_mode import (
     scenario_named,
     unexplained,
 )
-from tests.conformance.conftest import REFERENCE, WORKERS
+from tests.conformance.conftest import REAL_WORKERS, REFERENCE
 from tests.conftest import bridge_env
 
 pytestmark = pytest.mark.conformance
@@ -44,7 +44,7 @@ def fresh(tmp_path_factory: pytest.TempPathFactory) -> dict[str, ModelResult]:
     """Every fast scenario run once on the real binary, compared with its reference."""
     scratch = tmp_path_factory.mktemp("model-mode-real")
     record = scratch / "record"
-    run_model_suite_sync(FAST, scratch, record=record, servers=("real",), concurrency=WORKERS)
+    run_model_suite_sync(FAST, scratch, record=record, servers=("real",), concurrency=REAL_WORKERS)
     return {
         name: compare_runs(
             scenario_named(name), load_reference(REFERENCE, name), load_reference(record, name)

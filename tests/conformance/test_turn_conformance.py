@@ -25,7 +25,7 @@ from codex_app_bridge.conformance import (
 )
 from codex_app_bridge.conformance._drive import SCENARIO_SPECS
 from codex_app_bridge.conformance._suite import ScenarioResult, run_suite_sync
-from tests.conformance.conftest import WORKERS
+from tests.conformance.conftest import REAL_WORKERS
 from tests.conftest import bridge_env
 
 pytestmark = pytest.mark.conformance
@@ -68,7 +68,7 @@ REAL_EXTRA_FIELDS = {
 def results(tmp_path_factory: pytest.TempPathFactory) -> dict[str, ScenarioResult]:
     scratch: Path = tmp_path_factory.mktemp("conformance")
     # every wait inside has its own timeout (turns 90 s, sessions 180 s)
-    found = run_suite_sync(scratch=scratch, keep=False, concurrency=WORKERS)
+    found = run_suite_sync(scratch=scratch, keep=False, concurrency=REAL_WORKERS)
     return {r.name: r for r in found}
 
 
