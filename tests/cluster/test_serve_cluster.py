@@ -4,6 +4,7 @@ bad flags and an unreachable NATS are reported before anything is served (issue 
 from __future__ import annotations
 
 import subprocess
+import sys
 
 import anyio
 import pytest
@@ -76,3 +77,31 @@ def test_an_unreachable_nats_exits_1_with_the_reason(nats_server: NatsServer) ->
     assert done.returncode == 1, done.stderr
     assert f"cannot join the cluster at {url}" in done.stderr
     assert "Traceback" not in done.stderr
+
+
+_JOIN_AND_LOOK = """
+import sys, anyio
+from codex_app_bridge.cluster import ClusterNode, ClusterOptions
+
+async def main() -> None:
+    before = "codex_app_bridge.server._registry" in sys.modules
+    async with ClusterNode(ClusterOptions.parse(sys.argv[1], name="look")):
+        print(before, "codex_app_bridge.server._registry" in sys.modules)
+
+anyio.run(main)
+"""
+
+
+def test_a_node_loads_the_thread_registry_as_it_joins(nats_server: NatsServer) -> None:
+    """A node's every request needs the thread registry (it holds the threads other nodes
+    share): it is imported as the node joins, not by the first ``thread/list``."""
+    done = subprocess.run(
+        [sys.executable, "-c", _JOIN_AND_LOOK, nats_server.url],
+        capture_output=True,
+        text=True,
+        timeout=TIMEOUT,
+        env=bridge_env(),
+        check=False,
+    )
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.split() == ["False", "True"]
