@@ -30,7 +30,7 @@ from hypothesis import strategies as st
 from hypothesis.stateful import Bundle, RuleBasedStateMachine, initialize, invariant, rule
 
 from tests.e2e._harness import Message, Session, is_turn_completed, open_bridge
-from tests.reliability._scale import LONG, scale
+from tests.reliability._scale import DERANDOMIZE, LONG, scale
 
 PACE = 0.002
 WORDS = st.lists(st.sampled_from(["alpha", "beta", "gamma", "delta", "x"]), min_size=1, max_size=12)
@@ -219,6 +219,9 @@ class BridgeSequences(RuleBasedStateMachine):
 
 # a share of the long campaign (CODEX_APP_BRIDGE_LONG=0.1) runs fewer sequences, each as long
 BridgeSequences.TestCase.settings = settings(
-    max_examples=scale(6, 1000), stateful_step_count=12 if LONG else 6, deadline=None
+    max_examples=scale(6, 1000),
+    stateful_step_count=12 if LONG else 6,
+    deadline=None,
+    derandomize=DERANDOMIZE,
 )
 test_random_method_sequences_keep_every_invariant = BridgeSequences.TestCase
