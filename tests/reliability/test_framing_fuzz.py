@@ -213,7 +213,7 @@ def test_random_frames_over_stdio_are_all_survived() -> None:
         assert orjson.loads(first)["id"] == 0
         batches = Batches()
 
-        @settings(FUZZ_SETTINGS, max_examples=scale(60, 300_000 // 32))
+        @settings(FUZZ_SETTINGS, max_examples=scale(60, 300_000 // 26))
         @given(frames=BATCHES)
         def one(frames: list[bytes]) -> None:
             stdin.write(b"".join(f + b"\n" + s + b"\n" for f, s in batches.pairs(frames)))
@@ -272,7 +272,7 @@ def test_random_frames_over_the_sockets_are_all_survived(
                 while batches.waiting:
                     batches.take(await ws.recv(decode=False))
 
-        @settings(FUZZ_SETTINGS, max_examples=scale(32, 300_000 // 32))
+        @settings(FUZZ_SETTINGS, max_examples=scale(32, 300_000 // 26))
         @given(frames=BATCHES)
         def one(frames: list[bytes]) -> None:
             portal.call(exchange, frames)
