@@ -7,15 +7,17 @@ Two nodes in the test's event loop, joined to a real ``nats-server -js`` (``conf
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 
 import anyio
+import orjson
 import pytest
 
 from tests.cluster._nodes import join, open_node
 from tests.cluster.conftest import NatsServer
 from tests.cluster.test_log import _strip  # pyright: ignore[reportPrivateUsage]
-from tests.e2e._harness import TIMEOUT
+from tests.e2e._harness import TIMEOUT, Message
 
 pytestmark = pytest.mark.anyio
 
@@ -145,3 +147,84 @@ async def test_a_name_set_on_any_node_shows_on_every_node(nats_server: NatsServe
                     "thread/name/set", {"threadId": thread_id[:-4] + "0000", "name": "x"}
                 )
                 assert "error" in missing
+
+
+def _named(name: str) -> Callable[[Message], bool]:
+    def check(message: Message) -> bool:
+        return (
+            message.get("method") == "thread/name/updated"
+            and message["params"]["threadName"] == name
+        )
+
+    return check
+
+
+def _names(messages: list[dict[str, Any]]) -> list[tuple[str, str]]:
+    return [
+        (m["params"]["threadId"], m["params"]["threadName"])
+        for m in messages
+        if m.get("method") == "thread/name/updated"
+    ]
+
+
+async def test_a_name_set_on_one_node_is_told_to_the_clients_of_every_node(
+    nats_server: NatsServer,
+) -> None:
+    """``thread/name/updated`` goes to every initialized connection, as the real server sends
+    it: on every node, each client told once."""
+    url = nats_server.url
+    with anyio.fail_after(TIMEOUT * 2):
+        async with open_node(url, "node-a") as (bridge_a, node_a):
+            alice = await bridge_a.connect()
+            await alice.initialize(name="alice")
+            thread_id = await alice.start_thread()
+            await alice.run_turn(thread_id, "a thread to name")
+            await node_a.flush()
+            async with open_node(url, "node-b") as (bridge_b, _):
+                bob = await bridge_b.connect()
+                await bob.initialize(name="bob")
+                await alice.drain_pending()
+                await bob.result("thread/name/set", {"threadId": thread_id, "name": "from b"})
+                await alice.until(_named("from b"))
+                await alice.result("thread/name/set", {"threadId": thread_id, "name": "from a"})
+                seen = await bob.until(_named("from a"))
+                # bob's node told bob of its own change once, then of node a's
+                assert _names(seen) == [(thread_id, "from b"), (thread_id, "from a")]
+                await alice.until(_named("from a"))
+                assert _names(alice.received) == [(thread_id, "from b"), (thread_id, "from a")]
+
+
+async def test_a_name_written_while_the_owner_writes_its_entry_is_kept(
+    nats_server: NatsServer,
+) -> None:
+    """A name another node writes into the entry just before the owner writes it again (the
+    owner has not read the name yet) is not lost: the owner writes expecting the entry's
+    revision it wrote, reads the newer one and keeps its name."""
+    from codex_app_bridge.cluster._subjects import META_BUCKET
+    from tests.cluster._nodes import jetstream
+
+    url = nats_server.url
+    with anyio.fail_after(TIMEOUT * 2):
+        async with open_node(url, "node-a") as (bridge_a, node_a), jetstream(url) as js:
+            alice = await bridge_a.connect()
+            await alice.initialize(name="alice")
+            thread_id = await alice.start_thread()
+            await alice.run_turn(thread_id, "a thread to name")
+            await node_a.flush()
+            kv = await js.key_value(META_BUCKET)
+            entry = await kv.get(thread_id)
+            assert entry.value is not None
+            meta = orjson.loads(entry.value)
+            meta["name"] = "named elsewhere"
+            await kv.update(thread_id, orjson.dumps(meta), last=entry.revision)
+            await node_a._index_caught_up()  # pyright: ignore[reportPrivateUsage]
+            assert bridge_a.server is not None
+            record = bridge_a.server.threads.get(thread_id)
+            assert record is not None
+            record.name = None  # the owner as it is before its index reads the name
+            await alice.run_turn(thread_id, "the owner writes its entry at the turn's start")
+            await node_a.flush()
+            entry = await kv.get(thread_id)
+            assert entry.value is not None
+            assert orjson.loads(entry.value)["name"] == "named elsewhere"
+            assert record.name == "named elsewhere"

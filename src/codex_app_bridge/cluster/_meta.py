@@ -1,7 +1,8 @@
 """A thread's metadata as the cluster's KV bucket keeps it (``thread/list``, names, settings).
 
 One JSON object per thread, written by its owner when the thread is loaded there and whenever a
-turn starts or ends (its ``readState`` then too); read by a node that loads the thread from the
+turn starts or ends (its ``readState`` then too), its ``name`` and ``archived`` state by any node
+(each write expects the revision it read, so that none is lost: ``_node``); read by a node that loads the thread from the
 log, and kept by every node as a ``thread/list`` row (``row_of_meta``). Wire-side names
 (camelCase), so that another tool can read the bucket.
 
@@ -28,7 +29,9 @@ if TYPE_CHECKING:
 __all__ = ["meta_of_record", "row_of_meta", "shared_thread"]
 
 
-def meta_of_record(record: ThreadRecord, owner: str) -> bytes:
+def meta_of_record(record: ThreadRecord, owner: str, *, archived: bool = False) -> bytes:
+    """The entry of a thread its owner writes (``archived``: as the entry it replaces has it:
+    any node archives a thread, ``thread/archive``)."""
     settings = record.settings
     data: dict[str, Any] = {
         "id": record.id,
@@ -49,6 +52,7 @@ def meta_of_record(record: ThreadRecord, owner: str) -> bytes:
         "forkedFromId": record.forked_from_id,
         "turnsStarted": record.turns_started,
         "readState": record.read_state(),
+        "archived": archived,
     }
     return orjson.dumps(data)
 
@@ -66,7 +70,7 @@ def row_of_meta(data: bytes) -> ThreadRow:
     updated: int = meta.get("updatedAt") or 0
     return ThreadRow(
         thread_id=meta["id"],
-        archived=False,
+        archived=bool(meta.get("archived")),
         cwd=meta["cwd"],
         model_provider=meta.get("modelProvider"),
         source_kind=THREAD_SOURCE,

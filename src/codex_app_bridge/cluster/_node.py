@@ -16,7 +16,10 @@ It is the server's ``SharedThreads`` (``server._shared``) and makes its source
   follows a thread whose lease lapsed takes it, reads the log to its end, fences it and ends
   the turn that was in flight (``_take_over``).
 * **Metadata** (settings, preview, timestamps, name) goes to the ``codex_threads`` KV bucket when
-  the thread is loaded and whenever a turn starts or ends.
+  the thread is loaded and whenever a turn starts or ends, expecting the entry's revision the
+  owner wrote or read: a name or archive state another node wrote meanwhile is read and kept.
+  A name or archive state another node changed is told to this server's clients
+  (``attach``: every initialized connection, as the real server tells them).
 * **Another node** that is asked for the thread (``thread/resume``: ``find``) reads the metadata
   and the log up to its last sequence (the history), then follows the log from the next
   sequence (``FollowerSession``), so its clients get the same ordered stream through the same
@@ -245,6 +248,15 @@ class ClusterNode:
         self._snapshots: ObjectStore | None = None
         self.snapshot_sequence: int | None = None
         """The bucket sequence of the index's head this node last read or wrote."""
+        self._revisions: dict[str, int] = {}
+        """Owned threads -> the revision of the metadata entry this node last wrote or read:
+        the next is written expecting it (``_put_meta``), so that a name or archive state
+        another node wrote meanwhile is kept, not overwritten."""
+        self._archived: dict[str, bool] = {}
+        """Owned threads -> their archive state as their entry last read has it."""
+        self._ours: dict[str, bytes] = {}
+        """Thread id -> the entry this node last wrote (its own change is no news to it)."""
+        self._notify: Callable[[str, dict[str, Any]], None] | None = None
         self._complete = anyio.Event()
         self._backfilling = False
         """Set when the index holds every entry (read after a head: ``_backfill``)."""
@@ -386,6 +398,9 @@ class ClusterNode:
         return self._task_group
 
     # --- SharedThreads --------------------------------------------------------------------------
+
+    def attach(self, notify: Callable[[str, dict[str, Any]], None]) -> None:
+        self._notify = notify
 
     def loaded(self, record: ThreadRecord) -> None:
         runtime = record.runtime
@@ -586,14 +601,16 @@ class ClusterNode:
         index = self._index
 
         async def on_entry(msg: Msg) -> None:
+            thread_id = msg.subject[len(prefix) :]
+            before = index.row(thread_id)
             sequence = _apply_entry(index, prefix, msg)
             index.sequence = max(index.sequence, sequence)
-            thread_id = msg.subject[len(prefix) :]
+            row = index.row(thread_id)
             record = self._owned.get(thread_id) or self._following.get(thread_id)
-            if record is not None:  # a name set on another node (``renamed``)
-                row = index.row(thread_id)
-                if row is not None and row.name is not None:
-                    record.name = row.name
+            if record is not None and row is not None and row.name is not None:
+                record.name = row.name  # a name set on another node (``renamed``)
+            if before is not None and row is not None and self._ours.get(thread_id) != msg.data:
+                self._changed(before, row)
             if self._index_waiters:
                 waiting = [w for w in self._index_waiters if index.sequence >= w[0]]
                 for w in waiting:
@@ -656,6 +673,20 @@ class ClusterNode:
             break
         index.complete = True
         self._complete.set()
+
+    def _changed(self, before: ThreadRow, row: ThreadRow) -> None:
+        """Another node changed a thread's name or archive state: this server's clients are
+        told as the real server tells its clients of a change (every initialized connection;
+        the node that made it told its own)."""
+        notify = self._notify
+        if notify is None:
+            return
+        thread_id = row.thread_id
+        if row.name is not None and row.name != before.name:
+            notify("thread/name/updated", {"threadId": thread_id, "threadName": row.name})
+        if row.archived != before.archived:
+            method = "thread/archived" if row.archived else "thread/unarchived"
+            notify(method, {"threadId": thread_id})
 
     async def _index_caught_up(self) -> None:
         """Wait until the index holds everything the bucket had when asked (what a node wrote
@@ -731,8 +762,9 @@ class ClusterNode:
                 return False
             meta: dict[str, Any] = orjson.loads(entry.value)
             meta["name"] = name
+            data = self._ours[thread_id] = orjson.dumps(meta)
             try:
-                await kv.update(thread_id, orjson.dumps(meta), last=entry.revision)
+                await kv.update(thread_id, data, last=entry.revision)
             except KeyWrongLastSequenceError:
                 continue
             return True
@@ -777,11 +809,54 @@ class ClusterNode:
         )
 
     async def _put_meta(self, record: ThreadRecord) -> None:
+        """Write an owned thread's entry, expecting the revision this node last wrote or read:
+        when another node wrote one since (a name, the archive state), that entry is read, its
+        name and archive state kept, and this one written again."""
+        from nats.js.errors import KeyWrongLastSequenceError
+
+        kv = self._meta
+        assert kv is not None
+        thread_id = record.id
+        for _ in range(FENCE_TRIES):
+            revision = self._revisions.get(thread_id)
+            archived = self._archived.get(thread_id, False)
+            data = self._ours[thread_id] = meta_of_record(record, self.name, archived=archived)
+            try:
+                if revision is None:
+                    written = await kv.create(thread_id, data)
+                else:
+                    written = await kv.update(thread_id, data, last=revision)
+            except KeyWrongLastSequenceError:
+                await self._adopt_entry(record)
+                continue
+            except Exception as exc:  # NATS away: the next turn writes it again
+                logger.warning("cluster: thread %s: metadata not written: %s", thread_id, exc)
+                return
+            self._revisions[thread_id] = written
+            return
+        logger.warning("cluster: thread %s: metadata not written (it kept changing)", thread_id)
+
+    async def _adopt_entry(self, record: ThreadRecord) -> None:
+        """Take what other nodes write into an owned thread's entry (its name, its archive
+        state) from the entry as it is, and its revision (none: written anew)."""
+        from nats.js.errors import KeyNotFoundError
+
         assert self._meta is not None
         try:
-            await self._meta.put(record.id, meta_of_record(record, self.name))
-        except Exception as exc:  # NATS away: the next turn writes it again
-            logger.warning("cluster: thread %s: metadata not written: %s", record.id, exc)
+            entry = await self._meta.get(record.id)
+        except KeyNotFoundError:  # deleted meanwhile
+            self._revisions.pop(record.id, None)
+            return
+        self._revisions[record.id] = entry.revision or 0
+        if not entry.value:
+            return
+        try:
+            meta: dict[str, Any] = orjson.loads(entry.value)
+        except orjson.JSONDecodeError:
+            return  # not an entry of ours: replaced
+        if meta.get("name") is not None:
+            record.name = meta["name"]
+        self._archived[record.id] = bool(meta.get("archived"))
 
     def _relay(self, thread_id: str, key: Hashable, answer: Any) -> None:
         """A client of this node answered a request of the thread: the owner writes the answer

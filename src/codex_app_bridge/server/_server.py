@@ -297,7 +297,14 @@ class BridgeServer:
         await self._task_group.__aenter__()
         if self.idle_unloader is not None:
             self._task_group.start_soon(self.idle_unloader.run, name="idle unload")
+        if self._shared is not None:
+            self._shared.attach(self._shared_change)
         return self
+
+    def _shared_change(self, method: str, params: dict[str, Any]) -> None:
+        """Another server of the cluster changed a thread (``SharedThreads.attach``)."""
+        if self._task_group is not None:
+            self._task_group.start_soon(self.hub.broadcast, method, params)
 
     async def __aexit__(
         self,

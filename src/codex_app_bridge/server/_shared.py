@@ -5,6 +5,7 @@ knows nothing of how (``cluster/`` implements it over NATS JetStream); it only t
 every thread it loads, and asks it for a thread that is neither loaded here nor stored under
 ``CODEX_HOME``:
 
+* ``attach(notify)``: how the hook tells this server's clients of a change another server made.
 * ``loaded(record)``: a thread's runtime was just made (``thread/start``, fork, a load from the
   rollout or from the hook, a reload): the hook may tap its events (``ThreadRuntime.tap``) or
   make it follow events that come from elsewhere (``ThreadRuntime.follow``).
@@ -22,6 +23,7 @@ Boundary: an interface, a value and its ``Thread``; no I/O here.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Protocol
 
@@ -57,6 +59,12 @@ class SharedThread:
 
 class SharedThreads(Protocol):
     """Threads shared with other servers (see the module docstring)."""
+
+    def attach(self, notify: Callable[[str, dict[str, Any]], None]) -> None:
+        """``notify(method, params)`` sends a notification to every initialized connection of
+        this server: what another server changed of a thread (its name, its archive state),
+        told as a change made here is."""
+        ...
 
     def loaded(self, record: ThreadRecord) -> None:
         """A thread's runtime was made here (and is about to run)."""
