@@ -17,6 +17,9 @@ import anyio
 import anyio.to_thread
 import pytest
 
+from codex_app_bridge.server import BridgeServer
+from codex_app_bridge.server._first_list import ListReadAhead
+from codex_app_bridge.server._handlers_lists import FIRST_PAGE
 from codex_app_bridge.storage import _index as index_module
 from tests.conftest import bridge_env
 from tests.e2e._harness import open_bridge
@@ -111,6 +114,34 @@ async def test_a_first_thread_list_answers_from_the_catalog_without_the_registry
         status = {thread["id"]: thread["status"]["type"] for thread in listing["data"]}
         assert status == {started: "idle", stored: "notLoaded"}, listing
         assert len(listing["data"]) == 2
+
+
+async def test_the_first_page_read_ahead_at_start_up_is_the_one_listed(tmp_path: Path) -> None:
+    # ``serve`` reads the default first page ahead as it starts (``_first_list``): the server
+    # lists through that catalog, in process and behind the command
+    home = tmp_path / "codex-home"
+    async with open_bridge("memory", codex_home=home) as bridge:
+        client = await bridge.connect()
+        await client.initialize()
+        stored = [await client.start_thread(), await client.start_thread()]
+        for thread_id, text in zip(stored, ("older", "newer"), strict=True):
+            await client.run_turn(thread_id, text)
+    ahead = ListReadAhead(home)
+    async with BridgeServer(codex_home=home, read_ahead=ahead) as server:
+        listed = server.stored_threads
+        assert listed is not None
+        assert listed.catalog is ahead.catalog()
+        rows, fetched = await listed.rows(
+            FIRST_PAGE, by_updated=False, descending=True, after=None, limit=26, fetch=25
+        )
+        assert [row.thread_id for row in rows] == stored[::-1]
+        assert [fetched[row.thread_id].preview for row in rows] == ["newer", "older"]
+    async with open_bridge("stdio", codex_home=home) as bridge:
+        client = await bridge.connect()
+        await client.initialize()
+        listing = await client.result("thread/list", {})
+        assert [thread["id"] for thread in listing["data"]] == stored[::-1]
+        assert [thread["preview"] for thread in listing["data"]] == ["newer", "older"]
 
 
 def test_the_list_path_imports_neither_the_registry_nor_the_core_models() -> None:

@@ -632,6 +632,38 @@ def test_a_thread_named_on_the_day_before_it_was_created_is_not_passed_over(
     ]
 
 
+def test_a_page_read_ahead_is_what_the_first_request_finds(
+    tmp_path: Path, reads: list[str]
+) -> None:
+    # a server reads its default first page ahead at start-up: the request that asks for it
+    # then reads no rollout again and gets the full index's answer; the read-ahead leaves the
+    # other days to the background listing the first request starts
+    _varied_home(tmp_path)
+    expected = _from_scratch(tmp_path)
+    where = RowFilter(source_kinds=frozenset({"cli", "vscode"}))
+    catalog = ThreadCatalog(CodexHome(tmp_path))
+    catalog.read_ahead(where, 4, fetch=3)
+    assert reads  # the newest rollouts
+    assert catalog.index.has_unlisted()
+    assert catalog.wait_listed(timeout=0)  # no background listing yet
+    read = len(reads)
+    rows = catalog.rows(where, limit=4)
+    shown = catalog.find_many(row.thread_id for row in rows[:3])
+    assert len(reads) == read
+    wanted = [row for row in expected["rows"] if row[4] in where.source_kinds]
+    assert [_row(row) for row in rows] == wanted[:4]
+    assert {t: _stored(s) for t, s in shown.items()} == {
+        row[0]: expected["threads"][row[0]] for row in wanted[:3]
+    }
+    assert catalog.wait_listed(timeout=60)
+    assert not catalog.index.has_unlisted()
+    assert _view(catalog) == expected
+    catalog.close()
+    shutil.rmtree(tmp_path / "codex-app-bridge")
+    catalog.read_ahead(where, 4, fetch=3)  # closed: reads nothing, opens nothing
+    assert not (tmp_path / INDEX_FILE).exists()
+
+
 def test_the_background_lists_every_directory_and_the_next_process_keeps_it(
     tmp_path: Path, reads: list[str]
 ) -> None:

@@ -83,6 +83,7 @@ from codex_app_bridge._clock import SeededClock, install_clock
 from codex_app_bridge._producer_command import check_program, parse_command
 from codex_app_bridge._scriptfile import ScriptPacing, check_script
 from codex_app_bridge.cli._flags import EXIT_USAGE, add_codex_compat_flags
+from codex_app_bridge.server._first_list import ListReadAhead
 from codex_app_bridge.server._handshake import codex_home
 from codex_app_bridge.server._idle import DEFAULT_IDLE_UNLOAD_SECONDS
 from codex_app_bridge.server._server import BridgeServer
@@ -890,12 +891,14 @@ async def run_server(
     settings: ServeSettings | None = None,
     source_factory: SourceFactory | None = None,
     config: ConfigLayers | None = None,
+    read_ahead: ListReadAhead | None = None,
 ) -> None:
     """Serve until end of input (stdio) or SIGTERM/SIGINT (every transport).
 
     The source is ``source``, else made by ``source_factory`` when first needed, else the
     built-in agent. ``config``: the layers threads resolve theirs from (``BridgeServer``'s
-    default otherwise)."""
+    default otherwise). ``read_ahead``: the stored threads' first page, read since start-up
+    (``server._first_list``)."""
     settings = settings if settings is not None else ServeSettings()
     listen = settings.listen
     if settings.allow_inject:
@@ -919,6 +922,7 @@ async def run_server(
             source_factory=source_factory,
             config=config,
             shared=node,
+            read_ahead=read_ahead,
         ) as server,
         anyio.create_task_group() as tg,
     ):
@@ -997,6 +1001,8 @@ def _run(args: argparse.Namespace) -> int:
     except StartError as exc:
         print(f"Error: {exc}", file=sys.stderr)  # the real binary's words and form
         return exc.code
+    # the first thread/list's imports and reads, beside the rest of the start-up
+    read_ahead = None if settings.codex_home is None else ListReadAhead(settings.codex_home)
     config = serve_config(args, settings.codex_home)
     refused = config.startup_error(strict=args.strict_config)
     if refused is not None:
@@ -1015,7 +1021,11 @@ def _run(args: argparse.Namespace) -> int:
     try:
         anyio.run(
             lambda: run_server(
-                default_cwd=args.cwd, settings=settings, source_factory=source, config=config
+                default_cwd=args.cwd,
+                settings=settings,
+                source_factory=source,
+                config=config,
+                read_ahead=read_ahead,
             )
         )
     except (Exception, BaseExceptionGroup) as exc:  # pyright: ignore[reportUnknownVariableType]

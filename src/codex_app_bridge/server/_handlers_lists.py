@@ -55,6 +55,7 @@ if TYPE_CHECKING:
     from codex_app_bridge.storage import StoredThread
 
 __all__ = [
+    "FIRST_PAGE",
     "SORT_DIRECTIONS",
     "THREAD_LIST_DEFAULT_LIMIT",
     "THREAD_SORT_KEYS",
@@ -68,6 +69,9 @@ THREAD_LIST_DEFAULT_LIMIT: Final = 25
 THREAD_LIST_MAX_LIMIT: Final = 100
 """0.163.0 clamps ``limit`` to 1..100."""
 _INTERACTIVE_SOURCES: Final = frozenset({"cli", "vscode"})
+FIRST_PAGE: Final = RowFilter(source_kinds=_INTERACTIVE_SOURCES)
+"""The stored rows a ``thread/list`` without params asks for (a client's usual first list:
+``_first_list`` reads them ahead)."""
 _CREATED_KEY: Final = attrgetter("created_key", "thread_id")
 _UPDATED_KEY: Final = attrgetter("updated_key", "thread_id")
 _CREATED_STAMP: Final = attrgetter("created_at")

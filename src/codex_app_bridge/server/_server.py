@@ -7,7 +7,7 @@ The server owns the process-wide pieces and lends them to every connection:
   ``codex_home``, and the one owner of their lives) and the ``ThreadStorage`` behind it,
 * the stored threads' catalog as ``thread/list`` pages it (``_stored_list``), built without the
   registry: a process whose first request lists threads loads neither the registry nor the
-  runtime machinery behind it,
+  runtime machinery behind it (``serve`` begins that list at start-up, ``_first_list``),
 * the event source turns are played from (the built-in agent unless told otherwise),
 * the method table (``_table``), the gate (``_handshake.check_request``), the thread
   serialization scopes and the server -> client request ids, all shared across connections as in
@@ -75,6 +75,7 @@ if TYPE_CHECKING:
 
     from codex_app_bridge.config import ConfigLayers
     from codex_app_bridge.listener import ListenerHub
+    from codex_app_bridge.server._first_list import ListReadAhead
     from codex_app_bridge.server._goal_turns import GoalTurns
     from codex_app_bridge.server._handlers import Handlers
     from codex_app_bridge.server._registry import ThreadRegistry
@@ -108,8 +109,12 @@ class BridgeServer:
         source_factory: Callable[[], EventSource | TurnSource] | None = None,
         config: ConfigLayers | None = None,
         shared: SharedThreads | None = None,
+        read_ahead: ListReadAhead | None = None,
     ) -> None:
+        """``read_ahead``: the catalog of ``codex_home``, its first page read ahead since the
+        process started (``_first_list``); made here when first needed otherwise."""
         self._source = source
+        self._read_ahead = read_ahead
         self._shared = shared
         self._config = config
         self.announced_config_warnings: set[str] = set()
@@ -235,7 +240,8 @@ class BridgeServer:
             from codex_app_bridge.server._stored_list import StoredThreadList
             from codex_app_bridge.storage import CodexHome, ThreadCatalog
 
-            catalog = ThreadCatalog(CodexHome(self._codex_home))
+            ahead = None if self._read_ahead is None else self._read_ahead.catalog()
+            catalog = ahead or ThreadCatalog(CodexHome(self._codex_home))
             self._stored_threads = StoredThreadList(catalog, lambda: self.source.defaults)
         return self._stored_threads
 
@@ -325,6 +331,10 @@ class BridgeServer:
                 self._storage.close()
             if self._stored_threads is not None:  # its catalog (closing twice is harmless)
                 self._stored_threads.catalog.close()
+            elif self._read_ahead is not None:  # read ahead, never asked for
+                ahead = self._read_ahead.catalog()
+                if ahead is not None:
+                    ahead.close()
             # every process the server started dies with it (none if the machine never loaded)
             machine = sys.modules.get("codex_app_bridge.machine")
             if machine is not None:

@@ -356,11 +356,13 @@ class ThreadCatalog:
         self._turns = threading.Condition()
         self._waiting = 0
         """Requests waiting for the lock: the background listing lets them go first."""
+        self._closed = False
 
-    def _run(self, work: Callable[[], V]) -> V:
+    def _run(self, work: Callable[[], V], *, background: bool = True) -> V:
         """``work`` under the lock, in one transaction, after a refresh; a database that turns
         out unreadable is built again from the files, once. Day directories left unlisted are
-        listed afterwards in the background (``_list_in_background``)."""
+        listed afterwards in the background (``_list_in_background``; not after a read ahead,
+        ``background`` false: the first request starts it)."""
         with self._turns:
             self._waiting += 1
         try:
@@ -375,7 +377,12 @@ class ThreadCatalog:
                     with self.index.transaction():
                         self._refresh()
                         done = work()
-                    if self._background is None and not self._stopped and self.index.has_unlisted():
+                    if (
+                        background
+                        and self._background is None
+                        and not self._stopped
+                        and self.index.has_unlisted()
+                    ):
                         self._background = threading.Thread(
                             target=self._list_in_background,
                             name=f"thread index of {self.home.root}",
@@ -434,6 +441,7 @@ class ThreadCatalog:
         if background is not None:
             background.join()
         with self._lock:
+            self._closed = True
             self.index.close()
 
     # ------------------------------------------------------------------ refresh
@@ -666,6 +674,19 @@ class ThreadCatalog:
         ``updatedAt`` order, an ascending one or no ``limit`` lists every directory first
         (a file's modification time says nothing of its name: 0.163.0 stats every file for
         an ``updated_at`` order too)."""
+        work = self._rows(where, by_updated, descending, after, limit, skip)
+        return self._run(work)
+
+    def _rows(
+        self,
+        where: RowFilter,
+        by_updated: bool,
+        descending: bool,
+        after: tuple[int, str | None] | None,
+        limit: int | None,
+        skip: frozenset[str],
+    ) -> Callable[[], list[ThreadRow]]:
+        """What :meth:`rows` runs under the lock."""
         key = "updated_key" if by_updated else "created_key"
         condition, params = where.where(key, after, descending)
         order = "DESC" if descending else "ASC"
@@ -713,7 +734,7 @@ class ThreadCatalog:
                 else:
                     self._fill(self.index.unread(by_updated=by_updated, limit=_FILL_BATCH))
 
-        return self._run(work)
+        return work
 
     def _stored(
         self, thread_id: str, files: list[tuple[IndexedFile, RolloutFacts]]
@@ -795,6 +816,22 @@ class ThreadCatalog:
             ).fetchone()
             newer += count
         return newer == len(ids)
+
+    def read_ahead(self, where: RowFilter, limit: int, fetch: int) -> None:
+        """Read what a first page would: the files of the first ``limit`` rows ``where`` matches
+        (``rows``, newest first) and the first ``fetch`` of those threads as they are now
+        (``find_many``), keeping nothing but the index. For a process that expects that page
+        as its first request (a server at start-up): the request then finds it read."""
+        first = self._rows(where, False, True, None, limit, frozenset())
+        with self._lock:  # each step, unless the catalog was closed first
+            if self._closed:
+                return
+            rows = self._run(first, background=False)
+        ids = [row.thread_id for row in rows[:fetch]]
+        if ids:
+            with self._lock:
+                if not self._closed:
+                    self._run(lambda: self._stored_many(ids), background=False)
 
     def find(self, thread_id: str) -> StoredThread | None:
         """The stored thread with this (canonical) id, archived or not, as its files are now."""
