@@ -17,7 +17,7 @@ import pytest
 from tests.cluster._nodes import join, open_node
 from tests.cluster.conftest import NatsServer
 from tests.cluster.test_log import _strip  # pyright: ignore[reportPrivateUsage]
-from tests.e2e._harness import TIMEOUT, Message
+from tests.e2e._harness import TIMEOUT, Message, Session
 
 pytestmark = pytest.mark.anyio
 
@@ -228,3 +228,62 @@ async def test_a_name_written_while_the_owner_writes_its_entry_is_kept(
             assert entry.value is not None
             assert orjson.loads(entry.value)["name"] == "named elsewhere"
             assert record.name == "named elsewhere"
+
+
+def _method(name: str) -> Callable[[Message], bool]:
+    return lambda message: message.get("method") == name
+
+
+async def test_a_thread_is_archived_and_unarchived_from_any_node(nats_server: NatsServer) -> None:
+    """The archive state is the metadata entry's: ``thread/list``'s ``archived`` filter on
+    every node, ``thread/archived`` / ``thread/unarchived`` to every node's clients, kept by
+    the owner's later entries; an archived thread is not resumed on another node."""
+    url = nats_server.url
+    with anyio.fail_after(TIMEOUT * 2):
+        async with open_node(url, "node-a") as (bridge_a, node_a):
+            alice = await bridge_a.connect()
+            await alice.initialize(name="alice")
+            kept = await alice.start_thread()
+            await alice.run_turn(kept, "a thread that stays")
+            thread_id = await alice.start_thread()
+            await alice.run_turn(thread_id, "a thread to archive")
+            await node_a.flush()
+            async with open_node(url, "node-b") as (bridge_b, node_b):
+                bob = await bridge_b.connect()
+                await bob.initialize(name="bob")
+                await alice.drain_pending()
+
+                async def listed(client: Session, archived: bool) -> list[str]:
+                    page = await client.result("thread/list", {"archived": archived})
+                    return [t["id"] for t in page["data"]]
+
+                # archived on node b, which has not loaded it (node a plays it)
+                await bob.result("thread/archive", {"threadId": thread_id})
+                told = (await alice.until(_method("thread/archived")))[-1]
+                assert told["params"] == {"threadId": thread_id}
+                assert await listed(bob, False) == [kept]
+                assert await listed(bob, True) == [thread_id]
+                assert await listed(alice, False) == [kept]
+                assert await listed(alice, True) == [thread_id]
+                again = await bob.call("thread/archive", {"threadId": thread_id})
+                assert "error" in again
+                # the owner's next entry keeps the state
+                await alice.run_turn(thread_id, "the owner writes its entry again")
+                await node_a.flush()
+                await node_b._index_caught_up()  # pyright: ignore[reportPrivateUsage]
+                assert await listed(bob, True) == [thread_id]
+                async with open_node(url, "node-c") as (bridge_c, _):
+                    carol = await bridge_c.connect()
+                    await carol.initialize(name="carol")
+                    resumed = await carol.call("thread/resume", {"threadId": thread_id})
+                    assert "error" in resumed
+                # unarchived on node a, its owner: node b's client is told
+                back = await alice.result("thread/unarchive", {"threadId": thread_id})
+                assert back["thread"]["id"] == thread_id
+                await bob.until(_method("thread/unarchived"))
+                assert await listed(bob, True) == []
+                assert await listed(bob, False) == [thread_id, kept]
+                missing = await bob.call("thread/unarchive", {"threadId": thread_id})
+                assert "error" in missing
+                unknown = await bob.call("thread/archive", {"threadId": kept[:-4] + "0000"})
+                assert "error" in unknown

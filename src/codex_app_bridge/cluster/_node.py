@@ -190,6 +190,13 @@ def _apply_entry(index: ThreadIndex, prefix: str, msg: Msg) -> int:
     return sequence
 
 
+def _archived(entry: bytes) -> bool:
+    try:
+        return bool(orjson.loads(entry).get("archived"))
+    except (orjson.JSONDecodeError, AttributeError):
+        return False
+
+
 def _tls_context(options: ClusterOptions) -> ssl.SSLContext | None:
     if not options.uses_tls:
         return None
@@ -448,8 +455,8 @@ class ClusterNode:
             entry = await self._meta.get(thread_id)
         except KeyNotFoundError:
             return None
-        if entry.value is None:
-            return None
+        if entry.value is None or _archived(entry.value):
+            return None  # archived: resumed once unarchived, as a stored thread
         last = await self._last_sequence(thread_id)
         history, self._events[thread_id] = await self._read_log(thread_id, last)
         self._after[thread_id] = last
@@ -745,10 +752,25 @@ class ClusterNode:
         return found
 
     async def renamed(self, thread_id: str, name: str) -> bool:
-        """Write a thread's new name into its metadata entry (read, changed, written expecting
-        the revision read, again if another write came between); every node that has the
-        thread loaded renames its record as its index reads the entry (``_watch_meta``), so
-        the owner's next entry keeps it."""
+        """Write a thread's new name into its metadata entry; every node that has the thread
+        loaded renames its record as its index reads the entry (``_watch_meta``), and the
+        owner's next entry keeps it (``_put_meta``)."""
+        return await self._edit_entry(thread_id, "name", name) is not None
+
+    async def set_archived(self, thread_id: str, archived: bool) -> bool:
+        """Write a thread's archive state into its metadata entry (``thread/list``'s
+        ``archived`` filter on every node; an archived thread is not resumed: ``find``);
+        ``False``: no entry, or the thread was in that state already."""
+        return await self._edit_entry(thread_id, "archived", archived) is True
+
+    def is_archived(self, thread_id: str) -> bool:
+        row = self._index.row(thread_id)
+        return row is not None and row.archived
+
+    async def _edit_entry(self, thread_id: str, field: str, value: object) -> bool | None:
+        """Set one field of a thread's metadata entry: read, changed, written expecting the
+        revision read, again if another write came between. ``None``: no entry; ``False``: the
+        field had that value already."""
         from nats.js.errors import KeyNotFoundError, KeyWrongLastSequenceError
 
         kv = self._meta
@@ -757,18 +779,22 @@ class ClusterNode:
             try:
                 entry = await kv.get(thread_id)
             except KeyNotFoundError:
-                return False
+                return None
             if entry.value is None:
-                return False
+                return None
             meta: dict[str, Any] = orjson.loads(entry.value)
-            meta["name"] = name
+            if isinstance(value, bool) and bool(meta.get(field)) == value:
+                return False
+            meta[field] = value
             data = self._ours[thread_id] = orjson.dumps(meta)
             try:
                 await kv.update(thread_id, data, last=entry.revision)
             except KeyWrongLastSequenceError:
                 continue
             return True
-        logger.warning("cluster: thread %s: name not shared (the entry kept changing)", thread_id)
+        logger.warning(
+            "cluster: thread %s: %s not shared (the entry kept changing)", thread_id, field
+        )
         return True
 
     @property

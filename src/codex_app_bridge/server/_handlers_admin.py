@@ -11,7 +11,10 @@ Rules (0.163.0, probed on the binary with scratch homes):
   the thread (``thread/unarchived``); ``thread/delete`` removes them (``thread/deleted``).
   Unknown or unstored: ``-32600 no rollout found for thread id <id>`` (``no archived rollout
   found ...`` for unarchive). A file that cannot be moved or removed is ``-32603`` and leaves
-  the thread as it was (``ThreadRegistry.archive``).
+  the thread as it was (``ThreadRegistry.archive``). In a cluster the archive state is shared
+  (``SharedThreads.set_archived``): a thread with no rollout here is archived and unarchived
+  from any server, stays loaded where it is loaded (a difference: the real server unloads it),
+  and is not resumed while archived.
 * ``thread/metadata/update {gitInfo}``: the fields given replace the thread's (``null`` clears
   one, an absent one stays); no ``gitInfo``, or one without a field, is ``-32600 thread metadata
   update must include at least one field`` / ``-32600 gitInfo must include at least one field``.
@@ -62,6 +65,7 @@ from codex_app_bridge.server._errors import no_rollout, thread_not_found
 from codex_app_bridge.server._handlers_threads import materialized_thread
 from codex_app_bridge.server._ids import parse_thread_id
 from codex_app_bridge.server._pages import backwards_cursors
+from codex_app_bridge.server._shared import shared_thread_object
 from codex_app_bridge.storage import StorageError
 
 if TYPE_CHECKING:
@@ -158,13 +162,17 @@ class ThreadAdminHandlers:
         threads = self.server.threads
         thread_id = parse_thread_id(params.thread_id)
         stored = await threads.find_stored(thread_id)
-        if stored is None or stored.archived:
+        shared = threads.shared
+        if (stored is None and shared is None) or (stored is not None and stored.archived):
             raise no_rollout(thread_id)
         record = threads.get(thread_id)
         if record is not None and record.active_turn_id is not None:
             raise invalid_request(f"cannot archive thread {thread_id} while a turn is running")
-        with _storing():
-            threads.archive(stored)
+        if stored is not None:
+            with _storing():
+                threads.archive(stored)
+        if shared is not None and not await shared.set_archived(thread_id, True) and not stored:
+            raise no_rollout(thread_id)  # not a thread of the cluster either
         notification = ThreadArchivedNotification(thread_id=thread_id)
         self._after_response_broadcast(ctx, "thread/archived", notification)
         return ThreadArchiveResponse()
@@ -175,13 +183,30 @@ class ThreadAdminHandlers:
         threads = self.server.threads
         thread_id = parse_thread_id(params.thread_id)
         stored = await threads.find_stored(thread_id)
-        if stored is None or not stored.archived:
-            raise invalid_request(f"no archived rollout found for thread id {thread_id}")
-        with _storing():
-            back = await threads.unarchive(stored)
+        shared = threads.shared
+        if stored is None and shared is not None:
+            # a thread of the cluster with no rollout here: its archive state is shared
+            if not await shared.set_archived(thread_id, False):
+                raise invalid_request(f"no archived rollout found for thread id {thread_id}")
+            record = threads.get(thread_id)
+            found = None if record is not None else await shared.read(thread_id, history=False)
+            if record is not None:
+                thread = record.thread()
+            elif found is not None:
+                thread = shared_thread_object(found)
+            else:  # removed meanwhile
+                raise invalid_request(f"no archived rollout found for thread id {thread_id}")
+        else:
+            if stored is None or not stored.archived:
+                raise invalid_request(f"no archived rollout found for thread id {thread_id}")
+            with _storing():
+                back = await threads.unarchive(stored)
+            if shared is not None:
+                await shared.set_archived(thread_id, False)
+            thread = threads.stored_thread(back)
         notification = ThreadUnarchivedNotification(thread_id=thread_id)
         self._after_response_broadcast(ctx, "thread/unarchived", notification)
-        return ThreadUnarchiveResponse(thread=threads.stored_thread(back))
+        return ThreadUnarchiveResponse(thread=thread)
 
     async def thread_delete(
         self, ctx: RequestContext, params: ThreadDeleteParams

@@ -51,6 +51,7 @@ if TYPE_CHECKING:
         ThreadLoadedListResponse,
     )
     from codex_app_bridge.server._services import ServerServices
+    from codex_app_bridge.server._shared import SharedThreads
     from codex_app_bridge.server._threads import ThreadRecord
     from codex_app_bridge.storage import StoredThread
 
@@ -199,12 +200,13 @@ def _iso(seconds: int) -> str:
     return f"{moment:%Y-%m-%dT%H:%M:%S}.000Z"
 
 
-def _loaded_row(record: ThreadRecord) -> ThreadRow:
-    """A loaded thread as ``thread/list`` filters and sorts it, like a stored one."""
+def _loaded_row(record: ThreadRecord, shared: SharedThreads | None) -> ThreadRow:
+    """A loaded thread as ``thread/list`` filters and sorts it, like a stored one (archived
+    only in a cluster, where another server may have archived it: ``SharedThreads``)."""
     created, updated = _iso(record.created_at), _iso(record.updated_at)
     return ThreadRow(
         thread_id=record.id,
-        archived=False,
+        archived=shared is not None and shared.is_archived(record.id),
         cwd=record.settings.cwd,
         model_provider=record.settings.model_provider,
         source_kind=THREAD_SOURCE,
@@ -271,7 +273,8 @@ class ThreadListHandlers:
         if params.section_id is None:  # no sections here: a section holds nothing
             known = server.known_threads()
             if known is not None:
-                rows = [row for row in map(_loaded_row, known.listed()) if where.matches(row)]
+                loaded = (_loaded_row(record, known.shared) for record in known.listed())
+                rows = [row for row in loaded if where.matches(row)]
             if stored_threads is not None:
                 stored_rows, fetched = await stored_threads.rows(
                     where,

@@ -13,7 +13,8 @@ every thread it loads, and asks it for a thread that is neither loaded here nor 
   its history log), or ``None``; the hook may then make it follow the others' events.
 * ``read(thread_id, history=...)``: the same, for ``thread/read`` of a thread not loaded here
   (nothing is loaded or followed); ``renamed(thread_id, name)``: a name set here, for every
-  server; ``listed(thread_id)``: what ``thread/list`` shows of it,
+  server; ``set_archived(thread_id, archived)``, ``is_archived(thread_id)``: its archive state,
+  for every server (a thread loaded somewhere stays loaded there); ``listed(thread_id)``: what ``thread/list`` shows of it,
   from what the hook keeps in memory; ``rows(...)``: the shared threads ``thread/list``
   filters and sorts with the stored ones (``storage.ThreadRow``), as ``ThreadCatalog.rows``
   gives them.
@@ -82,6 +83,15 @@ class SharedThreads(Protocol):
     async def renamed(self, thread_id: str, name: str) -> bool:
         """Store a thread's new name where every server reads it (``thread/name/set``);
         ``False``: no such shared thread."""
+        ...
+
+    async def set_archived(self, thread_id: str, archived: bool) -> bool:
+        """Store a thread's archive state where every server reads it (``thread/archive``,
+        ``thread/unarchive``); ``False``: no such shared thread, or it is in that state."""
+        ...
+
+    def is_archived(self, thread_id: str) -> bool:
+        """Whether a shared thread is archived, as ``rows`` last listed it."""
         ...
 
     def listed(self, thread_id: str) -> SharedThread | None:
