@@ -496,6 +496,30 @@ def test_a_first_page_reads_only_the_newest_rollouts_and_is_exact(
     assert _view(catalog) == expected
 
 
+def test_a_list_reads_the_head_of_a_long_rollout_not_a_megabyte(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    path = _write_thread(None, tmp_path, 0)
+    padding = {"type": "agent_message", "message": "x" * 1000}
+    line = orjson.dumps({"timestamp": "2026-11-01T12:00:00.000Z", "type": "event_msg"})
+    line = line[:-1] + b',"payload":' + orjson.dumps(padding) + b"}\n"
+    with path.open("ab") as f:
+        f.write(line * 3000)  # 3 MB of a long thread after its first user message
+    expected = _from_scratch(tmp_path)
+    read: list[int] = []
+    original = os.pread
+
+    def counting(fd: int, length: int, offset: int) -> bytes:
+        data = original(fd, length, offset)
+        read.append(len(data))
+        return data
+
+    monkeypatch.setattr(os, "pread", counting)
+    rows = ThreadCatalog(CodexHome(tmp_path), background=False).rows(EVERYTHING, limit=1)
+    assert [_row(row) for row in rows] == expected["rows"]
+    assert 0 < sum(read) < 128 << 10
+
+
 _VARIED_FILTERS = (
     EVERYTHING,
     RowFilter(source_kinds=frozenset({"cli", "vscode"})),

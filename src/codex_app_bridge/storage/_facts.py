@@ -34,6 +34,10 @@ import orjson
 __all__ = ["RolloutFacts", "meta_history_base", "scan"]
 
 _CHUNK: Final = 1 << 20
+_HEAD: Final = 64 << 10
+"""What a scan ``until_listed`` reads first: the fields a list shows are in a rollout's first
+lines (its ``session_meta``, with 0.163.0's system prompt, and the first user message), and a
+long rollout is megabytes; each further read is four times larger, up to :data:`_CHUNK`."""
 _META_KEPT: Final = frozenset(
     {
         "id",
@@ -427,11 +431,13 @@ def scan(path: str, facts: RolloutFacts | None, *, until_listed: bool = False) -
         facts.size, facts.mtime_ns = size, mtime_ns
         pending = b""
         offset = facts.scanned
+        step = _HEAD if until_listed else _CHUNK
         while offset < size:
-            chunk = os.pread(fd, min(_CHUNK, size - offset), offset)
+            chunk = os.pread(fd, min(step, size - offset), offset)
             if not chunk:
                 break
             offset += len(chunk)
+            step = min(step * 4, _CHUNK)
             data = pending + chunk
             used = facts.fold_bytes(data, until_listed=until_listed)
             pending = data[used:]
