@@ -188,6 +188,55 @@ async def test_a_capability_token_is_checked_before_the_upgrade(tmp_path: Path) 
     assert handler.connections == 2
 
 
+async def test_bytes_that_are_no_http_request_get_400_on_tcp_and_nothing_on_the_socket(
+    sock_path: Path,
+) -> None:
+    # as 0.163.0 answers each of them (probed): 400, no body, the connection closed
+    requests = [
+        "hello\r\n\r\n",
+        f"GET / HTTP/1.1\r\nHost: x\r\n{UPGRADE}a header line without a colon\r\n\r\n",
+        f"GET / HTTP/1.1\r\nHost: x\r\n{UPGRADE}X-A: \x01\r\n\r\n",
+        "GET /readyz HTTP/1.1\r\nX: \x01\r\n\r\n",
+    ]
+    handler = Echo()
+    async with tcp_listener(handler, CapabilityToken(b"\0" * 32)) as endpoint:
+        for request in requests:
+            response = await raw_exchange(endpoint, request)
+            assert status_line(response) == "HTTP/1.1 400 Bad Request", request
+            assert b"content-length: 0\r\n" in response
+            assert response.endswith(b"\r\n\r\n")
+    async with unix_listener(handler, sock_path) as path:
+        for request in requests:
+            assert await raw_exchange(path, request) == b""
+    assert handler.connections == 0
+
+
+async def test_a_header_value_that_is_not_ascii_is_an_invalid_authorization(
+    tmp_path: Path,
+) -> None:
+    # 0.163.0 reads the header as visible ASCII: bytes 0x80-0xFF make it invalid, even where
+    # Python's str.strip would have trimmed them off the right token (a no-break space)
+    token_file = tmp_path / "token"
+    token_file.write_text("s3cret-token")
+    handler = Echo()
+    async with tcp_listener(handler, CapabilityToken.from_file(token_file)) as endpoint:
+        for value in (b"Bearer s3cret-token\xa0", b"Bearer s\xe9cret", b"\xa0Bearer s3cret-token"):
+            with anyio.fail_after(TIMEOUT):
+                stream = await anyio.connect_tcp(endpoint.host, endpoint.port)
+                async with stream:
+                    request = f"GET / HTTP/1.1\r\nHost: x\r\n{UPGRADE}".encode()
+                    await stream.send(request + b"Authorization: " + value + b"\r\n\r\n")
+                    response = b""
+                    try:
+                        while True:
+                            response += await stream.receive()
+                    except (anyio.EndOfStream, anyio.BrokenResourceError):
+                        pass
+            assert status_line(response) == "HTTP/1.1 401 Unauthorized", value
+            assert response.endswith(b"invalid authorization header"), value
+    assert handler.connections == 0
+
+
 def test_token_files_must_be_readable_and_not_empty(tmp_path: Path) -> None:
     empty = tmp_path / "empty"
     empty.write_text(" \n")

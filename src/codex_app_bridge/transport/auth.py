@@ -4,7 +4,8 @@ The client sends ``Authorization: Bearer <token>`` in the upgrade request; the t
 with the configured one in constant time (their SHA-256 digests, through ``hmac.compare_digest``),
 so a wrong token is refused with ``401`` before the upgrade and before any JSON-RPC message is read.
 The refusal texts and the token file rules (trimmed, must not be empty) are the real server's; the
-scheme is case-insensitive and the token is trimmed, as there.
+scheme is case-insensitive and the token is trimmed, as there; a value that is not ASCII (HTTP
+carries bytes 0x80-0xFF) is an invalid header there too, never trimmed into a token.
 """
 
 from __future__ import annotations
@@ -63,6 +64,8 @@ class CapabilityToken:
             return _INVALID_HEADER
         if header is None:
             return "missing websocket bearer token"
+        if not header.isascii():
+            return _INVALID_HEADER
         scheme, sep, token = header.partition(" ")
         token = token.strip()
         if not sep or scheme.lower() != "bearer" or not token:

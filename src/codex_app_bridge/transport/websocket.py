@@ -18,6 +18,10 @@ Before the upgrade, ``HandshakePolicy`` decides, in the real server's order:
 4. anything that is not an upgrade gets ``400 Connection header did not include 'upgrade'`` (TCP)
    or is closed without a reply (unix socket, as the real server).
 
+Bytes that are no HTTP request (a bad request line, a header line without a colon, a control
+byte in a header value) get ``400 Bad Request`` with no body on TCP, as the real server answers
+them; the unix socket closes without a reply, as there.
+
 After the upgrade the stream pair follows the transport contract (``transport/__init__``): the read
 side yields decoded frames and ends when the peer closes; the write side's buffer is the outbound
 queue. When the rpc side closes its write stream, what is queued is written, a close frame
@@ -27,6 +31,7 @@ seconds (a client that stopped reading) is abandoned and the socket closed anywa
 
 from __future__ import annotations
 
+import contextlib
 import logging
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
@@ -35,6 +40,7 @@ import anyio
 import anyio.abc
 from anyio.streams.memory import MemoryObjectReceiveStream, MemoryObjectSendStream
 from websockets.datastructures import Headers
+from websockets.exceptions import InvalidMessage
 from websockets.frames import Frame, Opcode
 from websockets.http11 import Request, Response
 from websockets.protocol import Event, State
@@ -253,6 +259,12 @@ async def _handshake(
     return None, []
 
 
+def _not_http(protocol: ServerProtocol) -> bool:
+    """The peer sent bytes that are no HTTP request (not: it left before finishing one)."""
+    exc = protocol.handshake_exc
+    return isinstance(exc, InvalidMessage) and not isinstance(exc.__cause__, EOFError)
+
+
 async def serve_websocket(
     stream: anyio.abc.ByteStream,
     policy: HandshakePolicy,
@@ -272,6 +284,11 @@ async def serve_websocket(
     async with stream:
         request, events = await _handshake(stream, protocol, handshake_timeout)
         if request is None:
+            if policy.reply_to_non_upgrade and _not_http(protocol):
+                with contextlib.suppress(
+                    anyio.BrokenResourceError, anyio.ClosedResourceError, OSError
+                ):
+                    await stream.send(_empty_response(400, "Bad Request").serialize())
             return
         try:
             if not policy.reply_to_non_upgrade and not _is_upgrade(request):
