@@ -26,10 +26,11 @@ import socket
 import subprocess
 import tempfile
 import threading
+from collections import Counter
 from collections.abc import Generator
 from contextlib import contextmanager
 from functools import partial
-from typing import Any
+from typing import Any, cast
 
 import anyio
 import anyio.abc
@@ -119,37 +120,81 @@ def _check_clean(message: dict[str, Any]) -> None:
         assert not any(mark in text for mark in INTERNAL), text
 
 
+def _key(ident: object) -> tuple[str, int | str] | None:
+    """An id a request can carry, as a key (1 and "1" are two ids; ``True`` is none)."""
+    if isinstance(ident, int | str) and not isinstance(ident, bool):
+        return (type(ident).__name__, ident)
+    return None
+
+
+def _request_key(frame: bytes) -> tuple[bool, tuple[str, int | str] | None]:
+    """Whether ``frame`` is a JSON object with an ``id``, and that id if the frame is a request
+    that must be answered (a string ``method``, an integer or string ``id``)."""
+    try:
+        value: object = orjson.loads(frame)
+    except orjson.JSONDecodeError:
+        return False, None
+    if not isinstance(value, dict) or "id" not in value:
+        return False, None
+    envelope = cast(dict[str, object], value)
+    key = _key(envelope["id"])
+    return True, key if isinstance(envelope.get("method"), str) else None
+
+
 class Batches:
     """Numbers the sentinels and checks a batch's answers: every line a JSON object with no
-    internal detail in an error, each sentinel of the batch answered once, with a result."""
+    internal detail in an error, each sentinel of the batch answered once, with a result, and
+    each random request of the batch (a string ``method``, an integer or string ``id``)
+    answered, once (as many times as the batch sends its id)."""
 
     def __init__(self) -> None:
         self.inputs = 0
         self.examples = 0
         self._next = 0
         self.waiting: set[str] = set()
+        self.owed: Counter[tuple[str, int | str]] = Counter()
+        self._answered: Counter[tuple[str, int | str]] = Counter()
+        self._strict = True
 
     def pairs(self, frames: list[bytes]) -> list[tuple[bytes, bytes]]:
         """Each frame with the sentinel that follows it (now awaited)."""
         assert not self.waiting, self.waiting
         self.examples += 1
         self.inputs += len(frames)
+        self.owed.clear()
+        self._answered.clear()
+        self._strict = True
         pairs: list[tuple[bytes, bytes]] = []
         for frame in frames:
             self._next += 1
             pairs.append((frame, SENTINEL % self._next))
             self.waiting.add(f"sentinel-{self._next}")
+            has_id, key = _request_key(frame)
+            if key is not None:
+                self.owed[key] += 1
+            elif has_id:  # an object with an id but no request: its id may be answered too
+                self._strict = False
         return pairs
+
+    @property
+    def done(self) -> bool:
+        return not self.waiting and all(self._answered[k] >= n for k, n in self.owed.items())
 
     def take(self, line: bytes) -> None:
         message: dict[str, Any] = orjson.loads(line)
         assert isinstance(message, dict), line
         _check_clean(message)
         ident = message.get("id")
-        if "method" not in message and isinstance(ident, str) and ident.startswith("sentinel-"):
+        if "method" in message:
+            return
+        if isinstance(ident, str) and ident.startswith("sentinel-"):
             assert ident in self.waiting, f"{ident} answered twice: {message}"
             assert "result" in message, message
             self.waiting.discard(ident)
+        elif (key := _key(ident)) is not None:
+            self._answered[key] += 1
+            if self._strict:
+                assert self._answered[key] <= self.owed[key], f"answered twice: {message}"
 
 
 @contextmanager
@@ -218,7 +263,7 @@ def test_random_frames_over_stdio_are_all_survived() -> None:
         def one(frames: list[bytes]) -> None:
             stdin.write(b"".join(f + b"\n" + s + b"\n" for f, s in batches.pairs(frames)))
             stdin.flush()
-            while batches.waiting:
+            while not batches.done:
                 line = lines.get(timeout=60)
                 assert line is not None, "the server exited"
                 batches.take(line)
@@ -269,7 +314,7 @@ def test_random_frames_over_the_sockets_are_all_survived(
                     except UnicodeDecodeError:
                         await ws.send(frame)
                     await ws.send(sentinel, text=True)
-                while batches.waiting:
+                while not batches.done:
                     batches.take(await ws.recv(decode=False))
 
         @settings(FUZZ_SETTINGS, max_examples=scale(32, 300_000 // 26))
