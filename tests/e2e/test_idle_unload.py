@@ -208,7 +208,7 @@ async def test_memory_is_given_back_once_the_last_thread_is_unloaded() -> None:
         released = anyio.Event()
         loaded_then: list[list[str]] = []
 
-        def release() -> None:
+        async def release() -> None:
             assert server.threads is not None
             loaded_then.append([r.id for r in server.threads if r.loaded])
             released.set()
@@ -224,13 +224,69 @@ async def test_memory_is_given_back_once_the_last_thread_is_unloaded() -> None:
         assert loaded_then == [[]]
 
 
+@pytest.mark.skipif(not Path("/proc/self/fd").is_dir(), reason="needs /proc")
+async def test_the_stored_threads_index_is_closed_once_the_last_thread_is_unloaded(
+    tmp_path: Path,
+) -> None:
+    # issue 23's soak: what the index keeps between requests (SQLite's caches, parsed
+    # rollouts, the notes of the server's writes) was allocated under load and outlived it,
+    # holding the allocator's arenas it is spread over; a quiet server gives it back
+    home = tmp_path / "home"
+    async with two_clients(codex_home=home) as (bridge, client, watcher):
+        released = _told_of_releases(bridge)
+        thread_id = await client.start_thread()
+        await client.run_turn(thread_id, "stored")
+        await client.result("thread/list", {})  # the index is opened
+        assert _index_open(home)
+        await unload(client, watcher, thread_id)
+        with anyio.fail_after(60):
+            await released.wait()
+        assert not _index_open(home)
+        # and opened again on the next use, which answers as before
+        listed = await client.result("thread/list", {})
+        assert [thread["id"] for thread in listed["data"]] == [thread_id]
+        resumed = await watcher.result("thread/resume", {"threadId": thread_id})
+        assert len(resumed["thread"]["turns"]) == 1
+
+
+def _told_of_releases(bridge: Bridge) -> anyio.Event:
+    """An event set once the server's next release of memory (``server._idle``) has ended."""
+    server = bridge.server
+    assert server is not None
+    unloader = server.idle_unloader
+    assert unloader is not None
+    release, released = unloader.release, anyio.Event()
+
+    async def release_then_tell() -> None:
+        await release()
+        released.set()
+
+    unloader.release = release_then_tell
+    return released
+
+
+def _index_open(home: Path) -> bool:
+    """Whether this process holds a descriptor on ``home``'s stored-thread index."""
+    for fd in os.listdir("/proc/self/fd"):
+        try:
+            target = os.readlink(f"/proc/self/fd/{fd}")
+        except OSError:
+            continue
+        if target.startswith(str(home / "codex-app-bridge" / "thread_index.sqlite")):
+            return True
+    return False
+
+
 async def test_nothing_of_a_resumed_then_unloaded_thread_stays_in_a_table(tmp_path: Path) -> None:
     # issue 23's soak: a resume asked the thread's goal, and the answer (none) stayed cached
     # for every thread ever resumed
-    async with two_clients(codex_home=tmp_path / "home") as (_, client, watcher):
+    async with two_clients(codex_home=tmp_path / "home") as (bridge, client, watcher):
+        released = _told_of_releases(bridge)
         thread_id = await client.start_thread()
         await client.run_turn(thread_id, "before unload")
         await unload(client, watcher, thread_id)
+        with anyio.fail_after(60):  # the release that follows (its worker's locals are not tables)
+            await released.wait()
         await client.result("thread/resume", {"threadId": thread_id})
         await client.run_turn(thread_id, "after the resume")
         await unload(client, watcher, thread_id)
@@ -255,13 +311,16 @@ def _tables_keyed_by(thread_ids: set[str]) -> list[str]:
 
 async def test_nothing_of_an_unloaded_stored_thread_stays_in_a_table(tmp_path: Path) -> None:
     # issue 23.2: the built-in agent kept every thread's token total, RSS grew with each thread
-    async with two_clients(codex_home=tmp_path / "home") as (_, client, watcher):
+    async with two_clients(codex_home=tmp_path / "home") as (bridge, client, watcher):
+        released = _told_of_releases(bridge)
         threads = [await client.start_thread() for _ in range(5)]
         for thread_id in threads:
             await client.run_turn(thread_id, f"turn of {thread_id}")
             await client.result("thread/unsubscribe", {"threadId": thread_id})
         for thread_id in threads:
             await watcher.until(closed(thread_id))
+        with anyio.fail_after(60):  # the release that follows (its worker's locals are not tables)
+            await released.wait()
         assert _tables_keyed_by(set(threads)) == []
 
         # what the agent no longer keeps, the session gets from the history: the usage total

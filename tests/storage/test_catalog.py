@@ -3,6 +3,8 @@ names its files): threads are found, summarized and rebuilt to exactly the real 
 
 from __future__ import annotations
 
+import gc
+import os
 from pathlib import Path
 
 import pytest
@@ -10,6 +12,8 @@ import pytest
 from codex_app_bridge.mapping.thread_history import build_turns
 from codex_app_bridge.protocol.v2 import dump_dict
 from codex_app_bridge.storage import CodexHome, StorageError, ThreadCatalog
+from codex_app_bridge.storage._layout import INDEX_FILE
+from codex_app_bridge.storage._reader import LoadedRollout
 from tests.conftest import CAPTURE_NAMES
 from tests.storage._homes import CAPTURE_HOME, captured_thread_read, home_from_capture
 
@@ -134,3 +138,44 @@ def test_files_that_are_not_rollouts_are_ignored(tmp_path: Path) -> None:
 def test_capture_paths_are_under_the_capture_home() -> None:
     # the layout the helper reproduces is the one the real binary reported
     assert captured_thread_read("plain")["path"].startswith(f"{CAPTURE_HOME}/sessions/")
+
+
+def _parsed_rollouts() -> int:
+    """Parsed rollouts alive in the process."""
+    gc.collect()
+    return sum(isinstance(obj, LoadedRollout) for obj in gc.get_objects())
+
+
+def _index_open(home: Path) -> bool:
+    """Whether this process holds a descriptor on ``home``'s index database."""
+    for fd in os.listdir("/proc/self/fd"):
+        try:
+            target = os.readlink(f"/proc/self/fd/{fd}")
+        except OSError:
+            continue
+        if target.startswith(str(home / INDEX_FILE)):
+            return True
+    return False
+
+
+@pytest.mark.skipif(not Path("/proc/self/fd").is_dir(), reason="needs /proc")
+def test_shed_drops_what_the_catalog_keeps_and_the_next_request_answers_as_before(
+    tmp_path: Path,
+) -> None:
+    # issue 23's soak: parsed rollouts, resolved folds, notes and SQLite's caches were what a
+    # busy spell left allocated after it; a quiet server has the catalog shed them
+    home_from_capture("revert_fork", tmp_path)
+    catalog = ThreadCatalog(CodexHome(tmp_path))
+    fork = catalog.find(FORK)
+    assert fork is not None
+    turns = [dump_dict(turn) for turn in build_turns(catalog.history(fork))]
+    assert _index_open(tmp_path)
+    assert _parsed_rollouts() >= 1  # the fork and its base, kept parsed
+    catalog.shed()
+    assert _parsed_rollouts() == 0
+    assert not _index_open(tmp_path)
+    again = catalog.find(FORK)
+    assert again is not None
+    assert [dump_dict(turn) for turn in build_turns(catalog.history(again))] == turns
+    assert {thread.thread_id for thread in catalog.threads()} == {MAIN, FORK}
+    catalog.close()

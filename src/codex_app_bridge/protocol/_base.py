@@ -41,7 +41,11 @@ class WireModel(BaseModel):
     """Base of the app-server v2 wire models (generated; never edited by hand)."""
 
     model_config = ConfigDict(
-        extra="allow", populate_by_name=True, serialize_by_alias=True, defer_build=True
+        extra="allow",
+        populate_by_name=True,
+        serialize_by_alias=True,
+        defer_build=True,
+        cache_strings="keys",
     )
 
 
@@ -49,7 +53,11 @@ class CoreModel(BaseModel):
     """Base of the hand-written Codex core models."""
 
     model_config = ConfigDict(
-        extra="allow", populate_by_name=True, serialize_by_alias=True, defer_build=True
+        extra="allow",
+        populate_by_name=True,
+        serialize_by_alias=True,
+        defer_build=True,
+        cache_strings="keys",
     )
 
 
@@ -59,7 +67,7 @@ def union_adapter(union: Any, *, title: str | None = None) -> TypeAdapter[Any]:
     ``title`` names the union in its JSON Schema. (A model class needs no adapter config: its
     own ``defer_build`` applies.)
     """
-    config = ConfigDict(defer_build=True)
+    config = ConfigDict(defer_build=True, cache_strings="keys")
     if title is not None:
         config["title"] = title
     return TypeAdapter(union, config=config)

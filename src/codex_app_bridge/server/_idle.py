@@ -14,26 +14,35 @@ here (``0`` never unloads). ``IdleUnloader.run`` polls, at most every second (so
 timeouts), so an unload happens between ``idle_timeout`` and ``idle_timeout`` + one poll.
 
 When an unload leaves no thread loaded, the server has gone quiet: the process's free memory is
-given back (``_gc.release_memory``: a full collection, then glibc's ``malloc_trim``), at most
-once per ``RELEASE_INTERVAL`` (a later quiet moment waits for the interval, never a request).
+given back, at most once per ``RELEASE_INTERVAL`` (a later quiet moment waits for the interval,
+never a request): first the stored threads' catalog sheds what it keeps between requests
+(``ThreadCatalog.shed``, in a worker thread: parsed rollouts, the notes of the server's writes,
+SQLite's page cache), then ``_gc.release_memory`` (a full collection, then glibc's
+``malloc_trim``). The catalog goes first because what it keeps was allocated under load, spread
+over the allocator's arenas: while it lives, those arenas stay, however empty.
 """
 
 from __future__ import annotations
 
+import logging
 import math
 from typing import TYPE_CHECKING, Final
 
 import anyio
+import anyio.to_thread
 
 from codex_app_bridge._gc import release_memory
 
 if TYPE_CHECKING:
-    from collections.abc import Callable
+    from collections.abc import Awaitable, Callable
 
     from codex_app_bridge.server._registry import ThreadRegistry
     from codex_app_bridge.server._threads import ThreadRecord
+    from codex_app_bridge.storage import ThreadCatalog
 
 __all__ = ["DEFAULT_IDLE_UNLOAD_SECONDS", "RELEASE_INTERVAL", "IdleUnloader", "is_idle"]
+
+logger = logging.getLogger(__name__)
 
 DEFAULT_IDLE_UNLOAD_SECONDS: Final = 30 * 60.0
 """The real server's ``THREAD_UNLOADING_DELAY``."""
@@ -57,17 +66,24 @@ def is_idle(record: ThreadRecord) -> bool:
 class IdleUnloader:
     """Unloads threads idle for ``timeout`` seconds (see the module docstring)."""
 
-    def __init__(self, threads: Callable[[], ThreadRegistry | None], timeout: float) -> None:
-        """``threads()``: the server's registry, ``None`` until it has one (no thread yet)."""
+    def __init__(
+        self,
+        threads: Callable[[], ThreadRegistry | None],
+        timeout: float,
+        catalog: Callable[[], ThreadCatalog | None] = lambda: None,
+    ) -> None:
+        """``threads()``: the server's registry, ``None`` until it has one (no thread yet);
+        ``catalog()``: the stored threads' catalog, ``None`` while there is none."""
         if timeout <= 0:
             raise ValueError("the idle timeout must be positive")
         self._threads = threads
+        self._catalog = catalog
         self.timeout = timeout
         self._idle_since: dict[str, float] = {}
         self._release_due = False
         self._released_at = -math.inf
-        self.release: Callable[[], object] = release_memory
-        """What gives memory back once no thread is loaded (``_gc.release_memory``)."""
+        self.release: Callable[[], Awaitable[object]] = self._release
+        """What gives memory back once no thread is loaded (see the module docstring)."""
 
     @property
     def poll_interval(self) -> float:
@@ -98,6 +114,15 @@ class IdleUnloader:
             del self._idle_since[thread_id]
         if self._release_due and now - self._released_at >= RELEASE_INTERVAL:
             if not any(record.loaded for record in threads):
-                self.release()
+                await self.release()
                 self._released_at = now
             self._release_due = False
+
+    async def _release(self) -> None:
+        catalog = self._catalog()
+        if catalog is not None:
+            try:
+                await anyio.to_thread.run_sync(catalog.shed)
+            except Exception:  # the index is a cache: a failure here costs memory, nothing else
+                logger.warning("the thread index kept its caches", exc_info=True)
+        release_memory()

@@ -84,6 +84,7 @@ if TYPE_CHECKING:
     from codex_app_bridge.server._stored import ThreadStorage
     from codex_app_bridge.server._stored_list import StoredThreadList
     from codex_app_bridge.sources import EventSource, ThreadGoals, TurnSource
+    from codex_app_bridge.storage import ThreadCatalog
 
 __all__ = ["BridgeServer"]
 
@@ -148,7 +149,7 @@ class BridgeServer:
         self.installation_id = str(uuid4())
         self._drain_timeout = drain_timeout
         self.idle_unloader = (
-            IdleUnloader(lambda: self._threads, idle_unload) if idle_unload else None
+            IdleUnloader(lambda: self._threads, idle_unload, self._catalog) if idle_unload else None
         )
         """Unloads threads nobody is subscribed to after ``idle_unload`` seconds (``server._idle``;
         ``None`` or ``0``: never)."""
@@ -244,6 +245,10 @@ class BridgeServer:
             catalog = ahead or ThreadCatalog(CodexHome(self._codex_home))
             self._stored_threads = StoredThreadList(catalog, lambda: self.source.defaults)
         return self._stored_threads
+
+    def _catalog(self) -> ThreadCatalog | None:
+        stored = self._stored_threads
+        return None if stored is None else stored.catalog
 
     @property
     def storage(self) -> ThreadStorage | None:

@@ -304,6 +304,7 @@ class RolloutIndex:
             Path(f"{self.path}{suffix}").unlink(missing_ok=True)
 
     def close(self) -> None:
+        """Close the database (opened again on next use)."""
         if self._db is not None:
             self._db.close()
             self._db = None
