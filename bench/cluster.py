@@ -23,6 +23,7 @@ requests, alternating processes, the answers checked alike (the same ids in the 
 Issue 24's goal: the cluster lists within the binary's time for its own N stored threads.
 
     PYTHONPATH=src python bench/cluster.py [--turns N] [--words W] [--rounds R] [--threads T]
+        [--pin]
     PYTHONPATH=src python bench/cluster.py --list 10000 [--real] [--rounds R]
 
 Every delta of every turn is counted (a turn ends at its ``turn/completed``); the script fails
@@ -145,9 +146,10 @@ def run(extra: list[str], turns: int, words: int) -> tuple[int, float, float]:
 
 
 class Node:
-    """A ``serve --cluster`` process on stdio, played by the load generator."""
+    """A ``serve --cluster`` process on stdio, played by the load generator (``cpu``: the one
+    core it runs on, ``None``: any)."""
 
-    def __init__(self, url: str, name: str) -> None:
+    def __init__(self, url: str, name: str, cpu: int | None = None) -> None:
         env = {**os.environ, "PYTHONPATH": str(SRC), "LOG_LEVEL": "ERROR"}
         argv = [sys.executable, "-m", "codex_app_bridge", "serve", "--pace", "0"]
         self.proc = subprocess.Popen(
@@ -156,6 +158,8 @@ class Node:
             stdout=subprocess.PIPE,
             env=env,
         )
+        if cpu is not None:
+            os.sched_setaffinity(self.proc.pid, {cpu})
         self.next_id = 100
         self.deltas = 0
 
@@ -209,9 +213,13 @@ class Node:
         self.proc.wait(timeout=60)
 
 
-def scaling(url: str, nats_pid: int, nodes: int, threads: int, turns: int, words: int) -> None:
-    """``nodes`` nodes, each playing ``threads`` threads: one line of figures."""
-    members = [Node(url, f"n{i}") for i in range(nodes)]
+def scaling(
+    url: str, nats_pid: int, nodes: int, threads: int, turns: int, words: int, pin: bool
+) -> None:
+    """``nodes`` nodes, each playing ``threads`` threads: one line of figures (``pin``: node i
+    on core i alone, of the cores this process may use)."""
+    cores = sorted(os.sched_getaffinity(0))
+    members = [Node(url, f"n{i}", cores[i % len(cores)] if pin else None) for i in range(nodes)]
     try:
         thread_ids = [node.start(threads) for node in members]
         text = " ".join(f"w{i}" for i in range(words))
@@ -413,6 +421,12 @@ def main() -> None:
         "--list", type=int, default=0, help="thread/list over N threads of the cluster (0: no)"
     )
     parser.add_argument("--real", action="store_true", help="--list: the real binary too")
+    parser.add_argument(
+        "--pin",
+        action="store_true",
+        help="--threads: each node on a core of its own (node i on core i; nats-server and the "
+        "load generator on any)",
+    )
     args = parser.parse_args()
     if args.list > 0:
         with tempfile.TemporaryDirectory() as store:
@@ -437,7 +451,9 @@ def main() -> None:
                 print(f"scaling, {args.turns} turns of {args.words} words on every thread:")
                 for _ in range(args.rounds):
                     for nodes in (1, 2):
-                        scaling(url, nats.pid, nodes, args.threads, args.turns, args.words)
+                        scaling(
+                            url, nats.pid, nodes, args.threads, args.turns, args.words, args.pin
+                        )
         finally:
             nats.send_signal(signal.SIGTERM)
             nats.wait(timeout=30)

@@ -203,3 +203,37 @@ async def test_a_client_of_a_killed_owner_resumes_on_a_node_that_had_not_loaded_
             assert [t["id"] for t in turns] == [first, cut, after]
             assert [t["status"] for t in turns] == ["completed", "interrupted", "completed"]
             assert node.lost_events == node.duplicate_events == 0
+
+
+async def test_an_owner_whose_lease_lapsed_unclaimed_holds_it_again_without_a_fence(
+    nats_server: NatsServer,
+) -> None:
+    """An owner too busy to renew a lease in time (a loaded machine) finds it lapsed: nobody
+    else took it, so it takes it again, and neither fences its own log nor cuts its turns."""
+    from codex_app_bridge.cluster._subjects import LEASE_BUCKET
+
+    url = nats_server.url
+    with anyio.fail_after(TIMEOUT * 2):
+        async with jetstream(url) as js, open_node(url, "a", lease_ttl=1.0) as (bridge, node):
+            alice = await bridge.connect()
+            await alice.initialize(name="alice")
+            thread_id = await alice.start_thread()
+            await alice.run_turn(thread_id, "before the lapse")
+            await node.flush()
+            leases = await js.key_value(LEASE_BUCKET)
+            await leases.delete(thread_id)  # as the lease's TTL removes it
+            watcher = await leases.watch(thread_id)  # pyright: ignore[reportUnknownMemberType]
+            while True:  # from the deletion on, until the node writes the lease again
+                entry: object = await watcher.updates(timeout=TIMEOUT)
+                if getattr(entry, "value", None) == node.holder.encode():
+                    break
+            await watcher.stop()
+            assert node.owns(thread_id)
+            _, seen = await alice.run_turn(thread_id, "after the lapse")
+            assert seen[-1]["params"]["turn"]["status"] == "completed"
+            await node.flush()
+            log = await read_log(js, thread_id)
+            assert {m.writer for m in log} == {"a"}
+            assert all(m.count for m in log), log  # no fence
+            assert node.fenced == 0
+            assert node.log_length(thread_id) == events_in(log)

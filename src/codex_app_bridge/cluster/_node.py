@@ -1046,9 +1046,31 @@ class ClusterNode:
                     thread_id, self.holder.encode(), last=revision
                 )
             except KeyWrongLastSequenceError:
-                self._lose(thread_id, "its lease lapsed")
+                await self._hold_again(thread_id)
             except Exception as exc:  # NATS away: the lease may lapse, renewed when it is back
                 logger.warning("cluster: thread %s: lease not renewed: %s", thread_id, exc)
+
+    async def _hold_again(self, thread_id: str) -> None:
+        """An owned thread's lease lapsed (this node was too busy, or cut off, to renew it in
+        time: a node streaming turns on a loaded machine): taken again if no other node holds
+        it, so that the node neither fences its own log nor cuts its own turn. A node that
+        took the thread meanwhile and let it go fenced the log, which then refuses this node's
+        next message (``_publish``)."""
+        from nats.js.errors import KeyWrongLastSequenceError
+
+        kv = self._leases_kv
+        assert kv is not None
+        try:
+            self._leases[thread_id] = await kv.create(thread_id, self.holder.encode())
+        except KeyWrongLastSequenceError:
+            self._lose(thread_id, "its lease lapsed")
+            return
+        except Exception as exc:  # NATS away: tried again at the next renewal
+            logger.warning("cluster: thread %s: lease not taken again: %s", thread_id, exc)
+            return
+        logger.warning(
+            "cluster: thread %s: its lease lapsed; node %s holds it again", thread_id, self.name
+        )
 
     def _lose(self, thread_id: str, why: str) -> None:
         """Another node took the thread (this one was cut off or paused longer than a lease):
