@@ -4,8 +4,10 @@ The default ``serve`` (stdio, built-in agent) loads the CLI, the transport, the 
 handshake, which decodes ``initialize``'s params without the wire models when they have the
 usual shape (``_handshake.InitializeParamsSpec``) and writes its answer with orjson; pydantic,
 the generated models, the handlers, the listener, the mapping, the core models, the sources and
-the storage are imported on the first request that needs them. A module-level import that pulls
-them in again is named by the first test.
+the storage are imported on the first request that needs them (with ``--codex-home``, the
+storage index is imported beside ``initialize``: the first ``thread/list`` is read ahead,
+``server._first_list``). A module-level import that pulls them in again is named by the first
+test.
 
 ``serve --script FILE`` answers as soon: before the answer it reads the script's first line only
 (checked without the models, ``_scriptfile``); the sources are loaded and the file indexed when a
@@ -73,6 +75,14 @@ DOMAIN = (
     "codex_app_bridge.cli._demo",
     "codex_app_bridge.cluster",
 )
+
+
+LIST_PATH = (
+    "codex_app_bridge.storage",
+    "codex_app_bridge.listener._read_state",
+    "codex_app_bridge.listener",
+)
+"""What ``serve --codex-home`` imports beside ``initialize`` of ``DOMAIN`` (``_first_list``)."""
 
 
 def _serve(
@@ -255,7 +265,12 @@ def test_serve_with_codex_home_reports_that_home_in_initialize(tmp_path: Path) -
     home = tmp_path / "home"
     home.mkdir()
     answers, report = _serve(INITIALIZE, args=["--codex-home", str(home)])
-    _assert_answered_without_the_domain(answers, report)
+    assert answers[0]["id"] == 1
+    # beside it, the first thread/list is read ahead (``server._first_list``): its storage index
+    # and the listener's read states, never pydantic, the models or the rest of the domain
+    assert _domain_loaded(report) == [m for m in _domain_loaded(report) if m.startswith(LIST_PATH)]
+    assert "codex_app_bridge.storage._catalog" in _domain_loaded(report)
+    assert report["models"] == 0
     result = answers[0]["result"]
     assert isinstance(result, dict)
     assert result["codexHome"] == str(home.absolute())
