@@ -642,17 +642,12 @@ class ThreadCatalog:
     def _restat(self) -> None:
         """Every thread's ``updatedAt`` from its current file's modification time now."""
         db = self.index.db
-        root = self.index.root + "/"
-        stat = os.stat
+        rows = db.execute("SELECT thread_id, current, mtime_ns FROM threads").fetchall()
+        now = self.index.mtimes(current for _, current, _ in rows)
         updates: list[tuple[str, int, int, str]] = []
-        for thread_id, current, seen in db.execute(
-            "SELECT thread_id, current, mtime_ns FROM threads"
-        ).fetchall():
-            try:
-                mtime_ns = stat(root + current).st_mtime_ns
-            except OSError:
-                continue  # gone since the refresh: the next one drops it
-            if mtime_ns != seen:
+        for thread_id, current, seen in rows:
+            mtime_ns = now.get(current)  # None: gone since the refresh, the next one drops it
+            if mtime_ns is not None and mtime_ns != seen:
                 stamp = _micros_stamp(mtime_ns)
                 updates.append((stamp, timestamp_micros(stamp), mtime_ns, thread_id))
         db.executemany(
