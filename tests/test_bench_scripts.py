@@ -209,6 +209,7 @@ def test_startup_times_the_bridge_warm_and_cold(output: Read) -> None:
     assert re.search(r"^  bridge, warm\s+\d+ \(", out, re.M)
     assert re.search(r"^  bridge, no cache of its own\s+\d+ \(", out, re.M)
     assert re.search(r"^  bridge, cold\s+\d+ \(", out, re.M)
+    assert re.search(r"^  bridge --codex-home, warm, on a home seen before\s+\d+ \(", out, re.M)
 
 
 def test_pipelined_requests_are_all_answered_by_the_bridge(output: Read) -> None:
@@ -258,7 +259,7 @@ def test_fanout_delivers_to_every_subscriber(output: Read) -> None:
     [
         ("throughput", r"^0\s+real\s"),
         ("model_turn", r"^0\s+real\s+[\d,]+\s+[\d.]+\s+\d+\s+[\d.]+\s+[\d.]+$"),
-        ("startup", r"^  real 0\.163\.0\s+\d+ \("),
+        ("startup", r"^  real 0\.163\.0, on a home seen before\s+\d+ \("),
         ("requests", r"^0\s+real(\s+[\d,]+){5}\s+0$"),  # every request answered or dropped
         ("memory", r"^\s+1\s+\d+ MB$"),
         ("stored_threads", r"^    thread/resume, not loaded \(next\) +real +[\d.]+ \("),
