@@ -5,7 +5,6 @@ as 0.163.0; it can be read, not driven, and ``thread/resume`` loads it again."""
 from __future__ import annotations
 
 import gc
-import os
 import weakref
 from collections.abc import AsyncIterator, Callable, Iterable
 from contextlib import asynccontextmanager
@@ -17,6 +16,7 @@ import orjson
 import pytest
 
 from tests.e2e._harness import Bridge, Message, Session, methods, open_bridge
+from tests.storage._homes import files_held, index_open
 
 pytestmark = pytest.mark.anyio
 
@@ -110,15 +110,7 @@ async def test_closing_the_only_subscriber_lets_the_thread_unload(kind: str) -> 
 
 def _rollouts_open(home: Path) -> list[str]:
     """The rollout files of ``home`` this process holds a descriptor on."""
-    held: list[str] = []
-    for fd in os.listdir("/proc/self/fd"):
-        try:
-            target = os.readlink(f"/proc/self/fd/{fd}")
-        except OSError:
-            continue  # closed meanwhile (the listing's own descriptor)
-        if target.startswith(str(home)) and target.endswith(".jsonl"):
-            held.append(target)
-    return held
+    return [path for path in files_held(home) if path.endswith(".jsonl")]
 
 
 @pytest.mark.skipif(not Path("/proc/self/fd").is_dir(), reason="needs /proc")
@@ -237,11 +229,11 @@ async def test_the_stored_threads_index_is_closed_once_the_last_thread_is_unload
         thread_id = await client.start_thread()
         await client.run_turn(thread_id, "stored")
         await client.result("thread/list", {})  # the index is opened
-        assert _index_open(home)
+        assert index_open(home)
         await unload(client, watcher, thread_id)
         with anyio.fail_after(60):
             await released.wait()
-        assert not _index_open(home)
+        assert not index_open(home)
         # and opened again on the next use, which answers as before
         listed = await client.result("thread/list", {})
         assert [thread["id"] for thread in listed["data"]] == [thread_id]
@@ -263,18 +255,6 @@ def _told_of_releases(bridge: Bridge) -> anyio.Event:
 
     unloader.release = release_then_tell
     return released
-
-
-def _index_open(home: Path) -> bool:
-    """Whether this process holds a descriptor on ``home``'s stored-thread index."""
-    for fd in os.listdir("/proc/self/fd"):
-        try:
-            target = os.readlink(f"/proc/self/fd/{fd}")
-        except OSError:
-            continue
-        if target.startswith(str(home / "codex-app-bridge" / "thread_index.sqlite")):
-            return True
-    return False
 
 
 async def test_nothing_of_a_resumed_then_unloaded_thread_stays_in_a_table(tmp_path: Path) -> None:

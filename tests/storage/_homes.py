@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import os
 import shutil
 from datetime import datetime
 from pathlib import Path
@@ -10,6 +11,7 @@ from typing import Any
 
 import orjson
 
+from codex_app_bridge.storage._layout import INDEX_FILE
 from tests.conftest import CAPTURES_DIR
 
 CAPTURE_HOME = "/home/dev/.codex"
@@ -41,3 +43,22 @@ def captured_thread_read(capture: str, name: str = "thread_read.json") -> dict[s
     return json.loads((CAPTURES_DIR / capture / name).read_text(encoding="utf-8"))["result"][
         "thread"
     ]
+
+
+def files_held(below: Path) -> list[str]:
+    """The paths starting with ``below`` that this process holds a descriptor on."""
+    held: list[str] = []
+    for fd in os.listdir("/proc/self/fd"):
+        try:
+            target = os.readlink(f"/proc/self/fd/{fd}")
+        except OSError:
+            continue  # closed meanwhile (the listing's own descriptor)
+        if target.startswith(str(below)):
+            held.append(target)
+    return held
+
+
+def index_open(home: Path) -> bool:
+    """Whether this process holds a descriptor on the stored-thread index database of the
+    ``CODEX_HOME`` at ``home`` (its WAL files included)."""
+    return bool(files_held(home / INDEX_FILE))

@@ -4,7 +4,6 @@ names its files): threads are found, summarized and rebuilt to exactly the real 
 from __future__ import annotations
 
 import gc
-import os
 from pathlib import Path
 
 import pytest
@@ -12,10 +11,9 @@ import pytest
 from codex_app_bridge.mapping.thread_history import build_turns
 from codex_app_bridge.protocol.v2 import dump_dict
 from codex_app_bridge.storage import CodexHome, StorageError, ThreadCatalog
-from codex_app_bridge.storage._layout import INDEX_FILE
 from codex_app_bridge.storage._reader import LoadedRollout
 from tests.conftest import CAPTURE_NAMES
-from tests.storage._homes import CAPTURE_HOME, captured_thread_read, home_from_capture
+from tests.storage._homes import CAPTURE_HOME, captured_thread_read, home_from_capture, index_open
 
 MAIN = "01a229f2-bbfe-7a20-9d7f-35a05b666f52"
 SEGMENT = "01a229f2-bca3-7bb2-ab4f-f54b91abaab4"
@@ -146,18 +144,6 @@ def _parsed_rollouts() -> int:
     return sum(isinstance(obj, LoadedRollout) for obj in gc.get_objects())
 
 
-def _index_open(home: Path) -> bool:
-    """Whether this process holds a descriptor on ``home``'s index database."""
-    for fd in os.listdir("/proc/self/fd"):
-        try:
-            target = os.readlink(f"/proc/self/fd/{fd}")
-        except OSError:
-            continue
-        if target.startswith(str(home / INDEX_FILE)):
-            return True
-    return False
-
-
 @pytest.mark.skipif(not Path("/proc/self/fd").is_dir(), reason="needs /proc")
 def test_shed_drops_what_the_catalog_keeps_and_the_next_request_answers_as_before(
     tmp_path: Path,
@@ -169,11 +155,11 @@ def test_shed_drops_what_the_catalog_keeps_and_the_next_request_answers_as_befor
     fork = catalog.find(FORK)
     assert fork is not None
     turns = [dump_dict(turn) for turn in build_turns(catalog.history(fork))]
-    assert _index_open(tmp_path)
+    assert index_open(tmp_path)
     assert _parsed_rollouts() >= 1  # the fork and its base, kept parsed
     catalog.shed()
     assert _parsed_rollouts() == 0
-    assert not _index_open(tmp_path)
+    assert not index_open(tmp_path)
     again = catalog.find(FORK)
     assert again is not None
     assert [dump_dict(turn) for turn in build_turns(catalog.history(again))] == turns
