@@ -36,7 +36,11 @@ def test_readme_opens_with_the_main_job_and_the_test_command() -> None:
     assert main_job.endswith("codex-app-bridge serve")
     assert "pip install -e ." in main_job
     assert "pip install -e '.[test]'" in tests
-    assert tests.endswith("-m pytest")
+    runner = tests.split(" && ")[-1].split()
+    assert runner[1:3] == ["-m", "pytest"], tests
+    if "-n" in runner:  # workers of pytest-xdist: the test extra must bring it
+        pyproject = (ROOT / "pyproject.toml").read_text()
+        assert re.search(r'"pytest-xdist[>=~ ]', pyproject), "pytest -n needs pytest-xdist"
 
 
 def test_ci_runs_the_readme_test_command_verbatim() -> None:
