@@ -27,6 +27,7 @@ from pathlib import Path
 import orjson
 import pytest
 
+from codex_app_bridge.conformance.real_codex import write_codex_config
 from tests.conftest import DATA_DIR, bridge_env
 from tests.e2e._harness import open_bridge
 
@@ -281,3 +282,79 @@ def test_the_default_control_socket_lives_under_codex_home(tmp_path: Path) -> No
 
     expected = tmp_path / "app-server-control" / "app-server-control.sock"
     assert default_unix_socket_path(str(tmp_path)) == str(expected)
+
+
+# Runs ``serve`` as ``PROBE`` does, and notes what is imported and which threads were started
+# when the first ``initialize`` answer is made (before its after-response work runs).
+AT_ANSWER_PROBE = """
+import atexit, json, os, sys, threading
+read, write = os.pipe()
+os.write(write, sys.argv[1].encode() + b"\\n")
+os.close(write)
+os.dup2(read, 0)
+
+started = []
+thread_start = threading.Thread.start
+
+def start(self):
+    started.append(self.name)
+    thread_start(self)
+
+threading.Thread.start = start
+from codex_app_bridge.server import _server
+
+initialize = _server.BridgeServer.initialize
+at_answer = {}
+
+async def answer(self, ctx, params):
+    result = await initialize(self, ctx, params)
+    if not at_answer:
+        at_answer["modules"] = sorted(sys.modules)
+        at_answer["threads"] = list(started)
+    return result
+
+_server.BridgeServer.initialize = answer
+atexit.register(lambda: print(json.dumps({**at_answer, "at_exit": started}), file=sys.stderr))
+from codex_app_bridge.cli import main
+sys.exit(main(["serve", *sys.argv[2:]]))
+"""
+
+BACKGROUND = ("thread/list read-ahead", "warm-model")
+"""The threads of the start-up work begun once ``initialize`` is answered (``_first_list``, the
+model source's warm-up)."""
+
+HEAVY = (
+    "pydantic",
+    "httpx",
+    "sqlite3",
+    "tomlkit",
+    "codex_app_bridge.protocol.core",
+    "codex_app_bridge.protocol.v2._generated",
+    "codex_app_bridge.storage",
+    "codex_app_bridge.agent",
+    "codex_app_bridge.machine",
+)
+
+
+def test_start_up_work_begins_after_the_initialize_answer(tmp_path: Path) -> None:
+    """With a stored-threads home whose config names a model provider, ``serve`` has two pieces
+    of start-up work (the first list's read-ahead, the model source's warm-up); both begin once
+    ``initialize`` is answered, so nothing they import is loaded for the answer."""
+    home = tmp_path / ".codex"
+    write_codex_config(home, "http://127.0.0.1:9/v1")
+    result = subprocess.run(
+        [sys.executable, "-c", AT_ANSWER_PROBE, json.dumps(INITIALIZE), "--codex-home", str(home)],
+        env=bridge_env({"LOG_LEVEL": "ERROR"}),
+        capture_output=True,
+        timeout=60,
+        check=True,
+    )
+    answers = [orjson.loads(line) for line in result.stdout.splitlines()]
+    assert answers[0]["id"] == 1
+    assert "result" in answers[0]
+    report = json.loads(result.stderr.decode().strip().splitlines()[-1])
+    loaded = [m for m in report["modules"] if any(m == h or m.startswith(f"{h}.") for h in HEAVY)]
+    assert loaded == []
+    assert [name for name in report["threads"] if name in BACKGROUND] == []
+    # and begun after it, not dropped
+    assert [name for name in report["at_exit"] if name in BACKGROUND] == list(BACKGROUND)

@@ -70,7 +70,7 @@ import logging
 import os
 import signal
 import sys
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from contextlib import nullcontext
 from dataclasses import dataclass
 from functools import partial
@@ -460,11 +460,11 @@ def _model_source(config: ConfigLayers, codex_home_dir: str | None) -> EventSour
 
 
 def _warm_model_source(config: ConfigLayers) -> None:
-    """Run in a worker thread when the model source serves: what a first turn would build on
-    the event loop (the turn's wire models, the agent's modules, the HTTP stack) is built now,
-    the HTTP stack last (``agent._source.warm``): a thread's session needs it when it opens, so
-    the rest is built before ``thread/start`` is answered and the first ``turn/start`` finds
-    nothing left to build."""
+    """Run in a worker thread when the model source serves, from the first ``initialize``
+    answered: what a first turn would build on the event loop (the turn's wire models, the
+    agent's modules, the HTTP stack) is built now, the HTTP stack last (``agent._source.warm``):
+    a thread's session needs it when it opens, so the rest is built before ``thread/start`` is
+    answered and the first ``turn/start`` finds nothing left to build."""
     from codex_app_bridge.agent._source import warm
 
     try:
@@ -561,14 +561,24 @@ def _say_sandbox() -> None:
         )
 
 
+def _start_warm_model_source(config: ConfigLayers) -> None:
+    import threading
+
+    threading.Thread(
+        target=_warm_model_source, args=(config,), name="warm-model", daemon=True
+    ).start()
+
+
 def _choose_source(
     args: argparse.Namespace,
     built: SourceFactory,
     config: ConfigLayers,
     codex_home_dir: str | None,
+    warm_ups: list[Callable[[], object]],
 ) -> SourceFactory:
     """Explicit flags first, then a configured model provider, then the built-in agent; the
-    choice is said on stderr."""
+    choice is said on stderr. The model source's warm-up is added to ``warm_ups`` (begun by the
+    server once ``initialize`` is answered)."""
     if args.producer is not None:
         _announce("events from --producer")
         return built
@@ -579,12 +589,9 @@ def _choose_source(
         _announce(f"turns from --scenario {args.scenario}")
         return built
     if config.configured_provider():
-        import threading
-
-        # the first turn's imports (agent, httpx, machine, the core models) load off the loop
-        threading.Thread(
-            target=_warm_model_source, args=(config,), name="warm-model", daemon=True
-        ).start()
+        # the first turn's imports (agent, httpx, machine, the core models), off the loop once
+        # initialize is answered
+        warm_ups.append(partial(_start_warm_model_source, config))
         _announce(
             "turns from the model provider configured in "
             f"{Path(codex_home_dir or codex_home()) / 'config.toml'}"
@@ -892,13 +899,15 @@ async def run_server(
     source_factory: SourceFactory | None = None,
     config: ConfigLayers | None = None,
     read_ahead: ListReadAhead | None = None,
+    after_initialize: Sequence[Callable[[], object]] = (),
 ) -> None:
     """Serve until end of input (stdio) or SIGTERM/SIGINT (every transport).
 
     The source is ``source``, else made by ``source_factory`` when first needed, else the
     built-in agent. ``config``: the layers threads resolve theirs from (``BridgeServer``'s
-    default otherwise). ``read_ahead``: the stored threads' first page, read since start-up
-    (``server._first_list``)."""
+    default otherwise). ``read_ahead``: the stored threads' first page, read from the first
+    ``initialize`` answered (``server._first_list``), as ``after_initialize`` (warm-ups) are
+    begun."""
     settings = settings if settings is not None else ServeSettings()
     listen = settings.listen
     if settings.allow_inject:
@@ -923,6 +932,7 @@ async def run_server(
             config=config,
             shared=node,
             read_ahead=read_ahead,
+            after_initialize=after_initialize,
         ) as server,
         anyio.create_task_group() as tg,
     ):
@@ -1001,7 +1011,7 @@ def _run(args: argparse.Namespace) -> int:
     except StartError as exc:
         print(f"Error: {exc}", file=sys.stderr)  # the real binary's words and form
         return exc.code
-    # the first thread/list's imports and reads, beside the rest of the start-up
+    # the first thread/list's imports and reads, begun once initialize is answered
     read_ahead = None if settings.codex_home is None else ListReadAhead(settings.codex_home)
     config = serve_config(args, settings.codex_home)
     refused = config.startup_error(strict=args.strict_config)
@@ -1015,7 +1025,8 @@ def _run(args: argparse.Namespace) -> int:
         )
     else:
         logger.info("storing threads under %s", settings.codex_home)
-    source = _choose_source(args, source, config, settings.codex_home)
+    warm_ups: list[Callable[[], object]] = []
+    source = _choose_source(args, source, config, settings.codex_home, warm_ups)
     if args.seed is not None:
         install_clock(SeededClock(args.seed))
     try:
@@ -1026,6 +1037,7 @@ def _run(args: argparse.Namespace) -> int:
                 source_factory=source,
                 config=config,
                 read_ahead=read_ahead,
+                after_initialize=warm_ups,
             )
         )
     except (Exception, BaseExceptionGroup) as exc:  # pyright: ignore[reportUnknownVariableType]

@@ -32,7 +32,7 @@ import logging
 import os
 import socket
 import sys
-from collections.abc import Callable, Coroutine
+from collections.abc import Callable, Coroutine, Sequence
 from functools import partial
 from pathlib import Path
 from types import TracebackType
@@ -111,11 +111,15 @@ class BridgeServer:
         config: ConfigLayers | None = None,
         shared: SharedThreads | None = None,
         read_ahead: ListReadAhead | None = None,
+        after_initialize: Sequence[Callable[[], object]] = (),
     ) -> None:
-        """``read_ahead``: the catalog of ``codex_home``, its first page read ahead since the
-        process started (``_first_list``); made here when first needed otherwise."""
+        """``read_ahead``: the catalog of ``codex_home``, its first page read ahead from the
+        first ``initialize`` answered (``_first_list``); made here when first needed otherwise.
+        ``after_initialize``: more start-up work (each callable starts its own thread: warm-ups),
+        begun then too, as the read-ahead is: begun before, it would delay that answer."""
         self._source = source
         self._read_ahead = read_ahead
+        self._after_initialize = list(after_initialize)
         self._shared = shared
         self._config = config
         self.announced_config_warnings: set[str] = set()
@@ -336,7 +340,7 @@ class BridgeServer:
                 self._storage.close()
             if self._stored_threads is not None:  # its catalog (closing twice is harmless)
                 self._stored_threads.catalog.close()
-            elif self._read_ahead is not None:  # read ahead, never asked for
+            elif self._read_ahead is not None and self._read_ahead.started:  # never asked for
                 ahead = self._read_ahead.catalog()
                 if ahead is not None:
                     ahead.close()
@@ -443,6 +447,7 @@ class BridgeServer:
             connection = self._connections.get(ctx.connection.connection_id)
             if connection is not None:  # else it closed meanwhile: nothing to broadcast to
                 self.add_connection(connection)
+            self._begin_after_initialize()
 
         ctx.after_response(welcome)
         agent = user_agent(self.originator, state.client_name, state.client_version)
@@ -458,6 +463,18 @@ class BridgeServer:
                 "platformOs": platform_os(),
             }
         )
+
+    def _begin_after_initialize(self) -> None:
+        """The start-up work left for after the first ``initialize`` answer (once): the list
+        read-ahead, then the warm-ups ``serve`` gave (a failure is logged, never raised)."""
+        if self._read_ahead is not None:
+            self._read_ahead.start()
+        begin, self._after_initialize = self._after_initialize, []
+        for work in begin:
+            try:
+                work()
+            except Exception:
+                logger.exception("start-up work after initialize failed")
 
     def add_connection(self, connection: Connection) -> None:
         """Register an initialized connection for broadcasts (kept until the hub exists: before
