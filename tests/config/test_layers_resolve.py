@@ -128,6 +128,17 @@ def test_a_cli_value_that_is_not_toml_is_a_string_and_one_without_equals_is_refu
             "<home>/config.toml:4:1: unknown configuration field `model_providers.m.foo`",
         ),
         (None, ("bar=1",), True, "unknown configuration field `bar` in -c/--config override"),
+        # -c naming a provider of the file: refused only when the file fails (the fallback,
+        # the defaults under -c, does not know it)
+        ('[model_providers.m]\nname = "x"\nbase_url = "u"\n', ("model_provider=m",), False, None),
+        (
+            'model = 5\n[model_providers.m]\nname = "x"\nbase_url = "u"\n',
+            ("model_provider=m",),
+            False,
+            "Model provider `m` not found",
+        ),
+        # without -c the fallback is the defaults alone, which always load: not fatal
+        ('model_provider = "nope"\nmodel = 5\n', (), False, None),
     ],
 )
 def test_startup_errors_are_the_binarys(
@@ -136,6 +147,12 @@ def test_startup_errors_are_the_binarys(
     found = layers(tmp_path, user, cli=cli).startup_error(strict=strict)
     home = str(tmp_path / "home")
     assert (None if found is None else found.replace(home, "<home>")) == expected
+
+
+def test_the_defaults_alone_always_load(tmp_path: Path) -> None:
+    # what ``startup_error`` relies on to check no file before the server starts without -c
+    assert layers(tmp_path).load_error() is None
+    assert layers(tmp_path, environ={"OPENAI_API_KEY": "k"}).load_error() is None
 
 
 def test_a_thread_config_map_error_names_the_key_without_a_position(tmp_path: Path) -> None:

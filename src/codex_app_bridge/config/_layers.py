@@ -739,18 +739,21 @@ class ConfigLayers:
         for layer in (self.system(), self.user()):
             if layer.config.get("approval_policy") == "untrusted":
                 return _UNTRUSTED
-        try:
-            self.merged()
-        except ConfigError:
-            # Codex falls back to the defaults under the -c overrides; when those fail too it
-            # cannot start
+        # Codex falls back to the defaults under the -c overrides when the files' config fails,
+        # and cannot start when those fail too. Without -c that fallback is the defaults alone,
+        # which always load: the files are then checked when first needed (their warning is
+        # sent after initialize), not before the server answers anything.
+        if self._cli:
             try:
-                merged = self._checked(None, files=False)
-            except ConfigError as exc:
-                return exc.plain
-            provider_id = merged.get("model_provider") or OPENAI_PROVIDER_ID
-            if provider_id not in self.providers(merged):
-                return f"Model provider `{provider_id}` not found"
+                self.merged()
+            except ConfigError:
+                try:
+                    merged = self._checked(None, files=False)
+                except ConfigError as exc:
+                    return exc.plain
+                provider_id = merged.get("model_provider") or OPENAI_PROVIDER_ID
+                if provider_id not in self.providers(merged):
+                    return f"Model provider `{provider_id}` not found"
         session = self.session()
         if strict:
             for layer in (self.user(), self.system()):
