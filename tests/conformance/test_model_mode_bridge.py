@@ -13,7 +13,9 @@ fails.
 
 from __future__ import annotations
 
+import errno
 import re
+import socket
 from pathlib import Path
 
 import pytest
@@ -23,6 +25,7 @@ from codex_app_bridge.conformance._model_mode import (
     MODEL_SCENARIOS,
     ModelResult,
     load_reference,
+    refusing_port,
     run_model_suite_sync,
     scenario_named,
     total_notifications,
@@ -107,3 +110,19 @@ def test_a_scenario_played_again_in_the_same_process_waits_for_its_own_deltas(
     assert "error" not in answer, answer
     assert order.index("item/agentMessage/delta") < order.index("turn/interrupt"), order
     assert record.notes["turn_status"] == "interrupted"
+
+
+def test_the_unreachable_provider_s_port_stays_refused_and_untaken_for_the_whole_run() -> None:
+    """``unreachable`` names a port nobody listens on. It used to be bound and closed again
+    before the run: free, so a mock started meanwhile (another scenario's, or the other
+    pytest-xdist worker's, on port 0) could get it and answer the server meant to wait for
+    the network. Held bound without listening, it refuses connections and cannot be taken,
+    even by a listener asking for ``SO_REUSEADDR`` (as ``http.server``'s and asyncio's do)."""
+    with refusing_port() as port:
+        with pytest.raises(ConnectionRefusedError):
+            socket.create_connection(("127.0.0.1", port), timeout=30).close()
+        with socket.socket() as other:
+            other.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+            with pytest.raises(OSError, match="in use") as taken:
+                other.bind(("127.0.0.1", port))
+        assert taken.value.errno == errno.EADDRINUSE

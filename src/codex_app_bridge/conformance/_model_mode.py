@@ -37,8 +37,8 @@ import re
 import shutil
 import socket
 import sys
-from collections.abc import Awaitable, Callable, Iterable, Mapping, Sequence
-from contextlib import AsyncExitStack
+from collections.abc import Awaitable, Callable, Generator, Iterable, Mapping, Sequence
+from contextlib import AsyncExitStack, contextmanager, nullcontext
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Final, cast
@@ -84,6 +84,7 @@ __all__ = [
     "load_reference",
     "mask_input",
     "record_run",
+    "refusing_port",
     "run_model_suite",
     "run_model_suite_sync",
     "run_server",
@@ -909,10 +910,15 @@ class ServerRun:
     error: str | None = None
 
 
-def _closed_port() -> int:
-    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
+@contextmanager
+def refusing_port() -> Generator[int]:
+    """A port of 127.0.0.1 that refuses every connection while the block lasts: bound, never
+    listening, so no other socket can take it. (A port bound and closed again is free: another
+    scenario's mock, or the other pytest-xdist worker's, could bind it and answer the server
+    that was to find nobody there.)"""
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as held:
+        held.bind(("127.0.0.1", 0))
+        yield int(held.getsockname()[1])
 
 
 async def run_server(
@@ -925,12 +931,26 @@ async def run_server(
     timeout_s: float | None = None,
 ) -> ServerRun:
     """``spec`` against the server ``argv`` in a fresh ``base/{home,work}``; the mock is reset
-    to the scenario's answers first."""
+    to the scenario's answers first. A scenario without a mock (``spec.mock`` ``None``) names a
+    port that refuses connections for the whole run (:func:`refusing_port`)."""
+    with refusing_port() if spec.mock is None else nullcontext(None) as port:
+        base_url = mock.base_url if port is None else f"http://127.0.0.1:{port}/v1"
+        return await _run_on(spec, argv, mock, base, base_url, extra_env, timeout_s)
+
+
+async def _run_on(
+    spec: ModelScenario,
+    argv: list[str],
+    mock: MockResponses,
+    base: Path,
+    base_url: str,
+    extra_env: Mapping[str, str] | None,
+    timeout_s: float | None,
+) -> ServerRun:
     home, work = base / "home", base / "work"
     shutil.rmtree(base, ignore_errors=True)
     work.mkdir(parents=True)
     home.mkdir(parents=True)
-    base_url = mock.base_url if spec.mock is not None else f"http://127.0.0.1:{_closed_port()}/v1"
     config = write_codex_config(home, base_url, top=spec.extra_config)
     if spec.idle_timeout_ms is not None:
         text = config.read_text(encoding="utf-8")
