@@ -14,7 +14,7 @@ import pytest
 
 from codex_app_bridge._version import CODEX_PROTOCOL_VERSION
 from codex_app_bridge.cli import build_parser, main
-from codex_app_bridge.conformance.real_codex import real_codex_path
+from codex_app_bridge.conformance.real_codex import codex_env, real_codex_path
 
 ROOT = Path(__file__).resolve().parents[2]
 ROLLOUT = ROOT / "tests" / "data" / "captures" / "plain" / "rollout.jsonl"
@@ -61,19 +61,23 @@ def test_a_command_s_bad_flag_shows_that_command_s_usage(
     assert err.startswith(f"usage: codex-app-bridge {usage} ")
 
 
-def _real_app_server_flags() -> list[str]:
+def _real_app_server_flags(home: Path) -> list[str]:
+    """The binary's own ``--help``, run on a CODEX_HOME (and HOME) of the test's: with the
+    developer's environment it set up its helpers in the real ``~/.codex/tmp/arg0-linux``, a
+    directory every worker and every checkout on the machine shares."""
     shown = subprocess.run(
         [real_codex_path(), "app-server", "--help"],
         capture_output=True,
         text=True,
         timeout=60,
         check=True,
+        env=codex_env(home / ".codex"),
     ).stdout
     return sorted(set(re.findall(r"^\s+(?:-\w, )?(--[a-z][a-z0-9-]+)", shown, re.MULTILINE)))
 
 
-def test_every_flag_of_the_real_app_server_is_accepted() -> None:
-    flags = _real_app_server_flags()
+def test_every_flag_of_the_real_app_server_is_accepted(tmp_path: Path) -> None:
+    flags = _real_app_server_flags(tmp_path)
     assert {"--analytics-default-enabled", "--code-mode-host", "--strict-config"} <= set(flags)
     values = {
         "--config": "model=x",
