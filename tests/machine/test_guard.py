@@ -22,15 +22,9 @@ from tests.conftest import bridge_command, bridge_env
 from tests.machine.conftest import WAIT_S, pid_alive
 
 
-def _gone_within(pid: int, timeout: float) -> bool:
-    try:
-        fd = os.pidfd_open(pid)
-    except ProcessLookupError:
-        return True
-    try:
-        return bool(select.select([fd], [], [], timeout)[0])
-    finally:
-        os.close(fd)
+def _gone_within(pidfd: int, timeout: float) -> bool:
+    """Whether the process of ``pidfd`` exits within ``timeout`` (its pidfd turns readable)."""
+    return bool(select.select([pidfd], [], [], timeout)[0])
 
 
 @contextlib.contextmanager
@@ -40,8 +34,9 @@ def _group(*argv: str) -> Generator[subprocess.Popen[bytes]]:
     try:
         yield process
     finally:
-        with contextlib.suppress(OSError):
-            os.killpg(process.pid, signal.SIGKILL)
+        if process.returncode is None:  # not reaped: its pid, the group's id, is still its own
+            with contextlib.suppress(OSError):
+                os.killpg(process.pid, signal.SIGKILL)
         process.wait(timeout=WAIT_S)
 
 
@@ -92,6 +87,7 @@ def test_a_server_that_exits_or_is_killed_takes_its_commands_groups_with_it(
     reader = threading.Thread(target=read, daemon=True)
     reader.start()
     pids: list[int] = []
+    pidfds: list[int] = []
     try:
         assert server.stdin is not None
         for request in (
@@ -118,6 +114,9 @@ def test_a_server_that_exits_or_is_killed_takes_its_commands_groups_with_it(
         assert ready.wait(WAIT_S), "the command never said it was ready"
         pids = [int(p) for p in (tmp_path / "pids").read_text().split()]
         assert len(pids) == 3
+        # a pidfd each while they are known alive: once one has exited its pid is free (32768
+        # of them here), and the other pytest-xdist worker may start a process on it
+        pidfds += [os.pidfd_open(p) for p in pids]
         assert all(pid_alive(p) for p in pids)
         if end == "sigkill":
             server.kill()
@@ -125,14 +124,15 @@ def test_a_server_that_exits_or_is_killed_takes_its_commands_groups_with_it(
         else:
             server.stdin.close()
             assert server.wait(timeout=WAIT_S) == 0
-        assert [p for p in pids if not _gone_within(p, WAIT_S)] == []
+        assert [p for p, fd in zip(pids, pidfds, strict=True) if not _gone_within(fd, WAIT_S)] == []
     finally:
         if server.poll() is None:
             server.kill()
         server.wait(timeout=WAIT_S)
-        for pid in pids:  # never leave a sleep behind, even when the test failed
+        for fd in pidfds:  # never leave a sleep behind, even when the test failed
             with contextlib.suppress(OSError):
-                os.kill(pid, signal.SIGKILL)
+                signal.pidfd_send_signal(fd, signal.SIGKILL)
+            os.close(fd)
         reader.join(timeout=WAIT_S)
         for stream in (server.stdin, server.stdout):
             if stream is not None:
