@@ -496,6 +496,31 @@ def test_a_first_page_reads_only_the_newest_rollouts_and_is_exact(
     assert _view(catalog) == expected
 
 
+def test_an_updated_at_order_sees_files_changed_since_they_were_listed(
+    tmp_path: Path, reads: list[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # the index keeps each file's modification time from its listing (never read yet) or its
+    # last read; another process then continues an old thread and another thread's segment
+    # while this one runs: an updatedAt order stats them again and puts them first
+    monkeypatch.setattr(catalog_module, "_FILL_BATCH", 2)
+    paths = [_write_thread(None, tmp_path, n, created=START + timedelta(days=n)) for n in range(12)]
+    catalog = ThreadCatalog(CodexHome(tmp_path), background=False)
+    assert [row.thread_id for row in catalog.rows(EVERYTHING, limit=2)] == [
+        _thread_id(11),
+        _thread_id(10),
+    ]
+    catalog.rows(EVERYTHING, by_updated=True, limit=2)  # every file listed, its time stored
+    assert len(reads) < len(paths)  # the old ones were never read
+    later = time.time() + 60
+    with paths[1].open("ab") as rollout:  # an old thread, never read: continued elsewhere
+        rollout.write(_complete("continued", "later"))
+    os.utime(paths[1], (later, later))
+    os.utime(paths[10], (later - 1, later - 1))  # a read one, touched later
+    newest = catalog.rows(EVERYTHING, by_updated=True, limit=3)
+    assert [row.thread_id for row in newest] == [_thread_id(1), _thread_id(10), _thread_id(11)]
+    assert [tuple(row) for row in newest] == _from_scratch(tmp_path)["by_updated"][:3]
+
+
 def test_a_list_reads_the_head_of_a_long_rollout_not_a_megabyte(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:

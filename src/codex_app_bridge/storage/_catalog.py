@@ -640,12 +640,14 @@ class ThreadCatalog:
             self._compute_rows(late.union(thread_ids))
 
     def _restat(self) -> None:
-        """Every thread's ``updatedAt`` from its current file's modification time now."""
+        """Every thread's ``updatedAt`` from its current file's modification time now (every
+        file stat-ed once, ``RolloutIndex.restat``)."""
+        now = self.index.restat()
         db = self.index.db
-        rows = db.execute("SELECT thread_id, current, mtime_ns FROM threads").fetchall()
-        now = self.index.mtimes(current for _, current, _ in rows)
         updates: list[tuple[str, int, int, str]] = []
-        for thread_id, current, seen in rows:
+        for thread_id, current, seen in db.execute(
+            "SELECT thread_id, current, mtime_ns FROM threads"
+        ).fetchall():
             mtime_ns = now.get(current)  # None: gone since the refresh, the next one drops it
             if mtime_ns is not None and mtime_ns != seen:
                 stamp = _micros_stamp(mtime_ns)
@@ -727,7 +729,6 @@ class ThreadCatalog:
                 self._list_all()
             if by_updated:
                 self._restat()
-                self.index.restat_unread()
             if limit is None or not descending:
                 self._fill(self.index.unread(by_updated=by_updated, limit=None))
                 return page()

@@ -29,6 +29,10 @@ past what it checked:
   time they were folded at. What ``thread/list`` filters on (``session_meta``, preview) never
   changes as a rollout grows, so it is read once; the rest is checked against the file (a
   ``stat``) where it is shown, and the fold continued from where it stopped.
+* **Modification times** (a thread's ``updatedAt`` is its current file's): each file's is
+  stored when it is listed (stat-ed by its name in the open directory) and when it is read; an
+  ``updatedAt`` order stats every file again, once (``restat``: an append by another process
+  moves no directory's time), and stores those that moved.
 * **This server's own writes** are told to the index as they happen (``noted_*``), from the event
   loop: a note is queued and applied by the next reader, so the loop never waits for the index
   and the index never reads back what the server wrote. A note that does not fit what the index
@@ -129,6 +133,8 @@ CREATE INDEX IF NOT EXISTS files_unread ON files (stamp_key) WHERE state = 0;
 CREATE INDEX IF NOT EXISTS files_partial ON files (state) WHERE state = 1;
 CREATE INDEX IF NOT EXISTS files_unread_segments ON files (thread_id)
     WHERE state = 0 AND segment = 1;
+CREATE INDEX IF NOT EXISTS files_unread_threads ON files (thread_id) WHERE state = 0;
+CREATE INDEX IF NOT EXISTS files_mtimes ON files (rel, mtime_ns);
 CREATE TABLE IF NOT EXISTS threads (
     thread_id TEXT PRIMARY KEY, archived INTEGER NOT NULL, cwd TEXT NOT NULL,
     model_provider TEXT, source_kind TEXT NOT NULL, originator TEXT, name TEXT,
@@ -431,9 +437,10 @@ class RolloutIndex:
         file's modification time: at most the latest of all its files'."""
         db = self.db
         if by_updated:
-            row = db.execute(
-                "SELECT MAX(f.mtime_ns) FROM files AS f JOIN "
-                f"(SELECT DISTINCT thread_id FROM files WHERE state = {UNREAD}) USING (thread_id)"
+            row = db.execute(  # each thread with a file never read, then its files
+                "SELECT MAX(f.mtime_ns) FROM (SELECT DISTINCT thread_id FROM files INDEXED BY "
+                f"files_unread_threads WHERE state = {UNREAD}) AS u CROSS JOIN files AS f "
+                "USING (thread_id)"
             ).fetchone()
             return None if row[0] is None else int(row[0]) // 1000
         row = db.execute(f"SELECT MAX(stamp_key) FROM files WHERE state = {UNREAD}").fetchone()
@@ -443,7 +450,8 @@ class RolloutIndex:
         segmented = [
             thread_id
             for (thread_id,) in db.execute(
-                f"SELECT DISTINCT thread_id FROM files WHERE state = {UNREAD} AND segment = 1"
+                "SELECT DISTINCT thread_id FROM files INDEXED BY files_unread_segments "
+                f"WHERE state = {UNREAD} AND segment = 1"
             )
         ]
         for files in self.files_of_many(segmented).values():
@@ -485,41 +493,41 @@ class RolloutIndex:
             )
         return out
 
-    def restat_unread(self) -> None:
-        """The modification time of every file never read, now (``updatedAt`` order)."""
-        seen: dict[str, int] = dict(
-            self.db.execute(f"SELECT rel, mtime_ns FROM files WHERE state = {UNREAD}").fetchall()
-        )
-        now = self.mtimes(seen)
-        self.db.executemany(
-            "UPDATE files SET mtime_ns = ? WHERE rel = ?",
-            [(mtime_ns, rel) for rel, mtime_ns in now.items() if mtime_ns != seen[rel]],
-        )
-
-    def mtimes(self, rels: Iterable[str]) -> dict[str, int]:
-        """The modification times of these files now, by path (those gone left out): stat-ed
-        directory by directory, each file by its name in its open directory (an ``updatedAt``
-        order stats every file: the path walked once a directory, not once a file)."""
-        by_dir: dict[str, list[str]] = {}
-        for rel in rels:
-            parent, _, name = rel.rpartition("/")
-            by_dir.setdefault(parent, []).append(name)
+    def restat(self) -> dict[str, int]:
+        """Every file's modification time now, by path (those gone left out), stored where it
+        moved (an ``updatedAt`` order: 0.163.0 stats every rollout for it too). Each is stat-ed
+        by its name in its open directory (the path walked once a directory, not once a file),
+        in the order of the paths (one directory after another)."""
         out: dict[str, int] = {}
+        moved: list[tuple[int, str]] = []
         stat = os.stat
-        for parent, names in by_dir.items():
-            try:
-                fd = os.open(self.abs(parent), os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC)
-            except OSError:
-                continue  # gone since the refresh: the next one drops its files
-            prefix = f"{parent}/" if parent else ""
-            try:
-                for name in names:
+        fd = -1
+        folder: str | None = None
+        try:
+            for rel, seen in self.db.execute("SELECT rel, mtime_ns FROM files ORDER BY rel"):
+                parent, _, name = rel.rpartition("/")
+                if parent != folder:
+                    if fd >= 0:
+                        os.close(fd)
+                        fd = -1
+                    folder = parent
                     try:
-                        out[prefix + name] = stat(name, dir_fd=fd).st_mtime_ns
+                        fd = os.open(self.abs(parent), os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC)
                     except OSError:
-                        continue
-            finally:
+                        continue  # gone since the refresh: the next one drops its files
+                elif fd < 0:
+                    continue
+                try:
+                    mtime_ns = stat(name, dir_fd=fd).st_mtime_ns
+                except OSError:
+                    continue
+                out[rel] = mtime_ns
+                if mtime_ns != seen:
+                    moved.append((mtime_ns, rel))
+        finally:
+            if fd >= 0:
                 os.close(fd)
+        self.db.executemany("UPDATE files SET mtime_ns = ? WHERE rel = ?", moved)
         return out
 
     def _visit(
@@ -590,38 +598,49 @@ class RolloutIndex:
         self._touched.pop(rel_dir, None)
         subdirs: list[str] = []
         names: dict[str, RolloutName] = {}
+        db = self.db
+        present: dict[str, str] = dict(
+            db.execute("SELECT rel, thread_id FROM files WHERE dir = ?", (rel_dir,))
+        )
+        added: list[tuple[IndexedFile, int, RolloutFacts | None]] = []
         try:
-            with os.scandir(self.abs(rel_dir)) as entries:
-                for entry in entries:
-                    if entry.is_dir(follow_symlinks=False):
-                        subdirs.append(entry.name)
-                        continue
-                    name = parse_rollout_name(entry.name)
-                    if name is not None:
-                        names[f"{rel_dir}/{entry.name}"] = name
+            fd = os.open(self.abs(rel_dir), os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC)
         except OSError as exc:
             _log.debug("cannot list %s: %s", rel_dir, exc)
-        db = self.db
+        else:
+            try:
+                with os.scandir(fd) as entries:
+                    for entry in entries:
+                        if entry.is_dir(follow_symlinks=False):
+                            subdirs.append(entry.name)
+                            continue
+                        name = parse_rollout_name(entry.name)
+                        if name is None:
+                            continue
+                        rel = f"{rel_dir}/{entry.name}"
+                        names[rel] = name
+                        if rel in present:
+                            continue
+                        # its modification time now, by its name in the open directory (an
+                        # updatedAt order compares it with the file's, ``restat``): an
+                        # index never stores every file's time at once
+                        try:
+                            file_mtime_ns = os.stat(entry.name, dir_fd=fd).st_mtime_ns
+                        except OSError:
+                            file_mtime_ns = 0  # gone meanwhile: its directory changed
+                        added.append((IndexedFile(rel, name, _archived(rel)), file_mtime_ns, None))
+            except OSError as exc:
+                _log.debug("cannot list %s: %s", rel_dir, exc)
+            finally:
+                os.close(fd)
         db.execute(
             "INSERT OR REPLACE INTO dirs (rel, parent, mtime_ns, listed_ns) VALUES (?, ?, ?, ?)",
             (rel_dir, _parent(rel_dir), mtime_ns, listed_ns),
         )
-        present: dict[str, str] = dict(
-            db.execute("SELECT rel, thread_id FROM files WHERE dir = ?", (rel_dir,))
-        )
         gone = [rel for rel in present if rel not in names]
         db.executemany("DELETE FROM files WHERE rel = ?", [(rel,) for rel in gone])
         changed.update(present[rel] for rel in gone)
-        self._insert(
-            [
-                # modification time unknown (0) until read, or until an updatedAt order
-                # needs it (restat_unread)
-                (IndexedFile(rel, name, _archived(rel)), 0, None)
-                for rel, name in names.items()
-                if rel not in present
-            ],
-            changed,
-        )
+        self._insert(added, changed)
         return sorted(subdirs)
 
     def _insert(
