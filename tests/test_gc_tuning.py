@@ -9,7 +9,9 @@ import os
 import platform
 import subprocess
 import sys
+import tracemalloc
 import weakref
+from datetime import datetime, timedelta, timezone
 from pathlib import Path
 
 import pytest
@@ -75,6 +77,34 @@ def test_release_memory_collects_cycles_and_trims_glibc() -> None:
     assert freed == ["cycle"]
     glibc = sys.platform.startswith("linux") and platform.libc_ver()[0] == "glibc"
     assert trimmed is glibc
+
+
+def _format_aware(moment: datetime, times: int) -> None:
+    for _ in range(times):
+        moment.strftime("%Y")  # datetime's C code looks ``dst`` up on the tzinfo by a new name
+
+
+def test_release_memory_drops_the_names_the_type_cache_kept() -> None:
+    # issue 23's soak: CPython's attribute cache (4096 slots) keeps a reference to the name of
+    # the last lookup of each slot, chosen by the name's address; the names datetime's C code
+    # makes for every ``utcoffset``/``dst`` call stayed, a few hundred of them made under load
+    # and spread over the allocator's arenas, each keeping its 1 MiB arena resident
+    moment = datetime.now(timezone(timedelta(hours=1)))
+    line = _format_aware.__code__.co_firstlineno + 2
+    tracing = tracemalloc.is_tracing()
+    if not tracing:
+        tracemalloc.start(1)
+    try:
+        _format_aware(moment, 2000)
+        gc.collect()
+        kept = tracemalloc.take_snapshot().filter_traces([tracemalloc.Filter(True, __file__, line)])
+        release_memory()
+        left = tracemalloc.take_snapshot().filter_traces([tracemalloc.Filter(True, __file__, line)])
+    finally:
+        if not tracing:
+            tracemalloc.stop()
+    assert len(kept.traces) > 10  # what the cache kept (the test proves nothing otherwise)
+    assert len(left.traces) == 0
 
 
 _ARENAS_PROBE = """

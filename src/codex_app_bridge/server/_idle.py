@@ -17,8 +17,8 @@ When an unload leaves no thread loaded, the server has gone quiet: the process's
 given back, at most once per ``RELEASE_INTERVAL`` (a later quiet moment waits for the interval,
 never a request): first the stored threads' catalog sheds what it keeps between requests
 (``ThreadCatalog.shed``, in a worker thread: parsed rollouts, the notes of the server's writes,
-SQLite's page cache), then ``_gc.release_memory`` (a full collection, then glibc's
-``malloc_trim``). The catalog goes first because what it keeps was allocated under load, spread
+SQLite's page cache), then ``_gc.release_memory`` (the interpreter's attribute cache emptied, a
+full collection, then glibc's ``malloc_trim``). The catalog goes first because what it keeps was allocated under load, spread
 over the allocator's arenas: while it lives, those arenas stay, however empty.
 """
 
