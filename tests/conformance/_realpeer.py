@@ -19,6 +19,7 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from typing import Any, ClassVar, Self
 
+from codex_app_bridge.conformance.real_codex import write_codex_config
 from tests.conftest import bridge_command, bridge_env
 
 TIMEOUT = 60.0
@@ -124,25 +125,7 @@ class MockModel:
         self.server.server_close()
 
     def write_config(self, home: Path) -> None:
-        home.mkdir(parents=True, exist_ok=True)
-        (home / "config.toml").write_text(
-            f"""model = "mock-model"
-model_provider = "mock"
-approval_policy = "never"
-sandbox_mode = "danger-full-access"
-[model_providers.mock]
-name = "mock"
-base_url = "http://127.0.0.1:{self.port}/v1"
-wire_api = "responses"
-requires_openai_auth = false
-supports_websockets = false
-request_max_retries = 0
-stream_max_retries = 0
-[analytics]
-enabled = false
-""",
-            encoding="utf-8",
-        )
+        write_codex_config(home, f"http://127.0.0.1:{self.port}/v1")
 
 
 class Peer:

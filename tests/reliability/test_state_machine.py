@@ -32,6 +32,7 @@ from hypothesis import settings
 from hypothesis import strategies as st
 from hypothesis.stateful import Bundle, RuleBasedStateMachine, initialize, invariant, rule
 
+from codex_app_bridge.conformance.real_codex import write_codex_config
 from tests.conformance._realpeer import real_peer
 from tests.e2e._harness import Message, Session, is_turn_completed, open_bridge
 from tests.reliability._scale import DERANDOMIZE, LONG, report, scale
@@ -39,23 +40,6 @@ from tests.reliability._scale import DERANDOMIZE, LONG, report, scale
 pytestmark = pytest.mark.conformance  # the real binary resumes what each sequence stored
 
 PACE = 0.002
-# the provider the bridge's threads are stored with, known to the real binary (which resumes a
-# thread with its stored provider); nothing listens there: a resume asks no model
-REAL_CONFIG = """model = "codex-app-bridge-echo"
-model_provider = "codex-app-bridge"
-approval_policy = "never"
-sandbox_mode = "read-only"
-[model_providers.codex-app-bridge]
-name = "codex-app-bridge"
-base_url = "http://127.0.0.1:9/v1"
-wire_api = "responses"
-requires_openai_auth = false
-supports_websockets = false
-request_max_retries = 0
-stream_max_retries = 0
-[analytics]
-enabled = false
-"""
 WORDS = st.lists(st.sampled_from(["alpha", "beta", "gamma", "delta", "x"]), min_size=1, max_size=12)
 
 
@@ -238,7 +222,16 @@ class BridgeSequences(RuleBasedStateMachine):
 
     def _real_resumes(self, ids: list[str]) -> dict[str, list[Any]]:
         """Each thread's turns as the real binary resumes it."""
-        (self.home / "config.toml").write_text(REAL_CONFIG, encoding="utf-8")
+        # the provider the bridge's threads are stored with, known to the real binary (which
+        # resumes a thread with its stored provider); nothing listens there: a resume asks no
+        # model
+        write_codex_config(
+            self.home,
+            "http://127.0.0.1:9/v1",
+            provider="codex-app-bridge",
+            model="codex-app-bridge-echo",
+            sandbox="read-only",
+        )
         cwd = self.root / "work"
         cwd.mkdir(exist_ok=True)
         resumed: dict[str, list[Any]] = {}

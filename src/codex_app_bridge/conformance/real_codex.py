@@ -58,14 +58,14 @@ DEFAULT_CLIENT_INFO: Final[JsonObject] = {
     "version": "0.1.0",
 }
 
-_CONFIG: Final = """model = "mock-model"
-model_provider = "mock"
+_CONFIG: Final = """model = "{model}"
+model_provider = "{provider}"
 approval_policy = "never"
-sandbox_mode = "danger-full-access"
+sandbox_mode = "{sandbox}"
 model_reasoning_summary = "detailed"
 
-[model_providers.mock]
-name = "mock"
+[model_providers.{provider}]
+name = "{provider}"
 base_url = "{base_url}"
 wire_api = "responses"
 requires_openai_auth = false
@@ -80,16 +80,27 @@ enabled = false
 
 
 def write_codex_config(
-    codex_home: str | os.PathLike[str], base_url: str, extra: str = "", top: str = ""
+    codex_home: str | os.PathLike[str],
+    base_url: str,
+    extra: str = "",
+    top: str = "",
+    *,
+    provider: str = "mock",
+    model: str = "mock-model",
+    sandbox: str = "danger-full-access",
 ) -> Path:
     """Write ``config.toml`` for the mock provider at ``base_url`` (``MockResponses.base_url``,
     ending in ``/v1``). ``supports_websockets = false`` stops Codex trying ``wss://`` first;
     retries are few so failing scenarios end quickly. ``extra`` is appended TOML (tables);
-    ``top`` goes first (top-level keys)."""
+    ``top`` goes first (top-level keys). ``provider`` names the provider (the one a stored
+    thread names, for a binary that resumes it), ``model`` and ``sandbox`` the defaults."""
     home = Path(codex_home)
     home.mkdir(parents=True, exist_ok=True)
     path = home / "config.toml"
-    path.write_text(top + _CONFIG.format(base_url=base_url, extra=extra), encoding="utf-8")
+    text = _CONFIG.format(
+        base_url=base_url, extra=extra, provider=provider, model=model, sandbox=sandbox
+    )
+    path.write_text(top + text, encoding="utf-8")
     return path
 
 
