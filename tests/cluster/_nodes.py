@@ -5,6 +5,8 @@
 ``open_node(url, name)`` yields an e2e ``Bridge`` (``tests.e2e._harness``: in-memory client
 sessions, every message checked against the 0.163.0 schemas) whose server shares its threads
 through a ``ClusterNode``; the node leaves the cluster when the block ends.
+``open_client(url, name, client=...)`` yields one client session of such a node, initialized,
+and the node.
 """
 
 from __future__ import annotations
@@ -47,6 +49,22 @@ async def open_node(
         wrapped = node.source(source or DefaultAgent(delay=0.0), None)
         async with _memory_bridge(wrapped, shared=node, **server_options) as bridge:  # pyright: ignore[reportArgumentType]
             yield bridge, node
+
+
+@asynccontextmanager
+async def open_client(
+    url: str,
+    name: str,
+    source: EventSource | TurnSource | None = None,
+    *,
+    client: str,
+    **options: Any,
+) -> AsyncGenerator[tuple[Session, ClusterNode]]:
+    """A node as :func:`open_node` and one client session of it, initialized as ``client``."""
+    async with open_node(url, name, source, **options) as (bridge, node):
+        session = await bridge.connect()
+        await session.initialize(name=client)
+        yield session, node
 
 
 async def join(bridge: Bridge, name: str, thread_id: str) -> Session:

@@ -11,7 +11,15 @@ import anyio.to_thread
 import pytest
 
 from codex_app_bridge.sources import DefaultAgent
-from tests.cluster._nodes import events_in, jetstream, join, open_node, read_log, spawn_node
+from tests.cluster._nodes import (
+    events_in,
+    jetstream,
+    join,
+    open_client,
+    open_node,
+    read_log,
+    spawn_node,
+)
 from tests.cluster.conftest import NatsServer
 from tests.e2e._harness import TIMEOUT, is_turn_completed
 
@@ -94,9 +102,7 @@ async def test_nodes_reconnect_after_a_nats_restart_mid_turn_and_lose_nothing(
                 assert node_a.failed_publishes == 0
 
                 # the log kept the turn: a node that loads the thread now reads it whole
-                async with open_node(nats_server.url, "late") as (bridge_c, _):
-                    carol = await bridge_c.connect()
-                    await carol.initialize(name="carol")
+                async with open_client(nats_server.url, "late", client="carol") as (carol, _):
                     read = await carol.result("thread/resume", {"threadId": thread_id})
                     assert [t["status"] for t in read["thread"]["turns"]] == [
                         "completed",
@@ -185,9 +191,7 @@ async def test_a_client_of_a_killed_owner_resumes_on_a_node_that_had_not_loaded_
             await alice.until(lambda m: m.get("method") == "item/agentMessage/delta")
             owner.send_signal(signal.SIGKILL)
             await owner.wait()
-        async with open_node(url, "b", lease_ttl=ttl) as (bridge, node):
-            bob = await bridge.connect()
-            await bob.initialize(name="bob")
+        async with open_client(url, "b", lease_ttl=ttl, client="bob") as (bob, node):
             listed = await bob.result("thread/list", {})
             assert [t["id"] for t in listed["data"]] == [thread_id]
             resumed = await bob.result("thread/resume", {"threadId": thread_id})

@@ -14,7 +14,7 @@ import anyio
 import orjson
 import pytest
 
-from tests.cluster._nodes import join, open_node
+from tests.cluster._nodes import join, open_client, open_node
 from tests.cluster.conftest import NatsServer
 from tests.cluster.test_log import _strip  # pyright: ignore[reportPrivateUsage]
 from tests.e2e._harness import TIMEOUT, Message, Session
@@ -44,9 +44,7 @@ async def test_a_node_lists_and_reads_the_threads_another_node_plays(
 ) -> None:
     url = nats_server.url
     with anyio.fail_after(TIMEOUT * 2):
-        async with open_node(url, "node-a") as (bridge_a, node_a):
-            alice = await bridge_a.connect()
-            await alice.initialize(name="alice")
+        async with open_client(url, "node-a", client="alice") as (alice, node_a):
             ids: list[str] = []
             for text in ("first thread", "second thread", "third thread"):
                 thread_id = await alice.start_thread()
@@ -114,16 +112,12 @@ async def test_a_node_lists_and_reads_the_threads_another_node_plays(
 async def test_a_name_set_on_any_node_shows_on_every_node(nats_server: NatsServer) -> None:
     url = nats_server.url
     with anyio.fail_after(TIMEOUT * 2):
-        async with open_node(url, "node-a") as (bridge_a, node_a):
-            alice = await bridge_a.connect()
-            await alice.initialize(name="alice")
+        async with open_client(url, "node-a", client="alice") as (alice, node_a):
             thread_id = await alice.start_thread()
             await alice.run_turn(thread_id, "a thread to name")
             await alice.drain_pending()
             await node_a.flush()
-            async with open_node(url, "node-b") as (bridge_b, _):
-                bob = await bridge_b.connect()
-                await bob.initialize(name="bob")
+            async with open_client(url, "node-b", client="bob") as (bob, _):
                 # node b has not loaded the thread: the name goes to the bucket
                 await bob.result("thread/name/set", {"threadId": thread_id, "name": "from b"})
                 listed = await bob.result("thread/list", {})
@@ -174,15 +168,11 @@ async def test_a_name_set_on_one_node_is_told_to_the_clients_of_every_node(
     it: on every node, each client told once."""
     url = nats_server.url
     with anyio.fail_after(TIMEOUT * 2):
-        async with open_node(url, "node-a") as (bridge_a, node_a):
-            alice = await bridge_a.connect()
-            await alice.initialize(name="alice")
+        async with open_client(url, "node-a", client="alice") as (alice, node_a):
             thread_id = await alice.start_thread()
             await alice.run_turn(thread_id, "a thread to name")
             await node_a.flush()
-            async with open_node(url, "node-b") as (bridge_b, _):
-                bob = await bridge_b.connect()
-                await bob.initialize(name="bob")
+            async with open_client(url, "node-b", client="bob") as (bob, _):
                 await alice.drain_pending()
                 await bob.result("thread/name/set", {"threadId": thread_id, "name": "from b"})
                 await alice.until(_named("from b"))
@@ -240,17 +230,13 @@ async def test_a_thread_is_archived_and_unarchived_from_any_node(nats_server: Na
     the owner's later entries; an archived thread is not resumed on another node."""
     url = nats_server.url
     with anyio.fail_after(TIMEOUT * 2):
-        async with open_node(url, "node-a") as (bridge_a, node_a):
-            alice = await bridge_a.connect()
-            await alice.initialize(name="alice")
+        async with open_client(url, "node-a", client="alice") as (alice, node_a):
             kept = await alice.start_thread()
             await alice.run_turn(kept, "a thread that stays")
             thread_id = await alice.start_thread()
             await alice.run_turn(thread_id, "a thread to archive")
             await node_a.flush()
-            async with open_node(url, "node-b") as (bridge_b, node_b):
-                bob = await bridge_b.connect()
-                await bob.initialize(name="bob")
+            async with open_client(url, "node-b", client="bob") as (bob, node_b):
                 await alice.drain_pending()
 
                 async def listed(client: Session, archived: bool) -> list[str]:
@@ -272,9 +258,7 @@ async def test_a_thread_is_archived_and_unarchived_from_any_node(nats_server: Na
                 await node_a.flush()
                 await node_b._index_caught_up()  # pyright: ignore[reportPrivateUsage]
                 assert await listed(bob, True) == [thread_id]
-                async with open_node(url, "node-c") as (bridge_c, _):
-                    carol = await bridge_c.connect()
-                    await carol.initialize(name="carol")
+                async with open_client(url, "node-c", client="carol") as (carol, _):
                     resumed = await carol.call("thread/resume", {"threadId": thread_id})
                     assert "error" in resumed
                 # unarchived on node a, its owner: node b's client is told

@@ -10,7 +10,7 @@ from typing import Any
 import anyio
 import pytest
 
-from tests.cluster._nodes import join, open_node
+from tests.cluster._nodes import join, open_client, open_node
 from tests.cluster.conftest import NatsServer
 from tests.e2e._harness import TIMEOUT, Message, is_turn_completed
 
@@ -50,56 +50,48 @@ async def test_clients_on_two_nodes_see_one_thread_and_start_turns_from_either(
 ) -> None:
     # each node's client connects inside that node's block (the harness closes in that order)
     with anyio.fail_after(TIMEOUT):
-        async with open_node(nats_server.url, "node-a") as (bridge_a, _):
-            alice = await bridge_a.connect()
-            await alice.initialize(name="alice")
-            async with open_node(nats_server.url, "node-b") as (bridge_b, _):
-                bob = await bridge_b.connect()
-                await bob.initialize(name="bob")
-                thread_id = await alice.start_thread()
-                first, _ = await alice.run_turn(thread_id, "hello from a")
+        async with (
+            open_client(nats_server.url, "node-a", client="alice") as (alice, _),
+            open_client(nats_server.url, "node-b", client="bob") as (bob, _),
+        ):
+            thread_id = await alice.start_thread()
+            first, _ = await alice.run_turn(thread_id, "hello from a")
 
-                # node b has never seen the thread: it loads it from the log, with its turn
-                resumed = await bob.result("thread/resume", {"threadId": thread_id})
-                assert resumed["thread"]["id"] == thread_id
-                [turn] = resumed["thread"]["turns"]
-                assert turn["id"] == first
-                assert turn["status"] == "completed"
-                read = await alice.result(
-                    "thread/read", {"threadId": thread_id, "includeTurns": True}
-                )
-                assert _strip(resumed["thread"]["turns"]) == _strip(read["thread"]["turns"])
-                assert [item["type"] for item in turn["items"]][::2] == [
-                    "userMessage",
-                    "agentMessage",
-                ]
-                await bob.drain_pending()
-                await alice.drain_pending()
+            # node b has never seen the thread: it loads it from the log, with its turn
+            resumed = await bob.result("thread/resume", {"threadId": thread_id})
+            assert resumed["thread"]["id"] == thread_id
+            [turn] = resumed["thread"]["turns"]
+            assert turn["id"] == first
+            assert turn["status"] == "completed"
+            read = await alice.result("thread/read", {"threadId": thread_id, "includeTurns": True})
+            assert _strip(resumed["thread"]["turns"]) == _strip(read["thread"]["turns"])
+            assert [item["type"] for item in turn["items"]][::2] == [
+                "userMessage",
+                "agentMessage",
+            ]
+            await bob.drain_pending()
+            await alice.drain_pending()
 
-                # a turn started on a reaches b's client, in the same order, with the same content
-                second, alice_saw = await alice.run_turn(thread_id, "second, from a")
-                bob_saw = await bob.until(is_turn_completed(second))
-                assert _stream(bob_saw) == _stream(alice_saw)
+            # a turn started on a reaches b's client, in the same order, with the same content
+            second, alice_saw = await alice.run_turn(thread_id, "second, from a")
+            bob_saw = await bob.until(is_turn_completed(second))
+            assert _stream(bob_saw) == _stream(alice_saw)
 
-                # a turn started on b runs on a (the owner) and reaches both
-                await alice.drain_pending()
-                third, bob_saw = await bob.run_turn(thread_id, "third, from b")
-                alice_saw = await alice.until(is_turn_completed(third))
-                assert _stream(alice_saw) == _stream(bob_saw)
-                texts = [
-                    p["delta"] for m, p in _stream(alice_saw) if m == "item/agentMessage/delta"
-                ]
-                assert "third, from b" in "".join(texts)
+            # a turn started on b runs on a (the owner) and reaches both
+            await alice.drain_pending()
+            third, bob_saw = await bob.run_turn(thread_id, "third, from b")
+            alice_saw = await alice.until(is_turn_completed(third))
+            assert _stream(alice_saw) == _stream(bob_saw)
+            texts = [p["delta"] for m, p in _stream(alice_saw) if m == "item/agentMessage/delta"]
+            assert "third, from b" in "".join(texts)
 
-                # both nodes read the same three turns
-                read_a = await alice.result(
-                    "thread/read", {"threadId": thread_id, "includeTurns": True}
-                )
-                read_b = await bob.result(
-                    "thread/read", {"threadId": thread_id, "includeTurns": True}
-                )
-                assert [t["id"] for t in read_a["thread"]["turns"]] == [first, second, third]
-                assert _strip(read_b["thread"]["turns"]) == _strip(read_a["thread"]["turns"])
+            # both nodes read the same three turns
+            read_a = await alice.result(
+                "thread/read", {"threadId": thread_id, "includeTurns": True}
+            )
+            read_b = await bob.result("thread/read", {"threadId": thread_id, "includeTurns": True})
+            assert [t["id"] for t in read_a["thread"]["turns"]] == [first, second, third]
+            assert _strip(read_b["thread"]["turns"]) == _strip(read_a["thread"]["turns"])
 
 
 APPROVAL = "item/commandExecution/requestApproval"
@@ -135,9 +127,7 @@ async def test_an_approval_raised_on_the_owner_is_answered_from_another_node(
     nats_server: NatsServer,
 ) -> None:
     with anyio.fail_after(TIMEOUT):
-        async with open_node(nats_server.url, "node-a") as (bridge_a, _):
-            alice = await bridge_a.connect()
-            await alice.initialize(name="alice")
+        async with open_client(nats_server.url, "node-a", client="alice") as (alice, _):
             thread_id = await alice.start_thread()
             await alice.run_turn(thread_id, "first")
             async with open_node(nats_server.url, "node-b") as (bridge_b, _):
