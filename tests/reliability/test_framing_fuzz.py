@@ -27,7 +27,7 @@ import subprocess
 import tempfile
 import threading
 from collections import Counter
-from collections.abc import Generator
+from collections.abc import Awaitable, Callable, Generator
 from contextlib import contextmanager
 from functools import partial
 from typing import Any, cast
@@ -197,6 +197,29 @@ class Batches:
                 assert self._answered[key] <= self.owed[key], f"answered twice: {message}"
 
 
+def _fuzz(one: Callable[[], None], transport: str, batches: Batches) -> None:
+    """Run the Hypothesis test ``one`` and report how much of ``transport`` it covered."""
+    one()
+    report(f"framing {transport}: {batches.inputs} inputs in {batches.examples} examples")
+
+
+@contextmanager
+def _held(
+    holder: Callable[..., Awaitable[None]], *args: object
+) -> Generator[tuple[anyio.from_thread.BlockingPortal, Any]]:
+    """``holder(*args, stop)`` run in a blocking portal for the block: yields the portal and
+    what the holder reported started; the stop event is set and the holder awaited at the end,
+    also when the block failed."""
+    with anyio.from_thread.start_blocking_portal() as portal:
+        stop: anyio.Event = portal.call(anyio.Event)
+        future, started = portal.start_task(holder, *args, stop)
+        try:
+            yield portal, started
+        finally:
+            portal.call(stop.set)
+            future.result(timeout=60)
+
+
 @contextmanager
 def _stdio_server() -> Generator[
     tuple[subprocess.Popen[bytes], queue.Queue[bytes | None], bytearray]
@@ -268,8 +291,7 @@ def test_random_frames_over_stdio_are_all_survived() -> None:
                 assert line is not None, "the server exited"
                 batches.take(line)
 
-        one()
-        report(f"framing stdio: {batches.inputs} inputs in {batches.examples} examples")
+        _fuzz(one, "stdio", batches)
         stdin.close()
         assert process.wait(timeout=60) == 0
     assert b"Traceback" not in stderr, stderr[-2000:]
@@ -293,9 +315,7 @@ def test_random_frames_over_the_sockets_are_all_survived(
     # global ``random``; Hypothesis takes that, when it falls during a draw in this thread, for a
     # strategy using ``random`` and fails the test (once in a few thousand frames).
     monkeypatch.setattr(websockets.asyncio.connection, "random", random.Random())
-    with anyio.from_thread.start_blocking_portal() as portal:
-        stop: anyio.Event = portal.call(anyio.Event)
-        future, ws = portal.start_task(_hold, kind, stop)
+    with _held(_hold, kind) as (portal, ws):
         batches = Batches()
 
         async def initialize() -> None:
@@ -322,12 +342,7 @@ def test_random_frames_over_the_sockets_are_all_survived(
         def one(frames: list[bytes]) -> None:
             portal.call(exchange, frames)
 
-        try:
-            one()
-            report(f"framing {kind}: {batches.inputs} inputs in {batches.examples} examples")
-        finally:
-            portal.call(stop.set)
-            future.result(timeout=60)
+        _fuzz(one, kind, batches)
 
 
 TOKEN = b"fuzz-capability-token-0123"
@@ -428,9 +443,7 @@ def test_random_authorizations_are_refused_cleanly_by_the_token_check() -> None:
     refusal texts, nothing internal in any body; a header HTTP cannot carry (control bytes)
     gets 400 with no body, as from 0.163.0. After each batch a client with the token is still
     served."""
-    with anyio.from_thread.start_blocking_portal() as portal:
-        stop: anyio.Event = portal.call(anyio.Event)
-        future, endpoint = portal.start_task(_hold_token_listener, stop)
+    with _held(_hold_token_listener) as (_, endpoint):
         counted = Batches()
 
         @settings(FUZZ_SETTINGS, max_examples=scale(20, 100_000 // 16))
@@ -459,9 +472,4 @@ def test_random_authorizations_are_refused_cleanly_by_the_token_check() -> None:
                     assert (status, body in REFUSALS) == (401, True), (headers, status, body)
             _answers_with_the_token(endpoint.url, counted.examples)
 
-        try:
-            one()
-            report(f"framing token check: {counted.inputs} inputs in {counted.examples} examples")
-        finally:
-            portal.call(stop.set)
-            future.result(timeout=60)
+        _fuzz(one, "token check", counted)
