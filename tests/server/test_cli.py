@@ -228,6 +228,30 @@ async def test_sigterm_and_sigint_stop_the_server_cleanly(signum: signal.Signals
 
 
 @pytest.mark.anyio
+@pytest.mark.parametrize("signum", [signal.SIGTERM, signal.SIGINT])
+async def test_a_signal_while_serve_waits_for_its_first_line_stops_it_cleanly(
+    signum: signal.Signals,
+) -> None:
+    # ``serve`` reads stdin's first line before it starts the event loop (``_first_initialize``)
+    process = await anyio.open_process(
+        [*bridge_command(), "serve"],
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        env=bridge_env({"LOG_LEVEL": "DEBUG"}),
+    )
+    async with process:
+        assert process.stderr is not None
+        with anyio.fail_after(TIMEOUT):
+            log = b""
+            while b"reading the first line of stdin" not in log:
+                chunk = await process.stderr.receive()
+                log += chunk
+            process.send_signal(signum)
+            assert await process.wait() == 0
+
+
+@pytest.mark.anyio
 async def test_end_of_input_during_a_turn_exits_0_without_finishing_the_turn() -> None:
     process = await anyio.open_process(
         [*bridge_command(), "serve", "--pace", "0.05"],

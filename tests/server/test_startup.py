@@ -28,7 +28,7 @@ import orjson
 import pytest
 
 from codex_app_bridge.conformance.real_codex import write_codex_config
-from tests.conftest import DATA_DIR, bridge_env
+from tests.conftest import DATA_DIR, bridge_command, bridge_env
 from tests.e2e._harness import open_bridge
 
 # Runs ``serve`` on a stdin holding one initialize and the end of input; at exit, reports the
@@ -285,7 +285,7 @@ def test_the_default_control_socket_lives_under_codex_home(tmp_path: Path) -> No
 
 
 # Runs ``serve`` as ``PROBE`` does, and notes what is imported and which threads were started
-# when the first ``initialize`` answer is made (before its after-response work runs).
+# when the answer to ``initialize`` (id 1) is written.
 AT_ANSWER_PROBE = """
 import atexit, json, os, sys, threading
 read, write = os.pipe()
@@ -301,19 +301,16 @@ def start(self):
     thread_start(self)
 
 threading.Thread.start = start
-from codex_app_bridge.server import _server
-
-initialize = _server.BridgeServer.initialize
 at_answer = {}
+os_write = os.write
 
-async def answer(self, ctx, params):
-    result = await initialize(self, ctx, params)
-    if not at_answer:
+def write_out(fd, data):
+    if not at_answer and bytes(data).startswith(b'{"id":1,"result"'):
         at_answer["modules"] = sorted(sys.modules)
         at_answer["threads"] = list(started)
-    return result
+    return os_write(fd, data)
 
-_server.BridgeServer.initialize = answer
+os.write = write_out
 atexit.register(lambda: print(json.dumps({**at_answer, "at_exit": started}), file=sys.stderr))
 from codex_app_bridge.cli import main
 sys.exit(main(["serve", *sys.argv[2:]]))
@@ -324,6 +321,11 @@ BACKGROUND = ("thread/list read-ahead", "warm-model")
 model source's warm-up)."""
 
 HEAVY = (
+    "asyncio",
+    "anyio",
+    "codex_app_bridge.rpc.connection",
+    "codex_app_bridge.transport.stdio",
+    "codex_app_bridge.server._server",
     "pydantic",
     "httpx",
     "sqlite3",
@@ -336,10 +338,14 @@ HEAVY = (
 )
 
 
-def test_start_up_work_begins_after_the_initialize_answer(tmp_path: Path) -> None:
-    """With a stored-threads home whose config names a model provider, ``serve`` has two pieces
-    of start-up work (the first list's read-ahead, the model source's warm-up); both begin once
-    ``initialize`` is answered, so nothing they import is loaded for the answer."""
+def test_initialize_is_answered_before_the_event_loop_and_the_start_up_work(
+    tmp_path: Path,
+) -> None:
+    """On stdio the first ``initialize`` is answered before the event loop, the rpc connection
+    and the server are imported (``_first_initialize``). With a stored-threads home whose config
+    names a model provider, ``serve`` also has two pieces of start-up work (the first list's
+    read-ahead, the model source's warm-up): both begin once ``initialize`` is answered, so
+    nothing they import is loaded for the answer."""
     home = tmp_path / ".codex"
     write_codex_config(home, "http://127.0.0.1:9/v1")
     result = subprocess.run(
@@ -358,3 +364,44 @@ def test_start_up_work_begins_after_the_initialize_answer(tmp_path: Path) -> Non
     assert [name for name in report["threads"] if name in BACKGROUND] == []
     # and begun after it, not dropped
     assert [name for name in report["at_exit"] if name in BACKGROUND] == list(BACKGROUND)
+
+
+@pytest.mark.parametrize(
+    "capabilities",
+    [None, {"experimentalApi": True, "optOutNotificationMethods": ["thread/started"]}],
+)
+def test_the_first_initialize_is_answered_as_the_server_answers_it(
+    tmp_path: Path, capabilities: dict[str, object] | None
+) -> None:
+    """``serve`` answers a first ``initialize`` line itself (``_first_initialize``); after a
+    blank first line, which it leaves to the server, the server answers the same line: both
+    answers, and what follows them, are the same."""
+    params: dict[str, object] = {"clientInfo": {"name": "c", "version": "1"}}
+    if capabilities is not None:
+        params["capabilities"] = capabilities
+    initialize = json.dumps({"id": 1, "method": "initialize", "params": params})
+    start = json.dumps({"id": 2, "method": "thread/start", "params": {}})
+    outputs: list[list[dict[str, object]]] = []
+    for first in ("", "\n"):
+        result = subprocess.run(
+            [
+                *bridge_command(),
+                "serve",
+                "--seed",
+                "7",
+                "--codex-home",
+                str(tmp_path / first.strip()),
+            ],
+            input=f"{first}{initialize}\n{start}\n".encode(),
+            env=bridge_env({"LOG_LEVEL": "ERROR"}),
+            capture_output=True,
+            timeout=60,
+            check=True,
+        )
+        outputs.append([orjson.loads(line) for line in result.stdout.splitlines()])
+    early, late = outputs
+    assert early[0] == late[0]
+    assert early[0]["id"] == 1
+    assert [m.get("method", m.get("id")) for m in early] == [
+        m.get("method", m.get("id")) for m in late
+    ]

@@ -77,8 +77,6 @@ from functools import partial
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal
 
-import anyio
-
 from codex_app_bridge._clock import SeededClock, install_clock
 from codex_app_bridge._producer_command import check_program, parse_command
 from codex_app_bridge._scriptfile import ScriptPacing, check_script
@@ -86,18 +84,18 @@ from codex_app_bridge.cli._flags import EXIT_USAGE, add_codex_compat_flags
 from codex_app_bridge.server._first_list import ListReadAhead
 from codex_app_bridge.server._handshake import codex_home
 from codex_app_bridge.server._idle import DEFAULT_IDLE_UNLOAD_SECONDS
-from codex_app_bridge.server._server import BridgeServer
-from codex_app_bridge.server._table import DeferredMethodTable
-from codex_app_bridge.transport import TransportKind, stdio_transport
 
-# Imported where used: the default ``serve`` (stdio, built-in agent) answers ``initialize``
-# before it needs the sources, the socket transports or the domain behind the handlers.
+# Imported where used: ``serve`` on stdio answers ``initialize`` before it imports the event loop
+# and the server (``server._first_initialize``), and the server before it needs the sources, the
+# socket transports or the domain behind the handlers.
 if TYPE_CHECKING:
     from pydantic import BaseModel
 
     from codex_app_bridge.cluster import ClusterNode, ClusterOptions
     from codex_app_bridge.config import ConfigLayers
     from codex_app_bridge.rpc import MethodTable
+    from codex_app_bridge.server._first_initialize import FirstInitialize
+    from codex_app_bridge.server._server import BridgeServer
     from codex_app_bridge.sources import EventSource, Scenario, TurnSource
     from codex_app_bridge.transport.auth import CapabilityToken
     from codex_app_bridge.transport.listen import TcpEndpoint
@@ -674,6 +672,8 @@ def _injecting_table(server: BridgeServer) -> MethodTable:
         hub = server.hub
         return with_injection(table, source, lambda thread_id: hub.get(thread_id) is not None)
 
+    from codex_app_bridge.server._table import DeferredMethodTable
+
     assert isinstance(server.table, DeferredMethodTable)
     return server.table.extended(extend, INJECT_METHODS)
 
@@ -900,6 +900,9 @@ async def run_server(
     config: ConfigLayers | None = None,
     read_ahead: ListReadAhead | None = None,
     after_initialize: Sequence[Callable[[], object]] = (),
+    first: FirstInitialize | None = None,
+    prefix: bytes = b"",
+    signals_before: Sequence[int] = (),
 ) -> None:
     """Serve until end of input (stdio) or SIGTERM/SIGINT (every transport).
 
@@ -907,7 +910,14 @@ async def run_server(
     built-in agent. ``config``: the layers threads resolve theirs from (``BridgeServer``'s
     default otherwise). ``read_ahead``: the stored threads' first page, read from the first
     ``initialize`` answered (``server._first_list``), as ``after_initialize`` (warm-ups) are
-    begun."""
+    begun. On stdio, ``first``: the ``initialize`` answered before (``server._first_initialize``)
+    and ``prefix``: the input read before, which the server reads first. ``signals_before``:
+    SIGTERM / SIGINT received before the server watches them (it then stops as it starts)."""
+    import anyio
+
+    from codex_app_bridge.server._server import BridgeServer
+    from codex_app_bridge.transport import TransportKind, stdio_transport
+
     settings = settings if settings is not None else ServeSettings()
     listen = settings.listen
     if settings.allow_inject:
@@ -941,6 +951,10 @@ async def run_server(
 
         async def watch_signals() -> None:
             with anyio.open_signal_receiver(signal.SIGTERM, signal.SIGINT) as signals:
+                for signum in signals_before:  # noted until now (the receiver is in place)
+                    logger.info("received %s; shutting down", signal.Signals(signum).name)
+                    tg.cancel_scope.cancel()
+                    return
                 async for signum in signals:
                     logger.info("received %s; shutting down", signal.Signals(signum).name)
                     tg.cancel_scope.cancel()
@@ -973,8 +987,8 @@ async def run_server(
             )
             print(_banner(endpoint, listen.is_loopback), file=sys.stderr)
             return
-        async with stdio_transport(**message_limit) as streams:
-            await server.serve_connection(streams, TransportKind.STDIO)
+        async with stdio_transport(prefix=prefix, **message_limit) as streams:
+            await server.serve_connection(streams, TransportKind.STDIO, first)
         tg.cancel_scope.cancel()
 
 
@@ -993,6 +1007,61 @@ def _start_failure(exc: BaseException) -> OSError | None:
             if found is not None:
                 return found
     return None
+
+
+class _Stopped(BaseException):
+    """Raised by ``_EarlySignals`` (a ``BaseException``: nothing on the way, such as a log
+    handler's ``except Exception``, may swallow it)."""
+
+    def __init__(self, signum: int) -> None:
+        super().__init__(signum)
+        self.signum = signum
+
+
+class _EarlySignals:
+    """SIGTERM and SIGINT before the server watches them (``run_server``): while the first
+    line of stdin is read and answered they stop the command at once (``_Stopped``: a clean
+    stop, as the server's); after it, they are noted (``noted``) and the server stops as soon
+    as it watches them."""
+
+    def __init__(self) -> None:
+        self.noted: list[int] = []
+        self.reading = True
+        self._previous = {
+            signum: signal.signal(signum, self._handle)
+            for signum in (signal.SIGTERM, signal.SIGINT)
+        }
+
+    def _handle(self, signum: int, frame: object) -> None:
+        if self.reading:
+            raise _Stopped(signum)
+        self.noted.append(signum)
+
+    def restore(self) -> None:
+        for signum, handler in self._previous.items():
+            signal.signal(signum, handler)
+
+
+def _first_line(
+    settings: ServeSettings, signals: _EarlySignals
+) -> tuple[FirstInitialize | None, bytes]:
+    """On stdio, the first line of stdin, answered when it is an ``initialize`` the server would
+    accept as it is (``server._first_initialize``), before the event loop and the server are
+    imported; with the bytes read that the server has still to read. May raise ``_Stopped``."""
+    try:
+        if settings.listen.scheme != "stdio" or settings.cluster is not None:
+            return None, b""
+        from codex_app_bridge.server._first_initialize import answer_first_initialize
+        from codex_app_bridge.transport._framing import DEFAULT_MAX_MESSAGE_BYTES
+
+        limit = settings.max_message_bytes
+        logger.debug("reading the first line of stdin")
+        return answer_first_initialize(
+            settings.codex_home or codex_home(),
+            DEFAULT_MAX_MESSAGE_BYTES if limit is None else limit,
+        )
+    finally:
+        signals.reading = False
 
 
 def _run(args: argparse.Namespace) -> int:
@@ -1029,6 +1098,17 @@ def _run(args: argparse.Namespace) -> int:
     source = _choose_source(args, source, config, settings.codex_home, warm_ups)
     if args.seed is not None:
         install_clock(SeededClock(args.seed))
+    signals: _EarlySignals | None = None
+    try:
+        signals = _EarlySignals()
+        first, prefix = _first_line(settings, signals)
+    except _Stopped as stopped:  # before the server watches signals: a clean stop as its own
+        logger.info("received %s; shutting down", signal.Signals(stopped.signum).name)
+        if signals is not None:
+            signals.restore()
+        return 0
+    import anyio
+
     try:
         anyio.run(
             lambda: run_server(
@@ -1038,6 +1118,9 @@ def _run(args: argparse.Namespace) -> int:
                 config=config,
                 read_ahead=read_ahead,
                 after_initialize=warm_ups,
+                first=first,
+                prefix=prefix,
+                signals_before=signals.noted,
             )
         )
     except (Exception, BaseExceptionGroup) as exc:  # pyright: ignore[reportUnknownVariableType]
@@ -1046,4 +1129,6 @@ def _run(args: argparse.Namespace) -> int:
             raise
         print(f"codex-app-bridge serve: {failure.strerror or failure}", file=sys.stderr)
         return EXIT_START_FAILED
+    finally:
+        signals.restore()
     return 0

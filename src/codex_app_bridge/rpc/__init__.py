@@ -9,47 +9,107 @@ read, classify, dispatch, answer).
 Nothing here knows threads, turns or items: a scope key is just a hashable value.
 """
 
-from codex_app_bridge.rpc._context import DeferredReply, RequestContext
-from codex_app_bridge.rpc.answers import (
-    ConnectionClosedError,
-    PendingServerRequest,
-    ServerRequestError,
-    ServerRequests,
-)
-from codex_app_bridge.rpc.connection import (
-    INGRESS_QUEUE_CAPACITY,
-    MAX_IN_FLIGHT,
-    OUTBOUND_HIGH_WATER,
-    SOCKET_OUTBOUND_BUDGET,
-    Connection,
-    CountKey,
-    Gate,
-    OutboundPolicy,
-    outbound_policy_for,
-)
-from codex_app_bridge.rpc.errors import (
-    INTERNAL_ERROR,
-    INVALID_PARAMS,
-    INVALID_REQUEST,
-    METHOD_NOT_FOUND,
-    OVERLOADED,
-    OVERLOADED_MESSAGE,
-    RpcError,
-    error_object,
-    invalid_request,
-    params_error,
-)
-from codex_app_bridge.rpc.methods import (
-    Handler,
-    ImmediateHandler,
-    MethodSpec,
-    MethodTable,
-    ModelParams,
-    ParamsSpec,
-    RawParams,
-)
-from codex_app_bridge.rpc.outbox import EncodedParams, OutboundNotification, Outbox
-from codex_app_bridge.rpc.scopes import ScopeTicket, SerialScopes
+import typing as _typing
+
+from codex_app_bridge._reexports import import_reexport as _import_reexport
+
+if _typing.TYPE_CHECKING:
+    from codex_app_bridge.rpc._context import DeferredReply, RequestContext
+    from codex_app_bridge.rpc.answers import (
+        ConnectionClosedError,
+        PendingServerRequest,
+        ServerRequestError,
+        ServerRequests,
+    )
+    from codex_app_bridge.rpc.connection import (
+        INGRESS_QUEUE_CAPACITY,
+        MAX_IN_FLIGHT,
+        OUTBOUND_HIGH_WATER,
+        SOCKET_OUTBOUND_BUDGET,
+        Connection,
+        CountKey,
+        Gate,
+        OutboundPolicy,
+        outbound_policy_for,
+    )
+    from codex_app_bridge.rpc.errors import (
+        INTERNAL_ERROR,
+        INVALID_PARAMS,
+        INVALID_REQUEST,
+        METHOD_NOT_FOUND,
+        OVERLOADED,
+        OVERLOADED_MESSAGE,
+        RpcError,
+        error_object,
+        invalid_request,
+        params_error,
+    )
+    from codex_app_bridge.rpc.methods import (
+        Handler,
+        ImmediateHandler,
+        MethodSpec,
+        MethodTable,
+        ModelParams,
+        ParamsSpec,
+        RawParams,
+    )
+    from codex_app_bridge.rpc.outbox import EncodedParams, OutboundNotification, Outbox
+    from codex_app_bridge.rpc.scopes import ScopeTicket, SerialScopes
+
+# where each public name lives: its module is imported on first use, so that a light module of
+# this package (what answering ``initialize`` needs) is imported without the rest (anyio)
+_SOURCES: dict[str, str] = {
+    **dict.fromkeys(("DeferredReply", "RequestContext"), "codex_app_bridge.rpc._context"),
+    **dict.fromkeys(
+        ("ConnectionClosedError", "PendingServerRequest", "ServerRequestError", "ServerRequests"),
+        "codex_app_bridge.rpc.answers",
+    ),
+    **dict.fromkeys(
+        (
+            "INGRESS_QUEUE_CAPACITY",
+            "MAX_IN_FLIGHT",
+            "OUTBOUND_HIGH_WATER",
+            "SOCKET_OUTBOUND_BUDGET",
+            "Connection",
+            "CountKey",
+            "Gate",
+            "OutboundPolicy",
+            "outbound_policy_for",
+        ),
+        "codex_app_bridge.rpc.connection",
+    ),
+    **dict.fromkeys(
+        (
+            "INTERNAL_ERROR",
+            "INVALID_PARAMS",
+            "INVALID_REQUEST",
+            "METHOD_NOT_FOUND",
+            "OVERLOADED",
+            "OVERLOADED_MESSAGE",
+            "RpcError",
+            "error_object",
+            "invalid_request",
+            "params_error",
+        ),
+        "codex_app_bridge.rpc.errors",
+    ),
+    **dict.fromkeys(
+        (
+            "Handler",
+            "ImmediateHandler",
+            "MethodSpec",
+            "MethodTable",
+            "ModelParams",
+            "ParamsSpec",
+            "RawParams",
+        ),
+        "codex_app_bridge.rpc.methods",
+    ),
+    **dict.fromkeys(
+        ("EncodedParams", "OutboundNotification", "Outbox"), "codex_app_bridge.rpc.outbox"
+    ),
+    **dict.fromkeys(("ScopeTicket", "SerialScopes"), "codex_app_bridge.rpc.scopes"),
+}
 
 __all__ = [
     "INGRESS_QUEUE_CAPACITY",
@@ -90,3 +150,11 @@ __all__ = [
     "outbound_policy_for",
     "params_error",
 ]
+
+
+def __getattr__(name: str) -> object:
+    return _import_reexport(__name__, globals(), _SOURCES, name)
+
+
+def __dir__() -> list[str]:
+    return sorted({*globals(), *__all__})

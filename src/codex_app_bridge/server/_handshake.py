@@ -32,12 +32,13 @@ import os
 import platform
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Final, cast
+from typing import TYPE_CHECKING, Any, Final, cast
+
+import orjson
 
 from codex_app_bridge._version import CODEX_PROTOCOL_VERSION
 from codex_app_bridge.protocol.jsonrpc import JsonValue
-from codex_app_bridge.rpc import ModelParams, RequestContext
-from codex_app_bridge.rpc.methods import RawParamsValue
+from codex_app_bridge.rpc.methods import ModelParams
 from codex_app_bridge.server._errors import (
     already_initialized,
     experimental_required,
@@ -46,12 +47,18 @@ from codex_app_bridge.server._errors import (
 )
 from codex_app_bridge.server._experimental import experimental_descriptor
 
+if TYPE_CHECKING:
+    from codex_app_bridge.rpc import RequestContext
+    from codex_app_bridge.rpc.methods import RawParamsValue
+
 __all__ = [
     "ClientHello",
     "ConnectionState",
     "InitializeParamsSpec",
+    "accept_hello",
     "check_request",
     "codex_home",
+    "initialize_result",
     "is_header_value",
     "os_description",
     "platform_family",
@@ -266,9 +273,9 @@ def codex_home() -> str:
     return str(Path.home() / ".codex")
 
 
-def validate_initialize(ctx: RequestContext, hello: ClientHello) -> ConnectionState:
-    """Refuse a second initialize or a bad client name; record the client on success."""
-    state = connection_state(ctx)
+def accept_hello(state: ConnectionState, hello: ClientHello) -> None:
+    """Refuse a second initialize or a bad client name (``RpcError``); record the client in
+    ``state`` on success."""
     if state.initialized:
         raise already_initialized()
     if not is_header_value(hello.name):
@@ -277,8 +284,30 @@ def validate_initialize(ctx: RequestContext, hello: ClientHello) -> ConnectionSt
     state.client_name = hello.name
     state.client_version = hello.version
     state.experimental_api = hello.experimental_api
+
+
+def validate_initialize(ctx: RequestContext, hello: ClientHello) -> ConnectionState:
+    """``accept_hello`` on the connection's state; the client's notification opt-outs are then
+    set on the connection."""
+    state = connection_state(ctx)
+    accept_hello(state, hello)
     ctx.connection.set_notification_opt_out(hello.opt_out_notification_methods)
     return state
+
+
+def initialize_result(originator: str, hello: ClientHello, home: str) -> tuple[str, bytes]:
+    """The user agent for ``hello``'s client and ``initialize``'s encoded result, written as
+    the real server writes it (its key order), without the wire models. ``originator``: the
+    first client name that initialized in this process; ``home``: the ``CODEX_HOME`` the server
+    runs with."""
+    agent = user_agent(originator, hello.name, hello.version)
+    result = {
+        "userAgent": agent,
+        "codexHome": home,
+        "platformFamily": platform_family(),
+        "platformOs": platform_os(),
+    }
+    return agent, orjson.dumps(result)
 
 
 async def check_request(ctx: RequestContext) -> None:

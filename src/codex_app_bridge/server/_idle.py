@@ -28,10 +28,10 @@ import logging
 import math
 from typing import TYPE_CHECKING, Final
 
-import anyio
-import anyio.to_thread
-
 from codex_app_bridge._gc import release_memory
+
+# anyio is imported where the unloader runs: ``serve`` reads DEFAULT_IDLE_UNLOAD_SECONDS before it
+# answers ``initialize``, which it does without the event loop (``_first_initialize``)
 
 if TYPE_CHECKING:
     from collections.abc import Awaitable, Callable
@@ -90,12 +90,16 @@ class IdleUnloader:
         return min(_MAX_POLL, self.timeout / 4)
 
     async def run(self) -> None:
+        import anyio
+
         while True:
             await anyio.sleep(self.poll_interval)
             await self.check()
 
     async def check(self) -> None:
         """One pass: note newly idle threads, unload those idle for the whole timeout."""
+        import anyio
+
         now = anyio.current_time()
         seen: set[str] = set()
         threads = self._threads()
@@ -119,6 +123,8 @@ class IdleUnloader:
             self._release_due = False
 
     async def _release(self) -> None:
+        import anyio.to_thread
+
         catalog = self._catalog()
         if catalog is not None:
             try:

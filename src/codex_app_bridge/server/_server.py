@@ -56,9 +56,7 @@ from codex_app_bridge.server._handshake import (
     ConnectionState,
     check_request,
     codex_home,
-    platform_family,
-    platform_os,
-    user_agent,
+    initialize_result,
     validate_initialize,
 )
 from codex_app_bridge.server._idle import DEFAULT_IDLE_UNLOAD_SECONDS, IdleUnloader
@@ -75,6 +73,8 @@ if TYPE_CHECKING:
 
     from codex_app_bridge.config import ConfigLayers
     from codex_app_bridge.listener import ListenerHub
+    from codex_app_bridge.rpc._context import ContextConnection
+    from codex_app_bridge.server._first_initialize import FirstInitialize
     from codex_app_bridge.server._first_list import ListReadAhead
     from codex_app_bridge.server._goal_turns import GoalTurns
     from codex_app_bridge.server._handlers import Handlers
@@ -355,8 +355,11 @@ class BridgeServer:
 
     # ------------------------------------------------------------------ connections
 
-    def connection(self, streams: TransportStreams, kind: TransportKind) -> Connection:
-        """A new connection over ``streams`` with this server's table, gate and shared state."""
+    def connection(
+        self, streams: TransportStreams, kind: TransportKind, state: ConnectionState | None = None
+    ) -> Connection:
+        """A new connection over ``streams`` with this server's table, gate and shared state
+        (``state``: the connection's handshake state, a new one by default)."""
         return Connection(
             streams,
             self.table,
@@ -366,7 +369,7 @@ class BridgeServer:
             scopes=self.scopes,
             server_requests=self.server_requests,
             drain_timeout=self._drain_timeout,
-            state=ConnectionState(),
+            state=ConnectionState() if state is None else state,
             outbound_budget=self.outbound_budget,
             count_key=in_flight_key,
         )
@@ -395,13 +398,24 @@ class BridgeServer:
         )
 
     async def serve_connection(
-        self, streams: TransportStreams, kind: TransportKind = TransportKind.STDIO
+        self,
+        streams: TransportStreams,
+        kind: TransportKind = TransportKind.STDIO,
+        first: FirstInitialize | None = None,
     ) -> None:
-        """Serve one client until its connection ends."""
-        connection = self.connection(streams, kind)
+        """Serve one client until its connection ends. ``first``: its ``initialize``, answered
+        before the server started (``_first_initialize``): the connection starts initialized
+        and is welcomed before anything more of it is read."""
+        connection = self.connection(streams, kind, None if first is None else first.state)
         self._connections[connection.connection_id] = connection
         logger.info("connection %s opened (%s)", connection.connection_id, kind.value)
         try:
+            if first is not None:
+                connection.set_notification_opt_out(first.hello.opt_out_notification_methods)
+                self._originate(first.hello)
+                if self.user_agent is None:
+                    self.user_agent = first.user_agent
+                await self._welcome(connection)
             await connection.run()
         finally:
             del self._connections[connection.connection_id]
@@ -420,49 +434,46 @@ class BridgeServer:
         return sum(c.unhandled(key) for c in self._connections.values())
 
     async def initialize(self, ctx: RequestContext, params: ClientHello) -> bytes:
-        """The ``initialize`` request (``_handshake``); the connection is then registered for
-        broadcasts, after the start-up notification the real server sends it.
-
-        The answer and the notification are written as the real server writes them (its key
-        order), without the wire models: nothing of pydantic is loaded to answer."""
-        state = validate_initialize(ctx, params)
-        if self.originator is None:
-            self.originator = params.name
-        assert state.client_name is not None
-        assert state.client_version is not None
-
-        async def welcome() -> None:
-            # What the real server sends this connection only, before it may get broadcasts:
-            # the config's warnings (a broken file, unknown keys), then the remote control state.
-            for warning in self.config.startup_warnings():
-                self.announced_config_warnings.add(warning["summary"])
-                await ctx.connection.notify("configWarning", warning)
-            status = {
-                "status": "disabled",
-                "serverName": self.server_name,
-                "installationId": self.installation_id,
-                "environmentId": None,
-            }
-            await ctx.connection.notify("remoteControl/status/changed", orjson.dumps(status))
-            connection = self._connections.get(ctx.connection.connection_id)
-            if connection is not None:  # else it closed meanwhile: nothing to broadcast to
-                self.add_connection(connection)
-            self._begin_after_initialize()
-
-        ctx.after_response(welcome)
-        agent = user_agent(self.originator, state.client_name, state.client_version)
+        """The ``initialize`` request (``_handshake``); the connection is then welcomed
+        (``_welcome``). Nothing of pydantic is loaded to answer."""
+        validate_initialize(ctx, params)
+        agent, result = initialize_result(self._originate(params), params, self.home)
         if self.user_agent is None:
             self.user_agent = agent
-        return orjson.dumps(
-            {
-                "userAgent": agent,
-                # the home this server reads and stores under (``--codex-home``), as the
-                # real server reports the one it runs with
-                "codexHome": codex_home() if self._codex_home is None else str(self._codex_home),
-                "platformFamily": platform_family(),
-                "platformOs": platform_os(),
-            }
-        )
+        ctx.after_response(partial(self._welcome, ctx.connection))
+        return result
+
+    @property
+    def home(self) -> str:
+        """The home this server reads and stores under (``--codex-home``), which ``initialize``
+        reports, as the real server reports the one it runs with."""
+        return codex_home() if self._codex_home is None else str(self._codex_home)
+
+    def _originate(self, hello: ClientHello) -> str:
+        """The originator of every user agent: the first client name that initialized."""
+        if self.originator is None:
+            self.originator = hello.name
+        return self.originator
+
+    async def _welcome(self, outbox: ContextConnection) -> None:
+        """What the real server sends a connection right after its ``initialize`` answer, before
+        it may get broadcasts: the config's warnings (a broken file, unknown keys), then the
+        remote control state (written without the wire models). The connection is then
+        registered for broadcasts and the start-up work left for after the answer begins."""
+        for warning in self.config.startup_warnings():
+            self.announced_config_warnings.add(warning["summary"])
+            await outbox.notify("configWarning", warning)
+        status = {
+            "status": "disabled",
+            "serverName": self.server_name,
+            "installationId": self.installation_id,
+            "environmentId": None,
+        }
+        await outbox.notify("remoteControl/status/changed", orjson.dumps(status))
+        connection = self._connections.get(outbox.connection_id)
+        if connection is not None:  # else it closed meanwhile: nothing to broadcast to
+            self.add_connection(connection)
+        self._begin_after_initialize()
 
     def _begin_after_initialize(self) -> None:
         """The start-up work left for after the first ``initialize`` answer (once): the list

@@ -18,23 +18,52 @@ layer serves every kind the same way. ``TransportKind`` tells the rpc
 layer which outbound policy applies (stdio waits for a slow reader, socket kinds disconnect it).
 """
 
-from codex_app_bridge.transport._framing import (
-    DEFAULT_MAX_MESSAGE_BYTES,
-    DecodeError,
-    InboundItem,
-    JsonValue,
-    LineSplitter,
-    OutboundItem,
-    decode_line,
-    encode_item,
-)
-from codex_app_bridge.transport._streams import (
-    OUTBOUND_QUEUE_CAPACITY,
-    TransportKind,
-    TransportStreams,
-)
-from codex_app_bridge.transport.memory import create_memory_transport_pair
-from codex_app_bridge.transport.stdio import stdio_transport
+import typing as _typing
+
+from codex_app_bridge._reexports import import_reexport as _import_reexport
+
+if _typing.TYPE_CHECKING:
+    from codex_app_bridge.transport._framing import (
+        DEFAULT_MAX_MESSAGE_BYTES,
+        DecodeError,
+        InboundItem,
+        JsonValue,
+        LineSplitter,
+        OutboundItem,
+        decode_line,
+        encode_item,
+    )
+    from codex_app_bridge.transport._streams import (
+        OUTBOUND_QUEUE_CAPACITY,
+        TransportKind,
+        TransportStreams,
+    )
+    from codex_app_bridge.transport.memory import create_memory_transport_pair
+    from codex_app_bridge.transport.stdio import stdio_transport
+
+# where each public name lives: its module is imported on first use, so that a light module of
+# this package (what answering ``initialize`` needs) is imported without the rest (anyio)
+_SOURCES: dict[str, str] = {
+    **dict.fromkeys(
+        (
+            "DEFAULT_MAX_MESSAGE_BYTES",
+            "DecodeError",
+            "InboundItem",
+            "JsonValue",
+            "LineSplitter",
+            "OutboundItem",
+            "decode_line",
+            "encode_item",
+        ),
+        "codex_app_bridge.transport._framing",
+    ),
+    **dict.fromkeys(
+        ("OUTBOUND_QUEUE_CAPACITY", "TransportKind", "TransportStreams"),
+        "codex_app_bridge.transport._streams",
+    ),
+    **dict.fromkeys(("create_memory_transport_pair",), "codex_app_bridge.transport.memory"),
+    **dict.fromkeys(("stdio_transport",), "codex_app_bridge.transport.stdio"),
+}
 
 __all__ = [
     "DEFAULT_MAX_MESSAGE_BYTES",
@@ -51,3 +80,11 @@ __all__ = [
     "encode_item",
     "stdio_transport",
 ]
+
+
+def __getattr__(name: str) -> object:
+    return _import_reexport(__name__, globals(), _SOURCES, name)
+
+
+def __dir__() -> list[str]:
+    return sorted({*globals(), *__all__})

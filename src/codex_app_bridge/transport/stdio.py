@@ -147,10 +147,15 @@ async def _decode_chunks(
     chunks: MemoryObjectReceiveStream[bytes],
     inbound: MemoryObjectSendStream[InboundItem],
     limit: int | None,
+    prefix: bytes,
 ) -> None:
     splitter = LineSplitter(limit)
     async with chunks, inbound:
         try:
+            for line in splitter.feed(prefix) if prefix else ():
+                item = decode_line(line)
+                if item is not None:
+                    await inbound.send(item)
             async for chunk in chunks:
                 for line in splitter.feed(chunk):
                     item = decode_line(line)
@@ -206,9 +211,11 @@ async def stdio_transport(
     capacity: int = OUTBOUND_QUEUE_CAPACITY,
     flush_timeout: float = 5.0,
     max_message_bytes: int | None = DEFAULT_MAX_MESSAGE_BYTES,
+    prefix: bytes = b"",
 ) -> AsyncGenerator[TransportStreams]:
     """Serve JSON Lines on stdin/stdout (or the given descriptors); yields ``(read, write)``.
-    A line past ``max_message_bytes`` is refused without being kept (``None``: no limit)."""
+    A line past ``max_message_bytes`` is refused without being kept (``None``: no limit).
+    ``prefix``: bytes of the input read before (``serve``'s first line), read first."""
     diversion = _StdDiversion(stdin_fd is None, stdout_fd is None)
     in_fd = stdin_fd if stdin_fd is not None else diversion.wire_in
     out_fd = stdout_fd if stdout_fd is not None else diversion.wire_out
@@ -242,7 +249,7 @@ async def stdio_transport(
     reader = writer = None
     try:
         async with BlockingPortal() as portal, anyio.create_task_group() as tg:
-            tg.start_soon(_decode_chunks, chunks_recv, inbound_send, max_message_bytes)
+            tg.start_soon(_decode_chunks, chunks_recv, inbound_send, max_message_bytes, prefix)
             reader = threading.Thread(
                 target=_reader_thread,
                 args=(in_fd, portal, chunks_send),
