@@ -69,3 +69,24 @@ async def test_the_long_imports_are_made_apart_from_the_event_loop_before_the_st
     assert probe.IMPORTED_IN is not threading.main_thread()
     assert "warm_probe_never" not in sys.modules
     assert ran == [1]
+
+
+@pytest.mark.anyio
+async def test_an_import_made_apart_gives_the_interpreter_back_often_and_restores_it(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # a request arriving during the import waits IMPORT_SWITCH_S at most for the interpreter
+    (tmp_path / "warm_probe_switch.py").write_text("import sys\nSWITCH = sys.getswitchinterval()\n")
+    (tmp_path / "warm_probe_failing.py").write_text(
+        "import sys\nSWITCH = sys.getswitchinterval()\nraise RuntimeError('broken')\n"
+    )
+    monkeypatch.syspath_prepend(str(tmp_path))
+    monkeypatch.setattr(_warm, "IMPORTED_APART", ("warm_probe_switch", "warm_probe_failing"))
+    monkeypatch.setattr(_warm, "warm_up_steps", lambda: iter(()))
+    interval = sys.getswitchinterval()
+    with anyio.fail_after(30):
+        await _warm.warm_up(lambda: False)
+    probe = sys.modules.pop("warm_probe_switch")
+    assert pytest.approx(min(interval, _warm.IMPORT_SWITCH_S)) == probe.SWITCH
+    assert "warm_probe_failing" not in sys.modules
+    assert sys.getswitchinterval() == interval  # after a failed import too
