@@ -18,11 +18,12 @@ Boundary: pure functions on Python values.
 from __future__ import annotations
 
 import datetime as dt
-import decimal
-import hashlib
 import json
 import math
 from typing import Any, Final
+
+# decimal and hashlib are imported where used: ``serve`` loads this module before it answers
+# ``initialize`` and needs neither (floats and layer versions are written later, if ever)
 
 __all__ = [
     "DATETIME_FIELD",
@@ -112,6 +113,8 @@ def rust_float(value: float) -> str:
         return "nan"
     if math.isinf(value):
         return "inf" if value > 0 else "-inf"
+    import decimal
+
     text = format(decimal.Decimal(repr(value)), "f")
     if "." not in text:
         text += ".0"
@@ -177,6 +180,8 @@ def _ryu(value: float) -> str:
     """A float as ``serde_json`` (ryu) writes it."""
     if value == 0:
         return "-0.0" if math.copysign(1.0, value) < 0 else "0.0"
+    import decimal
+
     sign = "-" if value < 0 else ""
     parts = decimal.Decimal(repr(abs(value))).as_tuple()
     digits = "".join(str(d) for d in parts.digits)
@@ -231,4 +236,6 @@ def json_text(value: Any) -> str:
 
 def layer_version(config: dict[str, Any]) -> str:
     """A layer's version as ``config/read`` reports it."""
+    import hashlib
+
     return "sha256:" + hashlib.sha256(json_text(config).encode("utf-8")).hexdigest()
