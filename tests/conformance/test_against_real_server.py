@@ -18,6 +18,7 @@ from typing import Any
 
 import pytest
 
+from codex_app_bridge.conformance.real_codex import codex_env
 from codex_app_bridge.server import EXPERIMENTAL_FIELDS
 from tests.conftest import bridge_command, bridge_env
 
@@ -193,12 +194,16 @@ def test_errors_and_simple_results_match_the_real_server(tmp_path: Path) -> None
 
 @cache
 def _experimental_schema(tmp: str) -> dict[str, Any]:
+    """The binary's experimental schema bundle, written by the binary on a CODEX_HOME (and HOME)
+    under ``tmp``: with the developer's environment it set up its helpers in the real
+    ``~/.codex/tmp/arg0-linux``, shared by every pytest-xdist worker and checkout."""
     out = Path(tmp) / "schema"
     subprocess.run(
         [_real_binary(), "app-server", "generate-json-schema", "--experimental", "--out", str(out)],
         check=True,
         capture_output=True,
         timeout=TIMEOUT,
+        env=codex_env(Path(tmp) / "schema-home" / ".codex"),
     )
     bundle: dict[str, Any] = json.loads(
         (out / "codex_app_server_protocol.v2.schemas.json").read_text(encoding="utf-8")
