@@ -18,6 +18,7 @@ import json
 import subprocess
 import sys
 import tempfile
+from contextlib import nullcontext
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, cast
@@ -243,10 +244,13 @@ def run_matrix(scratch: Path | None = None) -> list[ClientResult]:
     ``scratch/clients`` when ``scratch`` is given, else removed. One client at a time: the
     bridge replays the interrupted turn paced, and a second flow beside it on a busy machine
     let the replay end the turn before the client's interrupt came ("no active turn")."""
-    with tempfile.TemporaryDirectory(prefix="codex-client-matrix-") as temporary:
-        root = scratch or Path(temporary)
-        with MockResponses() as mock:
-            return [_run_or_unavailable(client, mock, root / "clients") for client in CLIENTS]
+    temporary = (
+        nullcontext(str(scratch))
+        if scratch is not None
+        else tempfile.TemporaryDirectory(prefix="codex-client-matrix-")
+    )
+    with temporary as root, MockResponses() as mock:
+        return [_run_or_unavailable(client, mock, Path(root) / "clients") for client in CLIENTS]
 
 
 def _run_or_unavailable(client: str, mock: MockResponses, scratch: Path) -> ClientResult:
