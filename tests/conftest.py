@@ -6,6 +6,7 @@ from __future__ import annotations
 import os
 import sys
 from pathlib import Path
+from typing import Any
 
 import pytest
 from hypothesis import HealthCheck, settings
@@ -58,3 +59,27 @@ def bridge_env(extra: dict[str, str] | None = None) -> dict[str, str]:
     if extra:
         env.update(extra)
     return env
+
+
+SHARED_SESSION_FILES = frozenset(
+    f"tests/conformance/test_model_mode_{name}.py" for name in ("bridge", "goals", "machine")
+)
+"""The files that share the session fixture ``bridge_model_runs`` (``tests/conformance``): a
+session under pytest-xdist is a worker, so these go to one worker together."""
+
+
+@pytest.hookimpl(optionalhook=True)
+def pytest_xdist_make_scheduler(config: pytest.Config, log: Any) -> Any:
+    """``--dist loadfile`` (the README's test command), whole files per worker, except that the
+    files of :data:`SHARED_SESSION_FILES` are one unit: apart, the second worker played the
+    scenarios again (test_model_mode_machine's took 42 s of a loaded run that way)."""
+    if config.getvalue("dist") != "loadfile":
+        return None
+    from xdist.scheduler import LoadFileScheduling
+
+    class SharedSessionsTogether(LoadFileScheduling):
+        def _split_scope(self, nodeid: str) -> str:
+            path = super()._split_scope(nodeid)
+            return "model-mode bridge runs" if path in SHARED_SESSION_FILES else path
+
+    return SharedSessionsTogether(config, log)

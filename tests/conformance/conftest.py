@@ -1,6 +1,7 @@
 """Runs shared by several conformance modules.
 
-Each model-mode scenario is played on the bridge once per test session, however many modules
+Each model-mode scenario is played on the bridge once per test session (a pytest-xdist worker:
+``tests/conftest.py`` sends the modules that use it to one worker), however many modules
 judge it (``test_model_mode_bridge`` judges them all, ``_goals`` and ``_machine`` look closer at
 some): the same scenario on the same server gives the same record, so playing it again proves
 nothing more and cost the suite a minute. The bridge's scenarios run up to ``os.cpu_count()``
