@@ -89,8 +89,14 @@ def run(log_path: str, command: list[str]) -> int:
 
         main = threading.current_thread() is threading.main_thread()
         previous = signal.signal(signal.SIGTERM, on_sigterm) if main else None
+        # a reader of its own on descriptor 0, not sys.stdin.buffer: this daemon thread may
+        # still be blocked in its readline (the client keeps stdin open) when the interpreter
+        # shuts down, holding that reader's lock, and the shutdown closes sys.stdin: it waited
+        # 1 s for the lock and aborted ("Fatal Python error: _enter_buffered_busy", status -6
+        # instead of 143 after SIGTERM). Nothing at shutdown closes this one.
+        from_client = open(sys.stdin.fileno(), "rb", closefd=False)  # noqa: SIM115
         to_child = threading.Thread(
-            target=pump, args=(sys.stdin.buffer, child.stdin, log, "c2s"), daemon=True
+            target=pump, args=(from_client, child.stdin, log, "c2s"), daemon=True
         )
         to_child.start()
         try:
