@@ -307,6 +307,22 @@ def test_a_thread_warning_racing_the_thread_start_answer_is_put_first_either_way
     assert canonical_order([answer, started, turn]) == [answer, started, turn]
 
 
+def test_a_turn_start_answer_after_its_turns_first_notifications_is_put_before_them() -> None:
+    answer: dict[str, Any] = {"response": "turn/start", "result": {}}
+    status: dict[str, Any] = {"method": "thread/status/changed", "params": {"status": {}}}
+    started: dict[str, Any] = {"method": "turn/started", "params": {}}
+    item: dict[str, Any] = {"method": "item/started", "params": {}}
+    warning: dict[str, Any] = {"method": "warning", "params": {"message": "m"}}
+    usual = [warning, answer, status, started, item]
+    assert canonical_order([warning, status, started, answer, item]) == usual  # seen: 0.163.0
+    assert canonical_order([warning, status, answer, started, item]) == usual
+    assert canonical_order(usual) == usual
+    # another answer, or the answer after an item of the turn, keeps its place
+    other: dict[str, Any] = {"response": "thread/start", "result": {}}
+    assert canonical_order([status, started, other]) == [status, started, other]
+    assert canonical_order([started, item, answer]) == [started, item, answer]
+
+
 def test_the_status_after_a_declined_approval_is_put_after_the_item_it_completed() -> None:
     resolved: dict[str, Any] = {"method": "serverRequest/resolved", "params": {"requestId": 0}}
     status: dict[str, Any] = {"method": "thread/status/changed", "params": {"status": {}}}

@@ -449,6 +449,18 @@ def _raced(unit: JsonObject) -> bool:
     return "response" in unit or unit.get("method") == "thread/started"
 
 
+_TURN_BEGUN: Final = frozenset({"thread/status/changed", "turn/started"})
+"""What a turn's start sends beside the ``turn/start`` answer: 0.163.0 answers from the request
+and begins the turn on its session's task, and on a busy machine the thread's ``active`` status
+and ``turn/started`` came before the answer (seen once, on a resumed thread after a restart,
+in a fresh clone's suite beside two CPU burners and another pytest-xdist worker); the canonical
+order is the answer first, as the binary sends it otherwise."""
+
+
+def _turn_start_answer(unit: JsonObject) -> bool:
+    return unit.get("response") == "turn/start"
+
+
 def _resolved_status_race(before: JsonObject, status: JsonObject, after: JsonObject) -> bool:
     """``serverRequest/resolved``, ``thread/status/changed``, ``item/completed``: the status a
     thread goes back to once its approval is answered races the item the answer completed (a
@@ -462,10 +474,16 @@ def _resolved_status_race(before: JsonObject, status: JsonObject, after: JsonObj
 
 
 def canonical_order(units: list[JsonObject]) -> list[JsonObject]:
-    """A racing notification right after an answer (or a ``thread/started``) is put before it,
-    and a thread's status after an answered approval after the item it completed (both sides
-    alike). Idempotent: a stream already in this order stays as it is."""
+    """A ``turn/start`` answer that came after its turn's status change or ``turn/started`` is
+    put before them; a racing notification right after an answer (or a ``thread/started``) is
+    put before it, and a thread's status after an answered approval after the item it completed
+    (both sides alike). Idempotent: a stream already in this order stays as it is."""
     out = list(units)
+    for i in range(1, len(out)):
+        j = i
+        while j > 0 and _turn_start_answer(out[j]) and out[j - 1].get("method") in _TURN_BEGUN:
+            out[j - 1], out[j] = out[j], out[j - 1]
+            j -= 1
     for i in range(1, len(out)):
         j = i
         while j > 0 and out[j].get("method") in _RACING and _raced(out[j - 1]):
