@@ -95,9 +95,16 @@ def run(log_path: str, command: list[str]) -> int:
         # 1 s for the lock and aborted ("Fatal Python error: _enter_buffered_busy", status -6
         # instead of 143 after SIGTERM). Nothing at shutdown closes this one.
         from_client = open(sys.stdin.fileno(), "rb", closefd=False)  # noqa: SIM115
-        to_child = threading.Thread(
-            target=pump, args=(from_client, child.stdin, log, "c2s"), daemon=True
-        )
+        to_server = child.stdin
+
+        def client_to_child() -> None:
+            # SIGINT and SIGTERM go to the main thread: taken by this one, blocked in its read,
+            # the main thread's read of the child's output is not interrupted and the signal's
+            # handler waits for output that may never come
+            signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGINT, signal.SIGTERM})
+            pump(from_client, to_server, log, "c2s")
+
+        to_child = threading.Thread(target=client_to_child, daemon=True)
         to_child.start()
         try:
             pump(child.stdout, sys.stdout.buffer, log, "s2c")
