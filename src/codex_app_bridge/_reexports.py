@@ -1,9 +1,9 @@
 """A package's re-exports from its private modules, imported when first read (PEP 562).
 
-Role: the one body of the ``__getattr__`` of ``codex_app_bridge``, ``codex_app_bridge.server``,
-``codex_app_bridge.listener`` and ``codex_app_bridge.storage``,
-whose ``__init__`` lists which module defines each public name (so importing the package loads
-none of them). Boundary: ``importlib`` only.
+Role: the one body of the ``__getattr__`` of ``codex_app_bridge`` and of its packages
+``server``, ``listener``, ``storage``, ``rpc`` and ``transport``, whose ``__init__`` lists which
+module defines each public name (so importing the package loads none of them). Boundary:
+``importlib`` only.
 """
 
 from __future__ import annotations

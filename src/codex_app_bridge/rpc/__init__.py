@@ -14,8 +14,15 @@ import typing as _typing
 from codex_app_bridge._reexports import import_reexport as _import_reexport
 
 if _typing.TYPE_CHECKING:
-    from codex_app_bridge.rpc._context import DeferredReply, RequestContext
+    from codex_app_bridge.rpc._context import (
+        ContextConnection,
+        DeferredReply,
+        RequestContext,
+        RequestMethod,
+        encode_result,
+    )
     from codex_app_bridge.rpc.answers import (
+        AnswerCallback,
         ConnectionClosedError,
         PendingServerRequest,
         ServerRequestError,
@@ -33,6 +40,7 @@ if _typing.TYPE_CHECKING:
         outbound_policy_for,
     )
     from codex_app_bridge.rpc.errors import (
+        INPUT_TOO_LARGE,
         INTERNAL_ERROR,
         INVALID_PARAMS,
         INVALID_REQUEST,
@@ -42,7 +50,12 @@ if _typing.TYPE_CHECKING:
         RpcError,
         error_object,
         invalid_request,
+        missing_params_error,
+        overloaded_error,
         params_error,
+        params_length_error,
+        params_type_error,
+        unknown_method_error,
     )
     from codex_app_bridge.rpc.methods import (
         Handler,
@@ -52,6 +65,7 @@ if _typing.TYPE_CHECKING:
         ModelParams,
         ParamsSpec,
         RawParams,
+        default_unsupported_error,
     )
     from codex_app_bridge.rpc.outbox import EncodedParams, OutboundNotification, Outbox
     from codex_app_bridge.rpc.scopes import ScopeTicket, SerialScopes
@@ -59,9 +73,18 @@ if _typing.TYPE_CHECKING:
 # where each public name lives: its module is imported on first use, so that a light module of
 # this package (what answering ``initialize`` needs) is imported without the rest (anyio)
 _SOURCES: dict[str, str] = {
-    **dict.fromkeys(("DeferredReply", "RequestContext"), "codex_app_bridge.rpc._context"),
     **dict.fromkeys(
-        ("ConnectionClosedError", "PendingServerRequest", "ServerRequestError", "ServerRequests"),
+        ("ContextConnection", "DeferredReply", "RequestContext", "RequestMethod", "encode_result"),
+        "codex_app_bridge.rpc._context",
+    ),
+    **dict.fromkeys(
+        (
+            "AnswerCallback",
+            "ConnectionClosedError",
+            "PendingServerRequest",
+            "ServerRequestError",
+            "ServerRequests",
+        ),
         "codex_app_bridge.rpc.answers",
     ),
     **dict.fromkeys(
@@ -80,6 +103,7 @@ _SOURCES: dict[str, str] = {
     ),
     **dict.fromkeys(
         (
+            "INPUT_TOO_LARGE",
             "INTERNAL_ERROR",
             "INVALID_PARAMS",
             "INVALID_REQUEST",
@@ -89,7 +113,12 @@ _SOURCES: dict[str, str] = {
             "RpcError",
             "error_object",
             "invalid_request",
+            "missing_params_error",
+            "overloaded_error",
             "params_error",
+            "params_length_error",
+            "params_type_error",
+            "unknown_method_error",
         ),
         "codex_app_bridge.rpc.errors",
     ),
@@ -102,6 +131,7 @@ _SOURCES: dict[str, str] = {
             "ModelParams",
             "ParamsSpec",
             "RawParams",
+            "default_unsupported_error",
         ),
         "codex_app_bridge.rpc.methods",
     ),
@@ -113,6 +143,7 @@ _SOURCES: dict[str, str] = {
 
 __all__ = [
     "INGRESS_QUEUE_CAPACITY",
+    "INPUT_TOO_LARGE",
     "INTERNAL_ERROR",
     "INVALID_PARAMS",
     "INVALID_REQUEST",
@@ -122,8 +153,10 @@ __all__ = [
     "OVERLOADED",
     "OVERLOADED_MESSAGE",
     "SOCKET_OUTBOUND_BUDGET",
+    "AnswerCallback",
     "Connection",
     "ConnectionClosedError",
+    "ContextConnection",
     "CountKey",
     "DeferredReply",
     "EncodedParams",
@@ -140,15 +173,23 @@ __all__ = [
     "PendingServerRequest",
     "RawParams",
     "RequestContext",
+    "RequestMethod",
     "RpcError",
     "ScopeTicket",
     "SerialScopes",
     "ServerRequestError",
     "ServerRequests",
+    "default_unsupported_error",
+    "encode_result",
     "error_object",
     "invalid_request",
+    "missing_params_error",
     "outbound_policy_for",
+    "overloaded_error",
     "params_error",
+    "params_length_error",
+    "params_type_error",
+    "unknown_method_error",
 ]
 
 

@@ -25,11 +25,13 @@ from codex_app_bridge._reexports import import_reexport as _import_reexport
 if _typing.TYPE_CHECKING:
     from codex_app_bridge.transport._framing import (
         DEFAULT_MAX_MESSAGE_BYTES,
+        MAX_NESTING,
         DecodeError,
         InboundItem,
         JsonValue,
         LineSplitter,
         OutboundItem,
+        OversizedLine,
         decode_line,
         encode_item,
     )
@@ -47,11 +49,13 @@ _SOURCES: dict[str, str] = {
     **dict.fromkeys(
         (
             "DEFAULT_MAX_MESSAGE_BYTES",
+            "MAX_NESTING",
             "DecodeError",
             "InboundItem",
             "JsonValue",
             "LineSplitter",
             "OutboundItem",
+            "OversizedLine",
             "decode_line",
             "encode_item",
         ),
@@ -67,12 +71,14 @@ _SOURCES: dict[str, str] = {
 
 __all__ = [
     "DEFAULT_MAX_MESSAGE_BYTES",
+    "MAX_NESTING",
     "OUTBOUND_QUEUE_CAPACITY",
     "DecodeError",
     "InboundItem",
     "JsonValue",
     "LineSplitter",
     "OutboundItem",
+    "OversizedLine",
     "TransportKind",
     "TransportStreams",
     "create_memory_transport_pair",
