@@ -15,10 +15,13 @@ import pytest
 
 from codex_app_bridge.cli import main
 from tests.conftest import DATA_DIR, bridge_command, bridge_env
+from tests.transport._serving import serve_process
 
 TIMEOUT = 60
 INIT = b'{"id":1,"method":"initialize","params":{"clientInfo":{"name":"cli","version":"1"}}}\n'
 LIST = b'{"id":2,"method":"thread/loaded/list","params":{}}\n'
+FIRST_LINE = "reading the first line of stdin"
+"""What ``serve`` logs (at DEBUG) before it blocks on stdin's first line."""
 
 
 def run(args: list[str], stdin: bytes = b"", **env: str) -> subprocess.CompletedProcess[bytes]:
@@ -207,14 +210,9 @@ def test_logs_go_to_stderr_as_json_lines_and_stdout_carries_only_protocol() -> N
 @pytest.mark.anyio
 @pytest.mark.parametrize("signum", [signal.SIGTERM, signal.SIGINT])
 async def test_sigterm_and_sigint_stop_the_server_cleanly(signum: signal.Signals) -> None:
-    process = await anyio.open_process(
-        [*bridge_command(), "serve"],
-        stdin=subprocess.PIPE,
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        env=bridge_env(),
-    )
-    async with process:
+    # serve_process sends the signal when the block ends and holds the exit status to 0
+    server = serve_process([], ready=FIRST_LINE, stop=signum, log_level="DEBUG", stdio=True)
+    async with server as (process, _):
         assert process.stdin is not None
         assert process.stdout is not None
         with anyio.fail_after(TIMEOUT):
@@ -223,8 +221,6 @@ async def test_sigterm_and_sigint_stop_the_server_cleanly(signum: signal.Signals
             while b"\n" not in received:
                 received += await process.stdout.receive()
             assert orjson.loads(received.split(b"\n")[0])["id"] == 1
-            process.send_signal(signum)
-            assert await process.wait() == 0
 
 
 @pytest.mark.anyio
@@ -232,23 +228,10 @@ async def test_sigterm_and_sigint_stop_the_server_cleanly(signum: signal.Signals
 async def test_a_signal_while_serve_waits_for_its_first_line_stops_it_cleanly(
     signum: signal.Signals,
 ) -> None:
-    # ``serve`` reads stdin's first line before it starts the event loop (``_first_initialize``)
-    process = await anyio.open_process(
-        [*bridge_command(), "serve"],
-        stdin=subprocess.PIPE,
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        env=bridge_env({"LOG_LEVEL": "DEBUG"}),
-    )
-    async with process:
-        assert process.stderr is not None
-        with anyio.fail_after(TIMEOUT):
-            log = b""
-            while b"reading the first line of stdin" not in log:
-                chunk = await process.stderr.receive()
-                log += chunk
-            process.send_signal(signum)
-            assert await process.wait() == 0
+    # ``serve`` reads stdin's first line (held open, never written) before it starts the event
+    # loop (``_first_initialize``): the signal comes once it says so
+    async with serve_process([], ready=FIRST_LINE, stop=signum, log_level="DEBUG", stdio=True):
+        pass
 
 
 @pytest.mark.anyio
