@@ -34,12 +34,18 @@ WIRE_FLOOR = {
     "python_sdk": 68.0,
 }
 """Wire match in percent (75.4, 75.9, 76.7, 76.3 and 72.7 measured when this was written)."""
+SHIM_CLIENTS = ("app_server_client", "codexed", "python_sdk")
+"""The clients whose library runs a "codex binary" by its path (the flow writes a shim)."""
 
 
 @pytest.fixture(scope="module")
-def results(tmp_path_factory: pytest.TempPathFactory) -> dict[str, ClientResult | str]:
+def scratch(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    return tmp_path_factory.mktemp("matrix")
+
+
+@pytest.fixture(scope="module")
+def results(scratch: Path) -> dict[str, ClientResult | str]:
     """Each client's result, or why it could not run."""
-    scratch: Path = tmp_path_factory.mktemp("matrix")
     # each client flow runs in a subprocess with a timeout (_matrix.TIMEOUT_S); a venv client's
     # venv is made once (timeouts in _client_venvs) and reused by later runs
     found = run_matrix(scratch)
@@ -99,3 +105,19 @@ def test_report_lists_an_unavailable_client_with_its_reason_and_counts_nothing()
         "3.13",
     ]
     assert rows[-1].split() == ["TOTAL", "13", "9", "69.2%"]
+
+
+def test_the_flows_write_their_shims_under_the_scratch_directory(
+    results: dict[str, ClientResult | str], scratch: Path
+) -> None:
+    # the libraries that take a "codex binary" path, not an argv, get a shim per flow and
+    # server side, in the side's scratch (a temporary directory of their own stayed in /tmp
+    # when a run was killed)
+    ran = [c for c in SHIM_CLIENTS if isinstance(results[c], ClientResult)]
+    assert "app_server_client" in ran
+    shims = {p.relative_to(scratch) for p in scratch.glob("**/codex") if p.parent.name == "shim"}
+    assert shims == {
+        Path("clients", client, side, "shim", "codex")
+        for client in ran
+        for side in ("real", "bridge")
+    }

@@ -1,6 +1,6 @@
 """One client library's whole flow against a server, as a subprocess that prints a JSON outcome.
 
-``python -m codex_app_bridge.conformance._client_flows CLIENT SERVER_ARGV_JSON`` with CLIENT ``official``
+``python -m codex_app_bridge.conformance._client_flows CLIENT SERVER_ARGV_JSON SHIM_DIR`` with CLIENT ``official``
 (``openai-codex`` 0.163.0) or ``app_server_client`` (``codex-app-server-client`` 0.1.0). The
 flow: start a thread, a turn, a second turn, a turn interrupted at its first delta,
 ``thread/list``, ``thread/read`` with turns, then a *new* client (a new server process: a
@@ -12,13 +12,10 @@ error class and message so the other steps still run.
 from __future__ import annotations
 
 import asyncio
-import atexit
 import json
 import os
-import shutil
 import stat
 import sys
-import tempfile
 from collections.abc import Callable, Coroutine
 from pathlib import Path
 from typing import Any, cast
@@ -40,7 +37,7 @@ def step(out: dict[str, Any], name: str, fn: Callable[[], Any]) -> Any:
     return value
 
 
-def official(argv: list[str]) -> dict[str, Any]:
+def official(argv: list[str], shim_dir: Path) -> dict[str, Any]:
     from openai_codex import Codex, CodexConfig
 
     config = CodexConfig(launch_args_override=tuple(argv), env=dict(os.environ), cwd=os.getcwd())
@@ -109,20 +106,20 @@ def _item_type(item: object) -> object:
     return getattr(item, "type", None)
 
 
-def shim(argv: list[str]) -> str:
-    """An executable that ignores the argv the client gives its "codex binary", in a directory
-    of its own that goes when this process exits (the flow's last client has closed by then;
-    a flow that raised goes too)."""
-    directory = tempfile.mkdtemp(prefix="codex-shim-")
-    atexit.register(shutil.rmtree, directory, ignore_errors=True)
-    path = Path(directory) / "codex"
+def shim(argv: list[str], directory: Path) -> str:
+    """An executable ``directory/codex`` that runs ``argv`` and ignores the argv the client gives
+    its "codex binary". ``directory`` is under the flow's scratch, which the caller owns: a
+    flow killed mid-run leaves nothing behind elsewhere (a temporary directory removed at exit
+    was left in /tmp by every killed run)."""
+    directory.mkdir(parents=True, exist_ok=True)
+    path = directory / "codex"
     quoted = " ".join("'" + a.replace("'", "'\\''") + "'" for a in argv)
     path.write_text(f"#!/bin/sh\nexec {quoted}\n", encoding="utf-8")
     path.chmod(path.stat().st_mode | stat.S_IXUSR)
     return str(path)
 
 
-async def app_server_client(argv: list[str]) -> dict[str, Any]:
+async def app_server_client(argv: list[str], shim_dir: Path) -> dict[str, Any]:
     from codex_app_server_client import (
         CodexAppServer,
         EventAction,
@@ -131,7 +128,7 @@ async def app_server_client(argv: list[str]) -> dict[str, Any]:
         ThreadStartParams,
     )
 
-    shim_path = shim(argv)
+    shim_path = shim(argv, shim_dir)
     out: dict[str, Any] = {}
 
     async def astep(name: str, coro: Any) -> None:
@@ -196,16 +193,17 @@ CLIENTS = ("official", "app_server_client")
 
 
 def run_client(
-    official: Callable[[list[str]], dict[str, Any]],
-    app_server_client: Callable[[list[str]], Coroutine[Any, Any, dict[str, Any]]],
+    official: Callable[[list[str], Path], dict[str, Any]],
+    app_server_client: Callable[[list[str], Path], Coroutine[Any, Any, dict[str, Any]]],
 ) -> None:
-    """A flows module's command line: ``CLIENT SERVER_ARGV_JSON``; the client's outcome is
-    printed as one JSON line (this module's flows, and ``_model_client_flows``')."""
-    client, argv = sys.argv[1], json.loads(sys.argv[2])
+    """A flows module's command line: ``CLIENT SERVER_ARGV_JSON SHIM_DIR`` (where a client that
+    takes a binary's path gets the :func:`shim`); the client's outcome is printed as one JSON
+    line (this module's flows, and ``_model_client_flows``')."""
+    client, argv, shim_dir = sys.argv[1], json.loads(sys.argv[2]), Path(sys.argv[3])
     if client == "official":
-        outcome = official(argv)
+        outcome = official(argv, shim_dir)
     elif client == "app_server_client":
-        outcome = asyncio.run(app_server_client(argv))
+        outcome = asyncio.run(app_server_client(argv, shim_dir))
     else:
         raise SystemExit(f"unknown client {client!r}; known: {', '.join(CLIENTS)}")
     print(json.dumps(outcome, default=str))

@@ -69,8 +69,9 @@ _VENV_FLOWS = str(Path(__file__).with_name("_venv_flows.py"))
 
 
 def flow_command(client: str) -> list[str]:
-    """The argv prefix that runs ``client``'s flow (then CLIENT and SERVER_ARGV_JSON follow).
-    Makes the client's venv on first use; raises :class:`ClientUnavailable` when it cannot."""
+    """The argv prefix that runs ``client``'s flow (then CLIENT, SERVER_ARGV_JSON and SHIM_DIR
+    follow). Makes the client's venv on first use; raises :class:`ClientUnavailable` when it
+    cannot."""
     venv = VENV_CLIENTS.get(client)
     if venv is None:
         return [sys.executable, "-m", "codex_app_bridge.conformance._client_flows"]
@@ -124,7 +125,7 @@ def _run_flow(client: str, server_argv: list[str], base: Path, home: Path) -> Si
     argv = [sys.executable, "-m", "codex_app_bridge.conformance.tee", str(log), "--", *server_argv]
     env = codex_env(home, extra={"PYTHONPATH": _SRC})
     proc = subprocess.run(
-        [*flow_command(client), client, json.dumps(argv)],
+        [*flow_command(client), client, json.dumps(argv), str(base / "shim")],
         cwd=work,
         env=env,
         capture_output=True,

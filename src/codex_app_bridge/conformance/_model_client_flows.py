@@ -1,6 +1,6 @@
 """Client flows written for the real server with a mocked model, run unchanged on either server.
 
-``python -m codex_app_bridge.conformance._model_client_flows CLIENT SERVER_ARGV_JSON`` with
+``python -m codex_app_bridge.conformance._model_client_flows CLIENT SERVER_ARGV_JSON SHIM_DIR`` with
 CLIENT ``official`` (``openai-codex`` 0.163.0) or ``app_server_client``
 (``codex-app-server-client`` 0.1.0). The server finds its model through ``CODEX_HOME`` (the
 environment this process gets): a ``config.toml`` naming the mock Responses server, whose
@@ -23,6 +23,7 @@ requests the mock got.
 from __future__ import annotations
 
 import os
+from pathlib import Path
 from typing import Any
 
 from codex_app_bridge.conformance._client_flows import run_client, shim, step
@@ -57,7 +58,7 @@ def _jsonable(value: object) -> Any:
     return value
 
 
-def official(argv: list[str]) -> Outcome:
+def official(argv: list[str], shim_dir: Path) -> Outcome:
     from openai_codex import Codex, CodexConfig
     from openai_codex.client import CodexClient
 
@@ -173,10 +174,10 @@ def official(argv: list[str]) -> Outcome:
     return out
 
 
-async def app_server_client(argv: list[str]) -> Outcome:
+async def app_server_client(argv: list[str], shim_dir: Path) -> Outcome:
     from codex_app_server_client import CodexAppServer, EventAction, ThreadStartParams
 
-    shim_path = shim(argv)
+    shim_path = shim(argv, shim_dir)
     out: Outcome = {}
     asked: list[str] = []
 

@@ -1692,6 +1692,7 @@ async def run_client_flow(client: str, server: str, mock: MockResponses, base: P
         "codex_app_bridge.conformance._model_client_flows",
         client,
         json.dumps(argv),
+        str(base / "shim"),
     ]
     env = codex_env(home, extra={"PYTHONPATH": _SRC, **extra})
     with anyio.fail_after(CLIENT_FLOW_TIMEOUT_S):

@@ -1,7 +1,8 @@
 """The client-matrix flow for the clients that run in their own venv (:mod:`._client_venvs`).
 
 Run by path, not as a module, under the client's venv interpreter in isolated mode:
-``<venv>/bin/python -I .../_venv_flows.py CLIENT SERVER_ARGV_JSON``; prints one JSON outcome.
+``<venv>/bin/python -I .../_venv_flows.py CLIENT SERVER_ARGV_JSON SHIM_DIR``; prints one JSON
+outcome.
 It imports only the standard library and the client library (never this package: the venv does
 not have it, and may be a newer Python). CLIENT is ``app_server_sdk``
 (``codex-app-server-sdk`` 0.4.1), ``codexed`` (``codexed`` 1.2.2) or ``python_sdk``
@@ -32,15 +33,12 @@ Where a library cannot do a step as the others do:
 from __future__ import annotations
 
 import asyncio
-import atexit
 import contextlib
 import importlib
 import json
 import os
-import shutil
 import stat
 import sys
-import tempfile
 from collections.abc import Awaitable, Callable, Coroutine
 from pathlib import Path
 from typing import Any, cast
@@ -65,13 +63,13 @@ async def _step(out: Outcome, name: str, fn: Callable[[], Awaitable[Any]]) -> An
     return value
 
 
-def _shim(argv: list[str]) -> str:
-    """An executable that ignores the argv the client gives its "codex binary", in a directory
-    of its own that goes when this process exits (the flow's last client has closed by then;
-    a flow that raised goes too)."""
-    directory = tempfile.mkdtemp(prefix="codex-shim-")
-    atexit.register(shutil.rmtree, directory, ignore_errors=True)
-    path = Path(directory) / "codex"
+def _shim(argv: list[str], directory: Path) -> str:
+    """An executable ``directory/codex`` that runs ``argv`` and ignores the argv the client gives
+    its "codex binary". ``directory`` is under the flow's scratch, which the caller owns: a
+    flow killed mid-run leaves nothing behind elsewhere (a temporary directory removed at exit
+    was left in /tmp by every killed run)."""
+    directory.mkdir(parents=True, exist_ok=True)
+    path = directory / "codex"
     quoted = " ".join("'" + a.replace("'", "'\\''") + "'" for a in argv)
     path.write_text(f"#!/bin/sh\nexec {quoted}\n", encoding="utf-8")
     path.chmod(path.stat().st_mode | stat.S_IXUSR)
@@ -105,7 +103,7 @@ def _completed_types(events: list[dict[str, Any]]) -> list[Any]:
 # --- codex-app-server-sdk 0.4.1 ----------------------------------------------------------------
 
 
-async def app_server_sdk(argv: list[str]) -> Outcome:
+async def app_server_sdk(argv: list[str], shim_dir: Path) -> Outcome:
     sdk: Any = importlib.import_module("codex_app_server_sdk")
     out: Outcome = {}
 
@@ -182,9 +180,9 @@ def _params(event: Any) -> dict[str, Any]:
     return _dict(dump(mode="json", by_alias=True)) if callable(dump) else _dict(params)
 
 
-async def codexed(argv: list[str]) -> Outcome:
+async def codexed(argv: list[str], shim_dir: Path) -> Outcome:
     cx: Any = importlib.import_module("codexed")
-    shim = _shim(argv)
+    shim = _shim(argv, shim_dir)
     out: Outcome = {}
     async with cx.CodexClient(codex_command=shim) as client:
         session = await asyncio.wait_for(
@@ -251,9 +249,9 @@ async def codexed(argv: list[str]) -> Outcome:
 # --- codex-python-sdk 0.2.1 ---------------------------------------------------------------------
 
 
-async def python_sdk(argv: list[str]) -> Outcome:
+async def python_sdk(argv: list[str], shim_dir: Path) -> Outcome:
     mod: Any = importlib.import_module("codex_python_sdk")
-    shim = _shim(argv)
+    shim = _shim(argv, shim_dir)
     out: Outcome = {}
 
     def connect() -> Any:
@@ -329,7 +327,7 @@ async def python_sdk(argv: list[str]) -> Outcome:
     return out
 
 
-FLOWS: dict[str, Callable[[list[str]], Coroutine[Any, Any, Outcome]]] = {
+FLOWS: dict[str, Callable[[list[str], Path], Coroutine[Any, Any, Outcome]]] = {
     "app_server_sdk": app_server_sdk,
     "codexed": codexed,
     "python_sdk": python_sdk,
@@ -337,11 +335,11 @@ FLOWS: dict[str, Callable[[list[str]], Coroutine[Any, Any, Outcome]]] = {
 
 
 def main() -> None:
-    client, argv = sys.argv[1], json.loads(sys.argv[2])
+    client, argv, shim_dir = sys.argv[1], json.loads(sys.argv[2]), Path(sys.argv[3])
     flow = FLOWS.get(client)
     if flow is None:
         raise SystemExit(f"unknown client {client!r}")
-    print(json.dumps(asyncio.run(flow(argv)), default=str))
+    print(json.dumps(asyncio.run(flow(argv, shim_dir)), default=str))
 
 
 if __name__ == "__main__":
