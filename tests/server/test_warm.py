@@ -13,6 +13,7 @@ import pytest
 
 from codex_app_bridge.protocol import v2
 from codex_app_bridge.server import _warm
+from codex_app_bridge.server._apart import IMPORT_SWITCH_S
 
 
 def test_every_step_runs_and_builds_the_models_of_a_resume() -> None:
@@ -87,6 +88,6 @@ async def test_an_import_made_apart_gives_the_interpreter_back_often_and_restore
     with anyio.fail_after(30):
         await _warm.warm_up(lambda: False)
     probe = sys.modules.pop("warm_probe_switch")
-    assert pytest.approx(min(interval, _warm.IMPORT_SWITCH_S)) == probe.SWITCH
+    assert pytest.approx(min(interval, IMPORT_SWITCH_S)) == probe.SWITCH
     assert "warm_probe_failing" not in sys.modules
     assert sys.getswitchinterval() == interval  # after a failed import too

@@ -75,7 +75,7 @@ from contextlib import nullcontext
 from dataclasses import dataclass
 from functools import partial
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Literal
+from typing import TYPE_CHECKING, Any, Final, Literal
 
 from codex_app_bridge._clock import SeededClock, install_clock
 from codex_app_bridge._producer_command import check_program, parse_command
@@ -115,6 +115,14 @@ DEFAULT_AGENT_PACE = 0.02
 EXIT_START_FAILED = 1
 """The transport could not start (socket in use, token file unreadable, ``--listen off``)."""
 _STDIO = "stdio://"
+SERVER_MODULES: Final = (
+    "anyio",
+    "anyio._backends._asyncio",
+    "codex_app_bridge.transport.stdio",
+    "codex_app_bridge.server._server",
+)
+"""What ``run_server`` imports on stdio: imported beside the first lists answered before it
+(``server._first_list``)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -943,6 +951,7 @@ async def run_server(
             shared=node,
             read_ahead=read_ahead,
             after_initialize=after_initialize,
+            installation_id=None if first is None else first.installation_id,
         ) as server,
         anyio.create_task_group() as tg,
     ):
@@ -1042,12 +1051,17 @@ class _EarlySignals:
             signal.signal(signum, handler)
 
 
-def _first_line(
-    settings: ServeSettings, signals: _EarlySignals
+def _first_lines(
+    settings: ServeSettings,
+    config: ConfigLayers,
+    read_ahead: ListReadAhead | None,
+    signals: _EarlySignals,
 ) -> tuple[FirstInitialize | None, bytes]:
     """On stdio, the first line of stdin, answered when it is an ``initialize`` the server would
-    accept as it is (``server._first_initialize``), before the event loop and the server are
-    imported; with the bytes read that the server has still to read. May raise ``_Stopped``."""
+    accept as it is (``server._first_initialize``), and then, with a ``CODEX_HOME``, the
+    ``thread/list`` requests after it (``server._first_list``), before the event loop and the
+    server are imported (those are imported beside the lists, ``SERVER_MODULES``); with the
+    bytes read that the server has still to read. May raise ``_Stopped``."""
     try:
         if settings.listen.scheme != "stdio" or settings.cluster is not None:
             return None, b""
@@ -1055,11 +1069,16 @@ def _first_line(
         from codex_app_bridge.transport._framing import DEFAULT_MAX_MESSAGE_BYTES
 
         limit = settings.max_message_bytes
+        limit = DEFAULT_MAX_MESSAGE_BYTES if limit is None else limit
         logger.debug("reading the first line of stdin")
-        return answer_first_initialize(
-            settings.codex_home or codex_home(),
-            DEFAULT_MAX_MESSAGE_BYTES if limit is None else limit,
+        first, rest = answer_first_initialize(
+            settings.codex_home or codex_home(), limit, config.startup_warnings
         )
+        if first is None or read_ahead is None:
+            return first, rest
+        from codex_app_bridge.server._first_list import answer_first_lists
+
+        return answer_first_lists(first, rest, read_ahead, SERVER_MODULES, limit=limit)
     finally:
         signals.reading = False
 
@@ -1101,7 +1120,7 @@ def _run(args: argparse.Namespace) -> int:
     signals: _EarlySignals | None = None
     try:
         signals = _EarlySignals()
-        first, prefix = _first_line(settings, signals)
+        first, prefix = _first_lines(settings, config, read_ahead, signals)
     except _Stopped as stopped:  # before the server watches signals: a clean stop as its own
         logger.info("received %s; shutting down", signal.Signals(stopped.signum).name)
         if signals is not None:

@@ -13,9 +13,10 @@ Rules (0.163.0, probed on the binary with scratch homes):
   again, as they are now (``_stored_list.StoredThreadList.page``). Until the thread registry is
   built (no thread made or loaded yet) the process knows no thread and the list is the stored
   threads alone: the first ``thread/list`` of a process loads the storage index and this module,
-  not the registry, the runtime or the core models. In a cluster, the threads other servers
-  share (``SharedThreads.rows``) are listed with them, ``notLoaded`` here (the registry, which
-  holds the cluster's hook, is then built by the first list).
+  not the registry, the runtime or the core models (on stdio ``serve`` answers the first ones
+  through ``list_threads`` before the server starts, ``_first_list``). In a cluster, the
+  threads other servers share (``SharedThreads.rows``) are listed with them, ``notLoaded`` here
+  (the registry, which holds the cluster's hook, is then built by the first list).
 * ``thread/loaded/list``: the loaded thread ids in creation order, paged by an id cursor (answered
   from memory, without a task: ``Immediate``).
 
@@ -28,7 +29,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, fields
 from datetime import UTC, datetime
 from operator import attrgetter
-from typing import TYPE_CHECKING, Any, Final, Literal, cast
+from typing import TYPE_CHECKING, Any, Final, Literal, Protocol, cast
 
 from codex_app_bridge.rpc import ModelParams, RequestContext
 from codex_app_bridge.rpc.methods import RawParamsValue
@@ -45,14 +46,17 @@ from codex_app_bridge.storage import (
 )
 
 if TYPE_CHECKING:
+    from codex_app_bridge.listener import ListenerHub
     from codex_app_bridge.protocol.v2 import (
         Thread,
         ThreadLoadedListParams,
         ThreadLoadedListResponse,
     )
-    from codex_app_bridge.server._services import ServerServices
+    from codex_app_bridge.server._registry import ThreadRegistry
     from codex_app_bridge.server._shared import SharedThreads
+    from codex_app_bridge.server._stored_list import StoredThreadList
     from codex_app_bridge.server._threads import ThreadRecord
+    from codex_app_bridge.sources import EventSource, TurnSource
     from codex_app_bridge.storage import StoredThread
 
 __all__ = [
@@ -61,9 +65,11 @@ __all__ = [
     "THREAD_LIST_DEFAULT_LIMIT",
     "THREAD_SORT_KEYS",
     "THREAD_SOURCE_KINDS",
+    "ListServices",
     "ThreadListHandlers",
     "ThreadListParamsSpec",
     "ThreadListQuery",
+    "plain_list_query",
 ]
 
 THREAD_LIST_DEFAULT_LIMIT: Final = 25
@@ -162,12 +168,26 @@ _PLAIN_FIELDS: Final[dict[str, tuple[str, Callable[[object], bool]]]] = {
 """Wire name -> field of ``ThreadListQuery`` and what a value must be to be taken as it is."""
 
 
+def plain_list_query(raw: object) -> ThreadListQuery | None:
+    """``thread/list``'s params read without the wire models: an object whose every member is a
+    field given a value of its type (or ``null``); ``None`` for anything else."""
+    if not isinstance(raw, dict):
+        return None
+    values: dict[str, Any] = {}
+    for wire, value in cast("dict[str, object]", raw).items():
+        plain = _PLAIN_FIELDS.get(wire)
+        if plain is None or (value is not None and not plain[1](value)):
+            return None
+        values[plain[0]] = value
+    return ThreadListQuery(**values)
+
+
 class ThreadListParamsSpec:
-    """``thread/list``'s params: an object whose every member is a field given a value of its
-    type (or ``null``) is read as it is, without the wire models (a process's first request is
-    often a list: pydantic and the generated models are most of its time); anything else goes
-    through ``ThreadListParams`` (``rpc.ModelParams``), which words the error as serde does, or
-    reads what the plain path does not (positional params)."""
+    """``thread/list``'s params: plain ones (``plain_list_query``) are read as they are, without
+    the wire models (a process's first request is often a list: pydantic and the generated
+    models are most of its time); anything else goes through ``ThreadListParams``
+    (``rpc.ModelParams``), which words the error as serde does, or reads what the plain path
+    does not (positional params)."""
 
     def __init__(self, field_count: int) -> None:
         """``field_count``: the Rust struct's (positional params' messages)."""
@@ -175,16 +195,8 @@ class ThreadListParamsSpec:
         self._model: ModelParams[Any] | None = None
 
     def decode(self, raw: RawParamsValue) -> ThreadListQuery:
-        if isinstance(raw, dict):
-            values: dict[str, Any] = {}
-            for wire, value in raw.items():
-                plain = _PLAIN_FIELDS.get(wire)
-                if plain is None or (value is not None and not plain[1](value)):
-                    break
-                values[plain[0]] = value
-            else:
-                return ThreadListQuery(**values)
-        return self._by_model(raw)
+        plain = plain_list_query(raw)
+        return self._by_model(raw) if plain is None else plain
 
     def _by_model(self, raw: RawParamsValue) -> ThreadListQuery:
         if self._model is None:
@@ -233,13 +245,35 @@ def _page(ids: list[str], cursor: str | None, limit: int | None) -> tuple[list[s
     return page, next_cursor
 
 
+class ListServices(Protocol):
+    """What the list handlers use of the server (``BridgeServer``; before the server starts,
+    the stored threads alone, ``_first_list``)."""
+
+    @property
+    def source(self) -> EventSource | TurnSource: ...
+
+    @property
+    def hub(self) -> ListenerHub: ...
+
+    @property
+    def stored_threads(self) -> StoredThreadList | None: ...
+
+    def known_threads(self) -> ThreadRegistry | None: ...
+
+
 class ThreadListHandlers:
     """``thread/list`` and ``thread/loaded/list`` of one server."""
 
-    def __init__(self, server: ServerServices) -> None:
+    def __init__(self, server: ListServices) -> None:
         self.server = server
 
     async def thread_list(self, ctx: RequestContext, params: ThreadListQuery) -> dict[str, Any]:
+        return await self.list_threads(params)
+
+    async def list_threads(self, params: ThreadListQuery) -> dict[str, Any]:
+        """``thread/list``'s answer (``ThreadListResponse`` as JSON data): what its handler
+        answers, and what ``_first_list`` answers before the server starts (where no await
+        suspends: the stored threads are then read where they are asked for)."""
         server = self.server
         by_updated = params.sort_key in ("updated_at", "recency_at")
         limit = (

@@ -18,12 +18,15 @@
   (the real server fixes it process-wide); every character outside visible ASCII and tab becomes
   ``_`` in the client parts, as the real server sanitizes them. The official SDK takes the server
   name and version from the part before the first space.
-* The gate (``check_request``): anything but ``initialize`` before a successful initialize answers
-  ``Not initialized``; then the experimental method, enum variant and field checks
-  (``_experimental``). ``initialized`` (a client notification) is accepted and never required.
+* The gate (``admit``; ``check_request`` on a request's context): anything but ``initialize``
+  before a successful initialize answers ``Not initialized``; then the experimental method, enum
+  variant and field checks (``_experimental``). ``initialized`` (a client notification) is
+  accepted and never required.
+* ``welcome_notifications``: what follows the ``initialize`` answer (the config's warnings, the
+  remote control state).
 
-Boundary: no threads, no turns; what happens after the initialize response (registering the
-connection for broadcasts, start-up notifications) is wired by the server.
+Boundary: no threads, no turns; sending the welcome and registering the connection for
+broadcasts are wired by the server (or by ``serve`` before it, ``_first_initialize``).
 """
 
 from __future__ import annotations
@@ -48,16 +51,21 @@ from codex_app_bridge.server._errors import (
 from codex_app_bridge.server._experimental import experimental_descriptor
 
 if TYPE_CHECKING:
+    from collections.abc import Iterable
+
     from codex_app_bridge.rpc import RequestContext
     from codex_app_bridge.rpc.methods import RawParamsValue
+    from codex_app_bridge.rpc.outbox import EncodedParams
 
 __all__ = [
     "ClientHello",
     "ConnectionState",
     "InitializeParamsSpec",
     "accept_hello",
+    "admit",
     "check_request",
     "codex_home",
+    "host_name",
     "initialize_result",
     "is_header_value",
     "os_description",
@@ -66,6 +74,7 @@ __all__ = [
     "sanitize_header_part",
     "terminal_description",
     "user_agent",
+    "welcome_notifications",
 ]
 
 
@@ -310,10 +319,36 @@ def initialize_result(originator: str, hello: ClientHello, home: str) -> tuple[s
     return agent, orjson.dumps(result)
 
 
-async def check_request(ctx: RequestContext) -> None:
-    """The gate: initialize first and once, then the experimental checks."""
-    state = connection_state(ctx)
-    if ctx.method == "initialize":
+def host_name() -> str:
+    """``serverName`` of the remote control state: this machine's name."""
+    import socket
+
+    return socket.gethostname() or "localhost"
+
+
+def welcome_notifications(
+    warnings: Iterable[dict[str, Any]], server_name: str, installation_id: str
+) -> list[tuple[str, EncodedParams]]:
+    """What the real server sends a connection right after its ``initialize`` answer, before
+    it reads anything more: the config's warnings (``configWarning``, ``warnings``), then the
+    remote control state (written without the wire models), as ``(method, params)``."""
+    status = {
+        "status": "disabled",
+        "serverName": server_name,
+        "installationId": installation_id,
+        "environmentId": None,
+    }
+    return [
+        *(("configWarning", warning) for warning in warnings),
+        ("remoteControl/status/changed", orjson.dumps(status)),
+    ]
+
+
+def admit(state: ConnectionState, method: str, params: object, *, experimental: bool) -> None:
+    """The gate's rules for a request of ``method`` on a connection in ``state`` (raises
+    ``RpcError``): initialize first and once, then the experimental checks (``experimental``:
+    the method is)."""
+    if method == "initialize":
         if state.initialized:
             raise already_initialized()
         return
@@ -321,10 +356,20 @@ async def check_request(ctx: RequestContext) -> None:
         raise not_initialized()
     if state.experimental_api:
         return
-    if ctx.spec.experimental:
-        raise experimental_required(ctx.method)
-    raw = ctx.request.params
-    if isinstance(raw, dict):
-        descriptor = experimental_descriptor(ctx.method, raw)
+    if experimental:
+        raise experimental_required(method)
+    if isinstance(params, dict):
+        raw = cast("dict[str, JsonValue]", params)
+        descriptor = experimental_descriptor(method, raw)
         if descriptor is not None:
             raise experimental_required(descriptor)
+
+
+async def check_request(ctx: RequestContext) -> None:
+    """The gate (``admit``) on the connection of ``ctx``."""
+    admit(
+        connection_state(ctx),
+        ctx.method,
+        ctx.request.params,
+        experimental=ctx.spec.experimental,
+    )

@@ -30,7 +30,6 @@ from __future__ import annotations
 
 import logging
 import os
-import socket
 import sys
 from collections.abc import Callable, Coroutine, Sequence
 from functools import partial
@@ -40,7 +39,6 @@ from typing import TYPE_CHECKING, Any, Self
 
 import anyio
 import anyio.abc
-import orjson
 
 from codex_app_bridge._clock import uuid4
 from codex_app_bridge.rpc import (
@@ -56,8 +54,10 @@ from codex_app_bridge.server._handshake import (
     ConnectionState,
     check_request,
     codex_home,
+    host_name,
     initialize_result,
     validate_initialize,
+    welcome_notifications,
 )
 from codex_app_bridge.server._idle import DEFAULT_IDLE_UNLOAD_SECONDS, IdleUnloader
 from codex_app_bridge.server._table import (
@@ -112,11 +112,14 @@ class BridgeServer:
         shared: SharedThreads | None = None,
         read_ahead: ListReadAhead | None = None,
         after_initialize: Sequence[Callable[[], object]] = (),
+        installation_id: str | None = None,
     ) -> None:
         """``read_ahead``: the catalog of ``codex_home``, its first page read ahead from the
         first ``initialize`` answered (``_first_list``); made here when first needed otherwise.
         ``after_initialize``: more start-up work (each callable starts its own thread: warm-ups),
-        begun then too, as the read-ahead is: begun before, it would delay that answer."""
+        begun then too, as the read-ahead is: begun before, it would delay that answer.
+        ``installation_id``: the one a connection was welcomed with before the server started
+        (``_first_initialize``); a new one otherwise."""
         self._source = source
         self._read_ahead = read_ahead
         self._after_initialize = list(after_initialize)
@@ -149,8 +152,8 @@ class BridgeServer:
         self.user_agent: str | None = None
         """The user agent the first ``initialize`` was answered with (sent to model providers)."""
         """The first client name that initialized (fixes every user agent, as the real server)."""
-        self.server_name = socket.gethostname() or "localhost"
-        self.installation_id = str(uuid4())
+        self.server_name = host_name()
+        self.installation_id = str(uuid4()) if installation_id is None else installation_id
         self._drain_timeout = drain_timeout
         self.idle_unloader = (
             IdleUnloader(lambda: self._threads, idle_unload, self._catalog) if idle_unload else None
@@ -404,8 +407,9 @@ class BridgeServer:
         first: FirstInitialize | None = None,
     ) -> None:
         """Serve one client until its connection ends. ``first``: its ``initialize``, answered
-        before the server started (``_first_initialize``): the connection starts initialized
-        and is welcomed before anything more of it is read."""
+        and welcomed before the server started (``_first_initialize``), and the requests
+        answered after it (``_first_list``): the connection starts initialized, is registered
+        and the start-up work begun before anything more of it is read."""
         connection = self.connection(streams, kind, None if first is None else first.state)
         self._connections[connection.connection_id] = connection
         logger.info("connection %s opened (%s)", connection.connection_id, kind.value)
@@ -415,7 +419,10 @@ class BridgeServer:
                 self._originate(first.hello)
                 if self.user_agent is None:
                     self.user_agent = first.user_agent
-                await self._welcome(connection)
+                self.announced_config_warnings.update(first.announced_warnings)
+                self._after_welcome(connection.connection_id)
+                if first.answered:  # as after the first request the server answers (``_gate``)
+                    await self._start_warm_up()
             await connection.run()
         finally:
             del self._connections[connection.connection_id]
@@ -457,20 +464,20 @@ class BridgeServer:
 
     async def _welcome(self, outbox: ContextConnection) -> None:
         """What the real server sends a connection right after its ``initialize`` answer, before
-        it may get broadcasts: the config's warnings (a broken file, unknown keys), then the
-        remote control state (written without the wire models). The connection is then
-        registered for broadcasts and the start-up work left for after the answer begins."""
-        for warning in self.config.startup_warnings():
-            self.announced_config_warnings.add(warning["summary"])
-            await outbox.notify("configWarning", warning)
-        status = {
-            "status": "disabled",
-            "serverName": self.server_name,
-            "installationId": self.installation_id,
-            "environmentId": None,
-        }
-        await outbox.notify("remoteControl/status/changed", orjson.dumps(status))
-        connection = self._connections.get(outbox.connection_id)
+        it may get broadcasts (``_handshake.welcome_notifications``: the config's warnings, a
+        broken file or unknown keys, then the remote control state); then ``_after_welcome``."""
+        warnings = self.config.startup_warnings()
+        self.announced_config_warnings.update(warning["summary"] for warning in warnings)
+        for method, params in welcome_notifications(
+            warnings, self.server_name, self.installation_id
+        ):
+            await outbox.notify(method, params)
+        self._after_welcome(outbox.connection_id)
+
+    def _after_welcome(self, connection_id: int) -> None:
+        """A connection was welcomed: it is registered for broadcasts and the start-up work
+        left for after the first answer begins."""
+        connection = self._connections.get(connection_id)
         if connection is not None:  # else it closed meanwhile: nothing to broadcast to
             self.add_connection(connection)
         self._begin_after_initialize()

@@ -2,7 +2,8 @@
 
 Role: what ``thread/list`` needs of the threads under ``CODEX_HOME`` (the catalog's rows, the
 ``Thread`` JSON and read state of each stored thread of a page), answered from the index alone,
-every read in a worker thread. It needs neither the thread registry nor what the registry loads
+every read in a worker thread (or, before the server starts, where it is asked for:
+``_first_list``). It needs neither the thread registry nor what the registry loads
 (listeners, runtimes, sources, the core and wire models): a process whose first request is
 ``thread/list`` answers it with this, the storage index and the list handler loaded, and
 nothing else. The registry, once built, lists through the same object.
@@ -24,9 +25,8 @@ registry's (``skip``), what a request means the handlers'.
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Mapping
-from typing import TYPE_CHECKING, Any, Final
-
-import anyio.to_thread
+from functools import partial
+from typing import TYPE_CHECKING, Any, Final, TypeVar
 
 from codex_app_bridge._version import CODEX_PROTOCOL_VERSION
 from codex_app_bridge.listener import read_state_of_turns
@@ -45,6 +45,8 @@ __all__ = [
     "stored_thread_json",
     "stored_thread_model",
 ]
+
+T = TypeVar("T")
 
 THREAD_SOURCE: Final = "vscode"
 """``Thread.source`` of every thread the app-server starts (what 0.163.0 reports)."""
@@ -144,11 +146,27 @@ class StoredThreadList:
     """The stored threads of one ``CODEX_HOME`` as ``thread/list`` pages them (see the module
     docstring)."""
 
-    def __init__(self, catalog: ThreadCatalog, defaults: Callable[[], SourceDefaults]) -> None:
+    def __init__(
+        self,
+        catalog: ThreadCatalog,
+        defaults: Callable[[], SourceDefaults],
+        *,
+        offload: bool = True,
+    ) -> None:
         """``defaults()``: what a thread runs with when nothing names a model or provider (the
-        turn source's; asked for only when needed)."""
+        turn source's; asked for only when needed). ``offload``: the catalog is read in a
+        worker thread, off the event loop (else where it is asked for: a caller with no event
+        loop, ``_first_list``, whose awaits then never suspend)."""
         self.catalog = catalog
         self.defaults = defaults
+        self._offload = offload
+
+    async def _read(self, work: Callable[[], T]) -> T:
+        if not self._offload:
+            return work()
+        import anyio.to_thread
+
+        return await anyio.to_thread.run_sync(work)
 
     async def rows(
         self,
@@ -179,7 +197,7 @@ class StoredThreadList:
                 return rows, {}
             return rows, self.catalog.find_many(row.thread_id for row in rows[:fetch])
 
-        return await anyio.to_thread.run_sync(work)
+        return await self._read(work)
 
     async def page(
         self, thread_ids: Iterable[str], fetched: Mapping[str, StoredThread] | None = None
@@ -190,7 +208,7 @@ class StoredThreadList:
         found = dict(fetched or {})
         missing = [thread_id for thread_id in thread_ids if thread_id not in found]
         if missing:
-            found.update(await anyio.to_thread.run_sync(self.catalog.find_many, missing))
+            found.update(await self._read(partial(self.catalog.find_many, missing)))
         return {
             thread_id: (stored_thread_json(stored, self.defaults), stored_read_state(stored))
             for thread_id, stored in found.items()

@@ -19,7 +19,7 @@ registry and the runtime (about 100 ms each on a loaded machine; a process's fir
 ``thread/list`` answers without them, ``_stored_list``). Those modules (``IMPORTED_APART``) are
 imported first, one at a time in a worker thread beside the event loop: a request that arrives
 meanwhile shares the interpreter with the import instead of waiting for it, and gets it back
-within :data:`IMPORT_SWITCH_S` (not the default 5 ms) at each of its steps (the event loop,
+within ``_apart.IMPORT_SWITCH_S`` (not the default 5 ms) at each of its steps (the event loop,
 its worker thread); one that needs a module being imported waits for that module only. (Waiting
 for a pause in the requests before each import was tried: a client's next request then found
 the interpreter free, but a client that never pauses 5 ms, such as bench/stored_threads.py's
@@ -44,6 +44,8 @@ import anyio
 import anyio.lowlevel
 import anyio.to_thread
 import orjson
+
+from codex_app_bridge.server._apart import import_apart
 
 if TYPE_CHECKING:
     from pydantic import BaseModel
@@ -255,10 +257,6 @@ def warm_up_steps() -> Iterator[Callable[[], object]]:
 
 _IDLE_POLL_S: Final = 0.001
 """How often the warm-up looks again while a request is being handled."""
-IMPORT_SWITCH_S: Final = 0.0005
-"""The interpreter's switch interval while such an import runs (5 ms by default): a request
-that arrives meanwhile waits at most this long for the interpreter at each of its steps (the
-event loop, its worker thread) instead of 5 ms."""
 
 
 async def warm_up(busy: Callable[[], bool]) -> None:
@@ -266,7 +264,7 @@ async def warm_up(busy: Callable[[], bool]) -> None:
     task run before each (see the module docstring)."""
     for name in IMPORTED_APART:  # each begins while no request is being handled
         await _idle(busy)
-        if not await anyio.to_thread.run_sync(_import_apart, name, abandon_on_cancel=True):
+        if not await anyio.to_thread.run_sync(import_apart, name, abandon_on_cancel=True):
             break
     steps = warm_up_steps()
     while True:
@@ -283,21 +281,6 @@ async def warm_up(busy: Callable[[], bool]) -> None:
             step()
         except Exception:
             logger.debug("warm-up step %r failed", step, exc_info=True)
-
-
-def _import_apart(name: str) -> bool:
-    """Import ``name`` with a short switch interval (:data:`IMPORT_SWITCH_S`); whether it was
-    imported."""
-    interval = sys.getswitchinterval()
-    sys.setswitchinterval(min(interval, IMPORT_SWITCH_S))
-    try:
-        importlib.import_module(name)
-    except Exception:  # the request that needs it fails in its own words
-        logger.debug("warm-up import of %s failed", name, exc_info=True)
-        return False
-    finally:
-        sys.setswitchinterval(interval)
-    return True
 
 
 async def _idle(busy: Callable[[], bool]) -> None:
