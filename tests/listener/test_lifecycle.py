@@ -466,3 +466,29 @@ def test_a_stored_goal_run_counts_only_the_turn_that_ended_it() -> None:
     goal_set = envelope(live[1].msg.model_copy(update={"turn_id": None}))
     history = [*user_first, goal_set, *stored[2:4]]
     assert read_state_of_history(THREAD, history).first_unread == TURN
+
+
+def test_a_revision_is_the_uuid5_of_the_thread_and_the_turn_without_hashlib() -> None:
+    """Revisions are ``uuid.uuid5`` (a restarted server reports the ones the one before it
+    did); they are made by CPython's own SHA-1, so that listing stored threads does not import
+    ``hashlib`` (OpenSSL's set-up, ``_read_state._uuid5``)."""
+    import subprocess
+    import sys
+    import uuid
+
+    from codex_app_bridge.listener import _read_state
+    from tests.conftest import bridge_env
+
+    for turn in (TURN, TURN_2, "é-∂"):
+        expected = uuid.uuid5(_read_state._REVISIONS, f"{THREAD}/turn:{turn}")  # pyright: ignore[reportPrivateUsage]
+        assert ReadState().after_turn(THREAD, turn).revision == str(expected)
+    probe = (
+        "import sys\n"
+        "from codex_app_bridge.listener import ReadState\n"
+        f"ReadState().after_turn({THREAD!r}, {TURN!r})\n"
+        "print('hashlib' in sys.modules)\n"
+    )
+    result = subprocess.run(
+        [sys.executable, "-c", probe], env=bridge_env(), capture_output=True, timeout=60, check=True
+    )
+    assert result.stdout.split() == [b"False"]

@@ -32,10 +32,11 @@ Boundary: pure values.
 
 from __future__ import annotations
 
+import importlib
 import uuid
-from collections.abc import Collection, Iterable
+from collections.abc import Callable, Collection, Iterable
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, Final
+from typing import TYPE_CHECKING, Any, Final, Protocol
 
 if TYPE_CHECKING:
     # loaded where they are used: a stored thread's read state (``read_state_of_turns``,
@@ -122,7 +123,23 @@ def is_activity(
 
 
 def _revision(thread_id: str, what: str) -> str:
-    return str(uuid.uuid5(_REVISIONS, f"{thread_id}/{what}"))
+    return str(_uuid5(_REVISIONS, f"{thread_id}/{what}"))
+
+
+def _uuid5(namespace: uuid.UUID, name: str) -> uuid.UUID:
+    """``uuid.uuid5`` by CPython's own SHA-1 when it has one: ``uuid.uuid5`` imports
+    ``hashlib``, whose set-up of OpenSSL (5-20 ms) was most of a process's first
+    ``thread/list`` after the catalog (a read state per listed thread)."""
+    try:
+        sha1: Callable[[bytes], _Digest] = importlib.import_module("_sha1").sha1
+    except ImportError:  # an interpreter built without it
+        return uuid.uuid5(namespace, name)
+    digest = sha1(namespace.bytes + name.encode()).digest()
+    return uuid.UUID(bytes=digest[:16], version=5)
+
+
+class _Digest(Protocol):
+    def digest(self) -> bytes: ...
 
 
 def read_state_of_history(thread_id: str, history: Iterable[EventEnvelope]) -> ReadState:
