@@ -71,7 +71,9 @@ __all__ = [
 _log = logging.getLogger(__name__)
 
 _FILL_BATCH: Final = 128
-"""Files never read that a listing reads at a time before it looks again whether it can stop."""
+"""Files never read that a listing reads at most at a time before it looks again whether it
+can stop: first as many as rows are missing (each file read may be one), twice as many each
+time after (rows the filter leaves out), up to this."""
 _BACKGROUND_DAYS: Final = 1
 """Day directories the background listing lists at a time (one transaction)."""
 _BACKGROUND_PAUSE: Final = 0.005
@@ -732,6 +734,7 @@ class ThreadCatalog:
             if limit is None or not descending:
                 self._fill(self.index.unread(by_updated=by_updated, limit=None))
                 return page()
+            batch = 0
             while True:
                 rows = page()
                 unread = self.index.unread_bound(by_updated=by_updated)
@@ -746,7 +749,8 @@ class ThreadCatalog:
                 if unlisted is not None and (unread is None or unlisted >= unread):
                     self._compute_rows(self.index.list_unlisted(1))
                 else:
-                    self._fill(self.index.unread(by_updated=by_updated, limit=_FILL_BATCH))
+                    batch = min(_FILL_BATCH, max(limit - len(rows), 2 * batch, 1))
+                    self._fill(self.index.unread(by_updated=by_updated, limit=batch))
 
         return work
 
