@@ -1,30 +1,22 @@
-"""The "codex binary" a client flow hands a library that takes a path (``_client_flows.shim``,
-and ``_venv_flows._shim``, its copy for the venvs that cannot import this package): an
-executable in the directory the flow is given, under the run's scratch, that runs the server's
-argv whatever argv the library passes it."""
+"""The "codex binary" a client flow hands a library that takes a path (``_venv_flows.shim``, the
+one of every flow): an executable in the directory the flow is given, under the run's scratch,
+that runs the server's argv whatever argv the library passes it."""
 
 from __future__ import annotations
 
 import subprocess
 import sys
-from collections.abc import Callable
 from pathlib import Path
 
-import pytest
-
-from codex_app_bridge.conformance._client_flows import shim
-from codex_app_bridge.conformance._venv_flows import _shim as venv_shim
+from codex_app_bridge.conformance._venv_flows import shim
 
 TIMEOUT = 60
 
 
-@pytest.mark.parametrize("make", [shim, venv_shim])
-def test_the_shim_is_written_where_the_flow_says_and_runs_the_server_argv(
-    make: Callable[[list[str], Path], str], tmp_path: Path
-) -> None:
+def test_the_shim_is_written_where_the_flow_says_and_runs_the_server_argv(tmp_path: Path) -> None:
     directory = tmp_path / "client" / "real" / "shim"
     argv = [sys.executable, "-c", "import sys; print(sys.argv[1:])", "it's quoted"]
-    path = Path(make(argv, directory))
+    path = Path(shim(argv, directory))
     assert path == directory / "codex"
     done = subprocess.run(
         [str(path), "app-server", "--listen", "stdio://"],
@@ -35,4 +27,4 @@ def test_the_shim_is_written_where_the_flow_says_and_runs_the_server_argv(
     )
     assert done.stdout == '["it\'s quoted"]\n'
     # a second client of the same flow (the restart) gets the same shim
-    assert make(argv, directory) == str(path)
+    assert shim(argv, directory) == str(path)

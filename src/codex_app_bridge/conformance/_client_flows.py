@@ -14,11 +14,12 @@ from __future__ import annotations
 import asyncio
 import json
 import os
-import stat
 import sys
 from collections.abc import Callable, Coroutine
 from pathlib import Path
 from typing import Any, cast
+
+from codex_app_bridge.conformance._venv_flows import shim
 
 FIRST = "First question"
 SECOND = "Second question"
@@ -104,19 +105,6 @@ def _item_type(item: object) -> object:
     if isinstance(item, dict):
         return cast(dict[str, object], item).get("type")
     return getattr(item, "type", None)
-
-
-def shim(argv: list[str], directory: Path) -> str:
-    """An executable ``directory/codex`` that runs ``argv`` and ignores the argv the client gives
-    its "codex binary". ``directory`` is under the flow's scratch, which the caller owns: a
-    flow killed mid-run leaves nothing behind elsewhere (a temporary directory removed at exit
-    was left in /tmp by every killed run)."""
-    directory.mkdir(parents=True, exist_ok=True)
-    path = directory / "codex"
-    quoted = " ".join("'" + a.replace("'", "'\\''") + "'" for a in argv)
-    path.write_text(f"#!/bin/sh\nexec {quoted}\n", encoding="utf-8")
-    path.chmod(path.stat().st_mode | stat.S_IXUSR)
-    return str(path)
 
 
 async def app_server_client(argv: list[str], shim_dir: Path) -> dict[str, Any]:

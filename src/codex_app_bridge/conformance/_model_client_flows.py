@@ -26,7 +26,8 @@ import os
 from pathlib import Path
 from typing import Any
 
-from codex_app_bridge.conformance._client_flows import run_client, shim, step
+from codex_app_bridge.conformance._client_flows import run_client, step
+from codex_app_bridge.conformance._venv_flows import shim
 
 MODEL, PROVIDER = "mock-model", "mock"
 STREAMED = "Stream a short answer."

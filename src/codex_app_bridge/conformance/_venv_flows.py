@@ -2,9 +2,8 @@
 
 Run by path, not as a module, under the client's venv interpreter in isolated mode:
 ``<venv>/bin/python -I .../_venv_flows.py CLIENT SERVER_ARGV_JSON SHIM_DIR``; prints one JSON
-outcome.
-It imports only the standard library and the client library (never this package: the venv does
-not have it, and may be a newer Python). CLIENT is ``app_server_sdk``
+outcome. It imports only the standard library and the client library (never this package: the
+venv does not have it, and may be a newer Python). CLIENT is ``app_server_sdk``
 (``codex-app-server-sdk`` 0.4.1), ``codexed`` (``codexed`` 1.2.2) or ``python_sdk``
 (``codex-python-sdk`` 0.2.1).
 
@@ -63,11 +62,12 @@ async def _step(out: Outcome, name: str, fn: Callable[[], Awaitable[Any]]) -> An
     return value
 
 
-def _shim(argv: list[str], directory: Path) -> str:
+def shim(argv: list[str], directory: Path) -> str:
     """An executable ``directory/codex`` that runs ``argv`` and ignores the argv the client gives
     its "codex binary". ``directory`` is under the flow's scratch, which the caller owns: a
     flow killed mid-run leaves nothing behind elsewhere (a temporary directory removed at exit
-    was left in /tmp by every killed run)."""
+    was left in /tmp by every killed run). Here, in the module that imports only the standard
+    library, for every flow: ``_client_flows`` imports it."""
     directory.mkdir(parents=True, exist_ok=True)
     path = directory / "codex"
     quoted = " ".join("'" + a.replace("'", "'\\''") + "'" for a in argv)
@@ -182,9 +182,9 @@ def _params(event: Any) -> dict[str, Any]:
 
 async def codexed(argv: list[str], shim_dir: Path) -> Outcome:
     cx: Any = importlib.import_module("codexed")
-    shim = _shim(argv, shim_dir)
+    shim_path = shim(argv, shim_dir)
     out: Outcome = {}
-    async with cx.CodexClient(codex_command=shim) as client:
+    async with cx.CodexClient(codex_command=shim_path) as client:
         session = await asyncio.wait_for(
             client.thread_start(cwd=os.getcwd(), model=MODEL, model_provider=PROVIDER),
             STEP_TIMEOUT_S,
@@ -235,7 +235,7 @@ async def codexed(argv: list[str], shim_dir: Path) -> Outcome:
             return _turns_summary(_dict(answer.model_dump(mode="json", by_alias=True)["thread"]))
 
         await _step(out, "read", read)
-    async with cx.CodexClient(codex_command=shim) as client:
+    async with cx.CodexClient(codex_command=shim_path) as client:
 
         async def resumed() -> Outcome:
             again = await client.thread_resume(thread_id)
@@ -251,12 +251,12 @@ async def codexed(argv: list[str], shim_dir: Path) -> Outcome:
 
 async def python_sdk(argv: list[str], shim_dir: Path) -> Outcome:
     mod: Any = importlib.import_module("codex_python_sdk")
-    shim = _shim(argv, shim_dir)
+    shim_path = shim(argv, shim_dir)
     out: Outcome = {}
 
     def connect() -> Any:
         return mod.AsyncCodexAgenticClient(
-            codex_command=shim,
+            codex_command=shim_path,
             env=dict(os.environ),
             process_cwd=os.getcwd(),
             stream_idle_timeout_seconds=STEP_TIMEOUT_S,
