@@ -60,7 +60,7 @@ __all__ = [
     "reduce",
 ]
 
-_MODULES: dict[str, str] = {
+_SOURCES: dict[str, str] = {
     "Audience": "codex_app_bridge.listener._state",
     "Emission": "codex_app_bridge.listener._state",
     "ItemLedger": "codex_app_bridge.listener._state",
@@ -82,4 +82,8 @@ _MODULES: dict[str, str] = {
 
 
 def __getattr__(name: str) -> object:
-    return _import_reexport(__name__, globals(), _MODULES, name)
+    return _import_reexport(__name__, globals(), _SOURCES, name)
+
+
+def __dir__() -> list[str]:
+    return sorted({*globals(), *__all__})
