@@ -195,6 +195,9 @@ sys.exit(main(["serve", *sys.argv[2:]]))
 HEAVY = (
     "asyncio",
     "anyio",
+    "socket",  # the welcome's serverName is uname's
+    "hashlib",  # read states' revisions (OpenSSL's set-up)
+    "importlib.resources.readers",  # the config's defaults, read for the welcome's warnings
     "pydantic",
     "codex_app_bridge.rpc.connection",
     "codex_app_bridge.transport.stdio",

@@ -20,10 +20,10 @@ from __future__ import annotations
 
 import datetime as dt
 import json
+import pathlib
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from functools import cache
-from importlib import resources
 from typing import Any, Final, cast
 
 from codex_app_bridge.config._encode import rust_float, toml_datetime
@@ -401,9 +401,9 @@ class ConfigDefaults:
 
 @cache
 def config_defaults() -> ConfigDefaults:
-    raw = json.loads(
-        resources.files("codex_app_bridge.config").joinpath("defaults.json").read_text("utf-8")
-    )
+    # read beside this module, not through importlib.resources, whose first use imports its
+    # readers (3-6 ms): serve reads the defaults to welcome its first client (configWarning)
+    raw = json.loads(pathlib.Path(__file__).with_name("defaults.json").read_text("utf-8"))
     data = cast("dict[str, Any]", raw)
     return ConfigDefaults(data["config"], data["tables"], data["entries"])
 

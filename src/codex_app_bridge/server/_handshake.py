@@ -33,6 +33,7 @@ from __future__ import annotations
 
 import os
 import platform
+import sys
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Final, cast
@@ -320,7 +321,10 @@ def initialize_result(originator: str, hello: ClientHello, home: str) -> tuple[s
 
 
 def host_name() -> str:
-    """``serverName`` of the remote control state: this machine's name."""
+    """``serverName`` of the remote control state: this machine's name (``uname``'s, which
+    ``gethostname`` returns, without importing ``socket``: the welcome precedes a first list)."""
+    if sys.platform != "win32":
+        return os.uname().nodename or "localhost"
     import socket
 
     return socket.gethostname() or "localhost"
