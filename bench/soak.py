@@ -39,6 +39,8 @@ from websockets.asyncio.client import ClientConnection, connect
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from _common import bridge_argv, bridge_env, rss_kb
 
+from codex_app_bridge.server._idle import RELEASE_QUIET
+
 WAIT = 60.0
 
 
@@ -277,18 +279,21 @@ async def load(
 
 
 async def wait_unloaded(url: str, process: subprocess.Popen[bytes]) -> None:
-    """Until no thread is loaded (the idle unload took them all), asking on a fresh client, and
-    seen so twice in a row: the pass that unloaded the last thread has then ended, and with it
-    the memory it gives back (``server._idle``)."""
-    empty = 0
+    """Until no thread is loaded (the idle unload took them all), asking on a fresh client every
+    second, and seen so for ``RELEASE_QUIET`` seconds and two more: the server gives the memory
+    back once it has stayed so quiet that long after the last unload (``server._idle``)."""
+    empty_since: float | None = None
     async with asyncio.timeout(300):
         while True:
             async with connect(url, max_size=None, open_timeout=WAIT, ping_timeout=WAIT) as ws:
                 client = Client(ws, Stats())
                 await client.call("initialize", {"clientInfo": {"name": "probe", "version": "1"}})
                 loaded = await client.call("thread/loaded/list", {})
-            empty = 0 if loaded["data"] else empty + 1
-            if empty == 2:
+            if loaded["data"]:
+                empty_since = None
+            elif empty_since is None:
+                empty_since = time.monotonic()
+            elif time.monotonic() - empty_since >= RELEASE_QUIET + 2:
                 return
             if process.poll() is not None:
                 raise Failure("the server exited")

@@ -15,6 +15,7 @@ import anyio
 import orjson
 import pytest
 
+from codex_app_bridge.server._runtime import ThreadRuntime
 from tests.e2e._harness import Bridge, Message, Session, methods, open_bridge
 from tests.storage._homes import files_held, index_open
 
@@ -40,6 +41,9 @@ async def two_clients(
     """A bridge that unloads after ``IDLE``, with an initialized client that drives threads
     and a watcher that sees every thread's ``thread/closed``."""
     async with open_bridge(kind, idle_unload=IDLE, codex_home=codex_home) as bridge:
+        server = bridge.server
+        if server is not None and server.idle_unloader is not None:
+            server.idle_unloader.quiet = 0.0  # no worker threads to wait for (``server._idle``)
         client: Session = await bridge.connect()
         watcher: Session = await bridge.connect()
         await client.initialize(name="client")
@@ -199,21 +203,32 @@ async def test_memory_is_given_back_once_the_last_thread_is_unloaded() -> None:
         assert unloader is not None
         released = anyio.Event()
         loaded_then: list[list[str]] = []
+        runtimes_then: list[list[bool]] = []
+        runtimes: list[ThreadRuntime] = []
 
         async def release() -> None:
             assert server.threads is not None
             loaded_then.append([r.id for r in server.threads if r.loaded])
+            runtimes_then.append([runtime.ended for runtime in runtimes])
             released.set()
 
         unloader.release = release
         first, second = await client.start_thread(), await client.start_thread()
         for thread_id in (first, second):
             await client.run_turn(thread_id, "some work")
+            record = server.threads.get(thread_id) if server.threads is not None else None
+            assert record is not None
+            assert record.runtime is not None
+            runtimes.append(record.runtime)
+        del record
         await unload(client, watcher, first)
         await unload(client, watcher, second)
         with anyio.fail_after(60):
             await released.wait()
         assert loaded_then == [[]]
+        # after the runtimes the unloads stopped have ended: what they held (the threads' last
+        # events) was freed before the release, not after it into the interpreter's free lists
+        assert runtimes_then == [[True, True]]
 
 
 @pytest.mark.skipif(not Path("/proc/self/fd").is_dir(), reason="needs /proc")

@@ -15,8 +15,15 @@ timeouts), so an unload happens between ``idle_timeout`` and ``idle_timeout`` + 
 
 When an unload leaves no thread loaded, the server has gone quiet: the process's free memory is
 given back, at most once per ``RELEASE_INTERVAL`` (a later quiet moment waits for the interval,
-never a request): first the stored threads' catalog sheds what it keeps between requests
-(``ThreadCatalog.shed``, in a worker thread: parsed rollouts, the notes of the server's writes,
+never a request), once the server has stayed so ``RELEASE_QUIET`` seconds after the last
+unload and the runtimes the unloads stopped have ended (``RUNTIMES_GRACE`` seconds at most).
+Why wait: a stopped runtime's tasks and session wind down on the loop after the unload, and
+anyio stops a worker thread only once it has been idle 10 s, at the next call that wants one;
+released sooner, what they hold (the last threads' events, the idle workers' threads, locks and
+queues, made under load) is freed after the release into the interpreter's free lists, or
+stays, and keeps the allocator's arenas the load filled resident. First the stored threads'
+catalog sheds what it keeps between requests (``ThreadCatalog.shed``, in a worker thread, the
+call that stops the idle workers: parsed rollouts, the notes of the server's writes,
 SQLite's page cache), then ``_gc.release_memory`` (the interpreter's attribute cache emptied, a
 full collection, then glibc's ``malloc_trim``). The catalog goes first because what it keeps was allocated under load, spread
 over the allocator's arenas: while it lives, those arenas stay, however empty.
@@ -26,6 +33,7 @@ from __future__ import annotations
 
 import logging
 import math
+import weakref
 from typing import TYPE_CHECKING, Final
 
 from codex_app_bridge._gc import release_memory
@@ -37,6 +45,7 @@ if TYPE_CHECKING:
     from collections.abc import Awaitable, Callable
 
     from codex_app_bridge.server._registry import ThreadRegistry
+    from codex_app_bridge.server._runtime import ThreadRuntime
     from codex_app_bridge.server._threads import ThreadRecord
     from codex_app_bridge.storage import ThreadCatalog
 
@@ -51,6 +60,13 @@ _MAX_POLL = 1.0
 
 RELEASE_INTERVAL: Final = 30.0
 """Seconds between two releases of free memory (each is a full collection)."""
+
+RELEASE_QUIET: Final = 11.0
+"""Seconds without an unload before a release: anyio's worker threads idle for 10 s then go."""
+
+RUNTIMES_GRACE: Final = 30.0
+"""Seconds after the last unload past which a release no longer waits for the runtimes the
+unloads stopped to end."""
 
 
 def is_idle(record: ThreadRecord) -> bool:
@@ -82,6 +98,11 @@ class IdleUnloader:
         self._idle_since: dict[str, float] = {}
         self._release_due = False
         self._released_at = -math.inf
+        self._stopping: weakref.WeakSet[ThreadRuntime] = weakref.WeakSet()
+        """Runtimes the unloads stopped, until a release (or freed)."""
+        self._unloaded_at = -math.inf
+        self.quiet = RELEASE_QUIET
+        """Seconds without an unload before a release (``RELEASE_QUIET``)."""
         self.release: Callable[[], Awaitable[object]] = self._release
         """What gives memory back once no thread is loaded (see the module docstring)."""
 
@@ -112,23 +133,41 @@ class IdleUnloader:
             since = self._idle_since.setdefault(record.id, now)
             if now - since >= self.timeout:
                 del self._idle_since[record.id]
+                if record.runtime is not None:
+                    self._stopping.add(record.runtime)
                 await threads.unload(record)
                 self._release_due = True
+                self._unloaded_at = now
         for thread_id in set(self._idle_since) - seen:
             del self._idle_since[thread_id]
         if self._release_due and now - self._released_at >= RELEASE_INTERVAL:
-            if not any(record.loaded for record in threads):
+            if any(record.loaded for record in threads):
+                self._release_due = False
+            elif (
+                now > self._unloaded_at
+                and now - self._unloaded_at >= self.quiet
+                and (
+                    all(runtime.ended for runtime in self._stopping)
+                    or now - self._unloaded_at >= RUNTIMES_GRACE
+                )
+            ):
+                self._stopping.clear()
                 await self.release()
                 self._released_at = now
-            self._release_due = False
+                self._release_due = False
 
     async def _release(self) -> None:
         import anyio.to_thread
 
         catalog = self._catalog()
-        if catalog is not None:
-            try:
-                await anyio.to_thread.run_sync(catalog.shed)
-            except Exception:  # the index is a cache: a failure here costs memory, nothing else
-                logger.warning("the thread index kept its caches", exc_info=True)
+        try:
+            # in a worker thread even without a catalog: anyio stops the idle ones then
+            await anyio.to_thread.run_sync(_shed, catalog)
+        except Exception:  # the index is a cache: a failure here costs memory, nothing else
+            logger.warning("the thread index kept its caches", exc_info=True)
         release_memory()
+
+
+def _shed(catalog: ThreadCatalog | None) -> None:
+    if catalog is not None:
+        catalog.shed()

@@ -193,6 +193,8 @@ class ThreadRuntime:
         self._wake: anyio.Event | None = None
         self._task_group: anyio.abc.TaskGroup | None = None
         self._stopped = False
+        self.ended = False
+        """The task has ended, its session's with it (after ``stop``)."""
         registry = server_requests if server_requests is not None else ServerRequests()
         self.requests = PendingRequests(listener, registry, self._submit_answer)
         """The thread's pending server -> client requests."""
@@ -311,6 +313,7 @@ class ThreadRuntime:
                 tg.cancel_scope.cancel()
         if self._stopped:
             self._release()
+        self.ended = True
 
     def _release(self) -> None:
         """A stopped runtime lets go of what points back at it: its session (whose queue wakes
