@@ -174,6 +174,13 @@ def main() -> int:
     parser.add_argument("--interval", type=float, default=60)
     parser.add_argument("--idle-unload", type=float, default=5)
     parser.add_argument("--rounds", type=int, default=1)
+    parser.add_argument(
+        "--settle",
+        type=float,
+        default=RELEASE_QUIET + 2,
+        help="seconds with no thread loaded before the figures (the server gives memory back "
+        "after RELEASE_QUIET)",
+    )
     args = parser.parse_args()
     home = tempfile.mkdtemp(prefix="cab-soak-")
     process = start_server(args.idle_unload, home)
@@ -214,7 +221,7 @@ async def soak(url: str, process: subprocess.Popen[bytes], args: argparse.Namesp
     warm: list[str] = []
     for resume in (0.0, 1.0):
         await session(url, stats, warm, random.Random(0), resume=resume)
-        await wait_unloaded(url, process)
+        await wait_unloaded(url, process, args.settle)
     base_rss, base_fds = rss_kb(process.pid), fds(process.pid)
     print(f"baseline: rss {base_rss / 1024:.1f} MB, fds {base_fds}", flush=True)
     stats.take()
@@ -229,7 +236,7 @@ async def soak(url: str, process: subprocess.Popen[bytes], args: argparse.Namesp
             p99s,
             seeds=range(round_ * 1000, round_ * 1000 + args.clients),
         )
-        await wait_unloaded(url, process)
+        await wait_unloaded(url, process, args.settle)
         end_rss, end_fds = rss_kb(process.pid), fds(process.pid)
         if round_ < args.rounds:
             print(
@@ -278,10 +285,11 @@ async def load(
         )
 
 
-async def wait_unloaded(url: str, process: subprocess.Popen[bytes]) -> None:
+async def wait_unloaded(url: str, process: subprocess.Popen[bytes], settle: float) -> None:
     """Until no thread is loaded (the idle unload took them all), asking on a fresh client every
-    second, and seen so for ``RELEASE_QUIET`` seconds and two more: the server gives the memory
-    back once it has stayed so quiet that long after the last unload (``server._idle``)."""
+    second, and seen so for ``settle`` seconds (by default ``RELEASE_QUIET`` and two more: the
+    server gives the memory back once it has stayed so quiet that long after the last unload,
+    ``server._idle``)."""
     empty_since: float | None = None
     async with asyncio.timeout(300):
         while True:
@@ -293,7 +301,7 @@ async def wait_unloaded(url: str, process: subprocess.Popen[bytes]) -> None:
                 empty_since = None
             elif empty_since is None:
                 empty_since = time.monotonic()
-            elif time.monotonic() - empty_since >= RELEASE_QUIET + 2:
+            elif time.monotonic() - empty_since >= settle:
                 return
             if process.poll() is not None:
                 raise Failure("the server exited")

@@ -81,7 +81,7 @@ RUNS: dict[str, list[str]] = {
     ],
     "soak": [
         *("soak.py", "--clients", "3", "--seconds", "2", "--interval", "1"),
-        *("--idle-unload", "0.2"),
+        *("--idle-unload", "0.2", "--settle", "1"),
     ],
 }
 REAL_RUNS: dict[str, list[str]] = {
