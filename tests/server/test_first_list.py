@@ -267,3 +267,22 @@ def test_nothing_after_initialize_leaves_the_connection_to_the_server(tmp_path: 
         for fd in (read_in, write_in, read_out, write_out):
             if fd >= 0:
                 os.close(fd)
+
+
+def test_a_list_answered_first_makes_the_catalog_itself_and_no_read_ahead_follows(
+    tmp_path: Path,
+) -> None:
+    """``ListReadAhead.take`` (a list answered before the server): the catalog is made in the
+    calling thread, and the read-ahead, which would read the same page again, never begins;
+    the server then lists through that catalog."""
+    ahead = ListReadAhead(tmp_path)
+    catalog = ahead.take()
+    assert catalog is not None
+    try:
+        assert ahead.started
+        ahead.start()
+        assert ahead.catalog() is catalog
+        assert ahead.take() is catalog
+        assert ahead._thread.ident is None  # pyright: ignore[reportPrivateUsage]
+    finally:
+        catalog.close()

@@ -4,13 +4,15 @@ A client's first request after ``initialize`` is often ``thread/list`` (its thre
 without params. Two things make it cheap on a server that stores threads:
 
 * What it needs is read ahead in a thread of its own (:class:`ListReadAhead`, made by ``serve``
-  as soon as it knows ``CODEX_HOME``, started when the first list comes or the server has
-  answered ``initialize``, ``start``): the list path's imports (the list handlers, the catalog,
-  SQLite) and the catalog's reads of the newest rollouts for the default first page (its rows
-  and its threads, ``storage.ThreadCatalog.read_ahead``). A request that comes meanwhile waits
-  for the module being imported, or for the read's step in progress (the catalog's lock), and
-  finds the rest done. The server takes the catalog from here (``catalog``) and closes it.
-  Begun before the ``initialize`` answer, the same work delayed it (the interpreter is shared).
+  as soon as it knows ``CODEX_HOME``, started once the server has answered ``initialize``,
+  ``start``): the list path's imports (the list handlers, the catalog, SQLite) and the
+  catalog's reads of the newest rollouts for the default first page (its rows and its
+  threads, ``storage.ThreadCatalog.read_ahead``). A request that comes meanwhile waits for the
+  module being imported, or for the read's step in progress (the catalog's lock), and finds
+  the rest done. The server takes the catalog from here (``catalog``) and closes it. Begun
+  before the ``initialize`` answer, the same work delayed it (the interpreter is shared); a
+  list answered before the server (below) makes the catalog itself and reads what it needs
+  (``take``: the read-ahead would only make it wait for the same reads made twice).
 * On stdio, once ``serve`` has answered the first ``initialize`` itself (``_first_initialize``)
   and before it imports the event loop and the server, the ``thread/list`` requests that come
   next are answered here (:func:`answer_first_lists`) by the list handler itself
@@ -71,7 +73,8 @@ class ListReadAhead:
 
     @property
     def started(self) -> bool:
-        return self._thread.ident is not None
+        """The read-ahead was begun, or its catalog made (``take``)."""
+        return self._thread.ident is not None or self._made.is_set()
 
     def start(self) -> None:
         """Begin the imports and reads in their thread (once; later calls do nothing)."""
@@ -79,20 +82,40 @@ class ListReadAhead:
             if not self.started:
                 self._thread.start()
 
+    def take(self) -> ThreadCatalog | None:
+        """The catalog for a request that needs it now: made in the calling thread when the
+        read-ahead was not begun (which then never begins: the request reads what it needs
+        itself, instead of waiting for the same reads made twice), else as ``catalog``."""
+        with self._start:
+            if not self.started:
+                self._make()
+                return self._catalog
+        return self.catalog()
+
+    def _make(self) -> None:
+        try:
+            from codex_app_bridge.storage import CodexHome, ThreadCatalog
+
+            self._catalog = ThreadCatalog(CodexHome(self._home))
+        except Exception:  # the first request imports them itself, in its own words
+            logger.debug("thread/list read-ahead: imports failed", exc_info=True)
+        finally:
+            self._made.set()
+
     def _run(self) -> None:
         try:
             from codex_app_bridge.server._handlers_lists import (
                 FIRST_PAGE,
                 THREAD_LIST_DEFAULT_LIMIT,
             )
-            from codex_app_bridge.storage import CodexHome, ThreadCatalog
-
-            catalog = self._catalog = ThreadCatalog(CodexHome(self._home))
-        except Exception:  # the first request imports them itself, in its own words
+        except Exception:  # the first request imports it itself, in its own words
             logger.debug("thread/list read-ahead: imports failed", exc_info=True)
-            return
-        finally:
             self._made.set()
+            return
+        self._make()
+        catalog = self._catalog
+        if catalog is None:
+            return
         try:
             # the handler asks for one row more than it shows (whether a next page exists)
             catalog.read_ahead(
@@ -256,7 +279,7 @@ def answer_first_lists(
             lines.put_back(line)
             break
         if lists is None:
-            catalog = read_ahead.catalog()
+            catalog = read_ahead.take()
             lists = None if catalog is None else _FirstLists(first.state, catalog)
         answer = None if lists is None else lists.answer(message)
         if answer is None:
