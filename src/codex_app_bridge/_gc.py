@@ -19,14 +19,16 @@ from walking it again. Cyclic garbage still gets collected, only after more allo
 
 from __future__ import annotations
 
-import asyncio
 import ctypes
 import functools
 import gc
 import os
 import sys
 from collections.abc import Callable
-from typing import cast
+from typing import TYPE_CHECKING, cast
+
+if TYPE_CHECKING:
+    import asyncio
 
 __all__ = [
     "MALLOC_ARENAS",
@@ -47,7 +49,10 @@ def tune_collector() -> None:
     the process's own command, hold glibc to ``MALLOC_ARENAS`` heaps (``limit_malloc_arenas``)."""
     _, middle, old = gc.get_threshold()
     gc.set_threshold(YOUNG_THRESHOLD, middle, old)
-    reserve_future_iterators()
+    # not imported for it: ``serve`` answers its first requests before asyncio is loaded, and
+    # reserves once its event loop's modules are (``cli._serve``)
+    if "asyncio" in sys.modules:
+        reserve_future_iterators()
     gc.freeze()
     limit_malloc_arenas()
 
@@ -144,6 +149,8 @@ class _FutureIterators:
     def reserve(self) -> None:
         if self._future is not None:
             return
+        import asyncio
+
         # a done future on no loop: nothing is ever scheduled on it
         self._future = asyncio.Future(loop=_LoopStandIn())  # pyright: ignore[reportArgumentType]
         self._future.set_result(None)
@@ -164,7 +171,8 @@ _FUTURE_ITERATORS = _FutureIterators()
 def reserve_future_iterators() -> None:
     """Make, once, the future iterators ``release_memory`` puts in asyncio's free list in place
     of those it holds (``_FutureIterators``); call it before a load, at start-up, so that they
-    are in the arenas start-up filled (``tune_collector`` does)."""
+    are in the arenas start-up filled (``tune_collector`` does once asyncio is loaded, ``serve``
+    before its event loop starts)."""
     _FUTURE_ITERATORS.reserve()
 
 

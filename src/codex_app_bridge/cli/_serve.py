@@ -1128,6 +1128,9 @@ def _run(args: argparse.Namespace) -> int:
         return 0
     import anyio
 
+    from codex_app_bridge._gc import reserve_future_iterators
+
+    reserve_future_iterators()  # asyncio is loaded now (``tune_collector`` left it)
     try:
         anyio.run(
             lambda: run_server(
