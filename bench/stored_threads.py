@@ -18,11 +18,12 @@ For each server, two processes in a row on its home (the same requests each time
   another program wrote;
 * **next start**: what the first start left behind (index, database) is there.
 
-Timed in each process, client side: ``initialize`` from the spawn to its answer (the bridge
-begins reading its first page at start-up, ``server._first_list``: its price shows here); then
+Timed in each process, client side: ``initialize`` from the spawn to its answer (what the bridge
+leaves for after it, the list path and the server, is paid by the requests that follow); then
 (request written -> answer read):
 ``thread/list`` first page (default params) as the first request of the process (the bridge
-loads the list handler and its storage index only, ``server/_stored_list``; the registry, the
+answers it before its event loop and server are imported, with the list handler and its
+storage index only, ``server/_first_list``; the registry, the
 runtime and the models are loaded by the warm-up that follows) and again; a later page (the cursor of the middle row, reached untimed by pages of 100:
 both servers give at most 100 rows at once); ``sortKey: updated_at``; ``thread/turns/list`` and
 ``thread/resume`` of threads in the middle that are not loaded, each twice (the first of its
@@ -226,8 +227,8 @@ def run_requests(
     """One process's requests (see the module docstring); the answers are checked."""
     times: dict[str, float] = {}
     client.initialize()
-    # the bridge reads the first page ahead from its start (server._first_list): the price of
-    # that is here, beside the real binary's
+    # spawn -> answer, beside the real binary's (the bridge's first lists are answered after it
+    # before its server starts, server._first_list)
     times[REQUESTS[0]] = time.perf_counter() - client.spawned_at
 
     def first_page(name: str) -> None:
