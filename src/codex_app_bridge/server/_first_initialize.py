@@ -159,15 +159,19 @@ def answer_first_initialize(
     line = lines.take()
     while line is None and lines.fill():
         line = lines.take()
-    found = None if line is None else _plain_initialize(line, limit)
-    if line is None or found is None:
-        return None, lines.data if line is None else line + b"\n" + lines.data
+    if line is None:
+        return None, lines.data
+    found = _plain_initialize(line, limit)
+    if found is None:
+        lines.put_back(line)
+        return None, lines.data
     request, hello = found
     state = ConnectionState()
     try:
         accept_hello(state, hello)
     except RpcError:  # a name the handshake refuses: the server answers it
-        return None, line + b"\n" + lines.data
+        lines.put_back(line)
+        return None, lines.data
     agent, result = initialize_result(hello.name, hello, home)
     # a reader gone already: the server finds out on its first write
     with contextlib.suppress(OSError):
