@@ -74,7 +74,7 @@ __all__ = [
     "timestamp_micros",
 ]
 
-_LAZY: dict[str, str] = {
+_SOURCES: dict[str, str] = {
     "LoadedRollout": "codex_app_bridge.storage._reader",
     "load_rollout": "codex_app_bridge.storage._reader",
     "parse_rollout_bytes": "codex_app_bridge.storage._reader",
@@ -84,4 +84,8 @@ _LAZY: dict[str, str] = {
 
 
 def __getattr__(name: str) -> object:
-    return _import_reexport(__name__, globals(), _LAZY, name)
+    return _import_reexport(__name__, globals(), _SOURCES, name)
+
+
+def __dir__() -> list[str]:
+    return sorted({*globals(), *__all__})
