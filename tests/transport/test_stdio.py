@@ -5,8 +5,10 @@ from __future__ import annotations
 import contextlib
 import fcntl
 import os
+import socket
 import subprocess
 import sys
+import threading
 import time
 from collections.abc import Iterator
 from pathlib import Path
@@ -18,6 +20,7 @@ import orjson
 import pytest
 
 from codex_app_bridge.transport import DecodeError, stdio_transport
+from codex_app_bridge.transport import stdio as stdio_module
 from tests.conftest import bridge_env
 
 TIMEOUT = 60
@@ -198,3 +201,103 @@ async def test_a_stdout_pipe_is_widened_so_a_fast_stream_wakes_its_reader_less_o
         async with stdio_transport(stdin_fd=in_r, stdout_fd=out_w):
             assert fcntl.fcntl(out_w, F_GETPIPE_SZ) == 1 << 20
             os.close(in_w)
+
+
+def _threads_named(name: str) -> list[threading.Thread]:
+    return [thread for thread in threading.enumerate() if thread.name == name]
+
+
+@pytest.fixture
+def thread_writes(monkeypatch: pytest.MonkeyPatch) -> list[int]:
+    """The sizes of the batches the writer thread wrote (the real writes, recorded)."""
+    sizes: list[int] = []
+    real = stdio_module._write_all
+
+    def recorded(fd: int, data: bytes, progress: list[int]) -> None:
+        sizes.append(len(data))
+        real(fd, data, progress)
+
+    monkeypatch.setattr(stdio_module, "_write_all", recorded)
+    return sizes
+
+
+@pytest.mark.anyio
+@pytest.mark.skipif(not hasattr(os, "RWF_NOWAIT"), reason="no RWF_NOWAIT on this system")
+@pytest.mark.parametrize("kind", ["pipe", "socket"])
+async def test_on_a_pipe_or_socket_the_event_loop_reads_requests_and_writes_answers_itself(
+    kind: str, thread_writes: list[int]
+) -> None:
+    # A request and its answer cross no thread: no reader thread is started, and the answers
+    # are written by the loop, not handed to the writer thread.
+    if kind == "pipe":
+        in_r, in_w = os.pipe()
+        out_r, out_w = os.pipe()
+        ends = [in_r, in_w, out_r, out_w]
+    else:
+        server_in, client_out = socket.socketpair()
+        ends = [server_in, client_out]
+        in_r = out_w = server_in.fileno()
+        in_w = out_r = client_out.fileno()
+    try:
+        with anyio.fail_after(TIMEOUT):
+            async with stdio_transport(stdin_fd=in_r, stdout_fd=out_w) as (read, write):
+                for index in range(3):
+                    _write_all(in_w, orjson.dumps({"id": index, "method": "m"}) + b"\n")
+                    assert await read.receive() == {"id": index, "method": "m"}
+                    await write.send({"id": index, "result": {}})
+                    line = await anyio.to_thread.run_sync(os.read, out_r, 1 << 16)
+                    assert orjson.loads(line) == {"id": index, "result": {}}
+                assert not _threads_named("codex-app-bridge stdin")
+    finally:
+        for end in ends:
+            with contextlib.suppress(OSError):
+                end.close() if isinstance(end, socket.socket) else os.close(end)
+    assert thread_writes == []
+
+
+@pytest.mark.anyio
+async def test_what_a_full_pipe_cannot_take_goes_through_the_writer_thread_in_order(
+    pipes: tuple[int, int, int, int], thread_writes: list[int]
+) -> None:
+    # The client reads nothing until more than a pipe's worth is queued: the loop writes what
+    # the pipe takes, the writer thread waits with the rest; every line arrives, in order.
+    in_r, in_w, out_r, out_w = pipes
+    count = 3000  # ~3 MB of small messages, the pipe holds 1 MiB at most
+    with anyio.fail_after(TIMEOUT):
+        async with anyio.create_task_group() as tg:
+            async with stdio_transport(stdin_fd=in_r, stdout_fd=out_w, capacity=count) as (
+                _read,
+                write,
+            ):
+                for index in range(count):
+                    await write.send({"n": index, "pad": "p" * 1000})
+                await anyio.wait_all_tasks_blocked()
+                assert thread_writes  # the pipe filled up: the rest waits in the thread
+                received: list[bytes] = []
+
+                async def read_all() -> None:
+                    received.append(await anyio.to_thread.run_sync(_read_until_eof, out_r))
+
+                tg.start_soon(read_all)
+            os.close(out_w)
+    os.close(in_w)
+    lines = b"".join(received).splitlines()
+    assert [orjson.loads(line)["n"] for line in lines] == list(range(count))
+
+
+@pytest.mark.anyio
+async def test_a_regular_file_as_stdin_is_read_whole(tmp_path: Path) -> None:
+    # A file cannot be waited on by the event loop: it is read by the reader thread.
+    requests = [{"id": index, "method": "m", "params": {"i": index}} for index in range(50)]
+    source = tmp_path / "requests.jsonl"
+    source.write_bytes(b"".join(orjson.dumps(request) + b"\n" for request in requests))
+    out_r, out_w = os.pipe()
+    in_fd = os.open(source, os.O_RDONLY)
+    try:
+        with anyio.fail_after(TIMEOUT):
+            async with stdio_transport(stdin_fd=in_fd, stdout_fd=out_w) as (read, _write):
+                received = [item async for item in read]
+    finally:
+        for fd in (in_fd, out_r, out_w):
+            os.close(fd)
+    assert received == requests

@@ -1,10 +1,17 @@
 """JSON Lines over the process's stdin/stdout: the single-client transport of ``--listen stdio://``.
 
-One JSON value per ``\\n``-terminated line in each direction, no line-length limit. Bytes are moved
-by two daemon threads (a blocking read or write on a pipe must never hold up the event loop, a
-cancellation or interpreter exit); the event loop side decodes, encodes and batches. A daemon
-thread still blocked on a pipe whose peer neither writes nor reads is abandoned at exit instead of
-being joined.
+One JSON value per ``\\n``-terminated line in each direction, no line-length limit. A blocking
+read or write on a pipe must never hold up the event loop, a cancellation or interpreter exit; the
+event loop side decodes, encodes and batches. Where the kernel reads and writes a pipe or socket
+without waiting for that one call (Linux ``RWF_NOWAIT``, the descriptor's own flags untouched:
+another process may share it), the event loop moves the bytes itself: it reads what has arrived
+when the descriptor is readable, and writes a batch that fits in the pipe at once. A request and
+its answer then cross no thread, which would cost each of them a few wake-ups of another thread
+and hand-offs of the interpreter. What the kernel cannot take at once (a full pipe, a batch over
+:data:`_DIRECT_WRITE_MAX`), and everything on a descriptor that cannot be read or written so (a
+regular file, a terminal, an older kernel), goes through two daemon threads doing blocking reads
+and writes. A daemon thread still blocked on a pipe whose peer neither writes nor reads is
+abandoned at exit instead of being joined.
 
 Stdout only ever carries protocol lines: while the transport is open, file descriptor 1 points at
 stderr (stray ``print`` or child-process output lands there) and descriptor 0 at ``/dev/null``;
@@ -20,6 +27,7 @@ write stream after the last response is enough to deliver it.
 from __future__ import annotations
 
 import contextlib
+import errno
 import fcntl
 import logging
 import os
@@ -27,8 +35,9 @@ import select
 import stat
 import sys
 import threading
-from collections.abc import AsyncGenerator, Awaitable, Callable
+from collections.abc import AsyncGenerator, AsyncIterator, Awaitable, Callable
 from contextlib import asynccontextmanager
+from typing import Final
 
 import anyio
 from anyio.from_thread import BlockingPortal
@@ -64,6 +73,26 @@ def _widen_pipe(fd: int) -> None:
     with contextlib.suppress(OSError):  # not a pipe, capped by fs.pipe-max-size, or not Linux
         if stat.S_ISFIFO(os.fstat(fd).st_mode):
             fcntl.fcntl(fd, _F_SETPIPE_SZ, _WIDE_PIPE)
+
+
+_DIRECT_WRITE_MAX = _PIPE_CHUNK
+"""Largest batch the event loop writes itself (``RWF_NOWAIT``): answers and short bursts. A larger
+one (a fast stream's backlog) goes to the writer thread, which writes while the loop makes more."""
+_NOWAIT: Final = getattr(os, "RWF_NOWAIT", 0)
+_UNSUPPORTED: Final = frozenset({errno.EOPNOTSUPP, errno.EINVAL, errno.ESPIPE, errno.ENOSYS})
+"""Errors of a ``RWF_NOWAIT`` call that mean the descriptor (or kernel) does not support it."""
+
+
+def _pollable(fd: int) -> bool:
+    """Whether the event loop may move ``fd``'s bytes itself: a pipe or a socket, on a system
+    whose ``preadv``/``pwritev`` take ``RWF_NOWAIT``."""
+    if not _NOWAIT or not hasattr(os, "preadv") or not hasattr(os, "pwritev"):
+        return False
+    try:
+        mode = os.fstat(fd).st_mode
+    except OSError:
+        return False
+    return stat.S_ISFIFO(mode) or stat.S_ISSOCK(mode)
 
 
 _INBOUND_CAPACITY = 256  # decoded lines waiting for the connection (a chunk's worth, no hop each)
@@ -143,20 +172,63 @@ def _writer_thread(
         _call(portal, on_done)
 
 
+class _LoopReader:
+    """Reads ``fd`` on the event loop: what has arrived, once it is readable (``RWF_NOWAIT``,
+    so a read never waits for more). ``broken``: the descriptor turned out not to support such
+    reads (the caller reads the rest from a thread)."""
+
+    def __init__(self, fd: int) -> None:
+        self.fd = fd
+        self.broken = False
+        self._buffer = bytearray(_READ_CHUNK)
+
+    async def chunks(self) -> AsyncIterator[bytes]:
+        buffer = self._buffer
+        view = memoryview(buffer)
+        while True:
+            try:
+                count = os.preadv(self.fd, [buffer], -1, _NOWAIT)
+            except BlockingIOError:
+                await anyio.wait_readable(self.fd)
+                continue
+            except OSError as exc:
+                if exc.errno in _UNSUPPORTED:
+                    self.broken = True
+                else:
+                    logger.warning("stdin read failed, treating it as end of input: %s", exc)
+                return
+            if not count:
+                return
+            yield bytes(view[:count])
+
+
 async def _decode_chunks(
     chunks: MemoryObjectReceiveStream[bytes],
     inbound: MemoryObjectSendStream[InboundItem],
     limit: int | None,
     prefix: bytes,
+    loop_reader: _LoopReader | None,
+    start_thread: Callable[[], None],
 ) -> None:
     splitter = LineSplitter(limit)
+
+    async def every_chunk() -> AsyncIterator[bytes]:
+        if loop_reader is not None:
+            async for chunk in loop_reader.chunks():
+                yield chunk
+            if not loop_reader.broken:
+                return
+            start_thread()  # the rest from the reader thread
+        async for chunk in chunks:
+            yield chunk
+
     async with chunks, inbound:
         try:
             for line in splitter.feed(prefix) if prefix else ():
                 item = decode_line(line)
                 if item is not None:
                     await inbound.send(item)
-            async for chunk in chunks:
+            async for chunk in every_chunk():
                 for line in splitter.feed(chunk):
                     item = decode_line(line)
                     if item is not None:
@@ -227,34 +299,71 @@ async def stdio_transport(
     outbound_send, outbound_recv = anyio.create_memory_object_stream[OutboundItem](capacity)
     chunks_send, chunks_recv = anyio.create_memory_object_stream[bytes](0)
     flushed = anyio.Event()
-    written = [0]  # bytes the writer thread has written (only it adds; the exit flush reads)
+    written = [0]  # bytes written (by the loop or the writer thread, never both at once)
+    direct = [_pollable(out_fd)]  # whether the loop may still write a batch itself
+
+    def write_now(batch: bytes) -> bytes:
+        """What is left of ``batch`` once the loop wrote what the pipe takes at once."""
+        try:
+            count = os.pwritev(out_fd, [batch], -1, _NOWAIT)
+        except BlockingIOError:
+            return batch
+        except OSError as exc:
+            if exc.errno in _UNSUPPORTED:
+                direct[0] = False
+            return batch  # the writer thread meets the error again, and reports it
+        written[0] += count
+        return batch[count:]
 
     async def next_batch() -> bytes | None:
-        try:
-            first = await outbound_recv.receive()
-        except (anyio.EndOfStream, anyio.ClosedResourceError):
-            return None
-        parts = [encode_item(first), b"\n"]
-        size = len(parts[0])
-        while size < _WRITE_BATCH:
+        """The next bytes for the writer thread to write (``None``: the stream ended); the
+        batches the pipe takes at once are written here meanwhile, on the loop."""
+        while True:
             try:
-                item = outbound_recv.receive_nowait()
-            except (anyio.WouldBlock, anyio.EndOfStream, anyio.ClosedResourceError):
-                break
-            data = encode_item(item)
-            parts += (data, b"\n")
-            size += len(data)
-        return b"".join(parts)
+                first = await outbound_recv.receive()
+            except (anyio.EndOfStream, anyio.ClosedResourceError):
+                return None
+            parts = [encode_item(first), b"\n"]
+            size = len(parts[0])
+            while size < _WRITE_BATCH:
+                try:
+                    item = outbound_recv.receive_nowait()
+                except (anyio.WouldBlock, anyio.EndOfStream, anyio.ClosedResourceError):
+                    break
+                data = encode_item(item)
+                parts += (data, b"\n")
+                size += len(data)
+            batch = b"".join(parts)
+            if direct[0] and len(batch) <= _DIRECT_WRITE_MAX:
+                batch = write_now(batch)
+                if not batch:
+                    continue
+            return batch
 
-    reader = writer = None
+    reader: threading.Thread | None = None
+    writer: threading.Thread | None = None
+    loop_reader = _LoopReader(in_fd) if _pollable(in_fd) else None
     try:
         async with BlockingPortal() as portal, anyio.create_task_group() as tg:
-            tg.start_soon(_decode_chunks, chunks_recv, inbound_send, max_message_bytes, prefix)
-            reader = threading.Thread(
-                target=_reader_thread,
-                args=(in_fd, portal, chunks_send),
-                name="codex-app-bridge stdin",
-                daemon=True,
+
+            def start_reader() -> None:
+                nonlocal reader
+                reader = threading.Thread(
+                    target=_reader_thread,
+                    args=(in_fd, portal, chunks_send),
+                    name="codex-app-bridge stdin",
+                    daemon=True,
+                )
+                reader.start()
+
+            tg.start_soon(
+                _decode_chunks,
+                chunks_recv,
+                inbound_send,
+                max_message_bytes,
+                prefix,
+                loop_reader,
+                start_reader,
             )
             writer = threading.Thread(
                 target=_writer_thread,
@@ -262,7 +371,8 @@ async def stdio_transport(
                 name="codex-app-bridge stdout",
                 daemon=True,
             )
-            reader.start()
+            if loop_reader is None:
+                start_reader()
             writer.start()
             try:
                 yield inbound_recv, outbound_send
