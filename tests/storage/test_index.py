@@ -7,6 +7,7 @@ killed while it built the index, a corrupt or stale index file)."""
 
 from __future__ import annotations
 
+import contextlib
 import os
 import shutil
 import sqlite3
@@ -37,6 +38,7 @@ from codex_app_bridge.storage import (
 )
 from codex_app_bridge.storage import _catalog as catalog_module
 from codex_app_bridge.storage import _index as index_module
+from codex_app_bridge.storage._dirwatch import DirWatch
 from codex_app_bridge.storage._facts import RolloutFacts
 from tests.conftest import CAPTURES_DIR
 from tests.storage._homes import home_from_capture
@@ -264,6 +266,73 @@ def test_changes_made_by_others_are_seen_on_the_next_request(tmp_path: Path) -> 
     view = _assert_current(catalog, tmp_path)
     assert [row[0] for row in view["archived"]] == [_thread_id(1)]
     assert view["names"] == {_thread_id(1): "renamed elsewhere"}
+
+
+@pytest.fixture
+def walks(monkeypatch: pytest.MonkeyPatch) -> list[str]:
+    """The directories the index stats (``_visit``), in order."""
+    visited: list[str] = []
+    original = index_module.RolloutIndex._visit  # pyright: ignore[reportPrivateUsage]
+
+    def counting(index: Any, rel: str, *args: Any) -> None:
+        visited.append(rel)
+        original(index, rel, *args)
+
+    monkeypatch.setattr(index_module.RolloutIndex, "_visit", counting)
+    return visited
+
+
+@pytest.mark.skipif(DirWatch.open() is None, reason="no inotify here")
+def test_requests_stat_no_directory_until_the_kernel_reports_a_change_by_anyone(
+    tmp_path: Path, walks: list[str]
+) -> None:
+    catalog = ThreadCatalog(CodexHome(tmp_path))
+    paths = [_write_thread(None, tmp_path, n, created=START + timedelta(days=n)) for n in range(3)]
+    _assert_current(catalog, tmp_path)
+    walks.clear()
+    for n in range(3):
+        assert catalog.find(_thread_id(n)) is not None
+    assert len(catalog.rows(EVERYTHING)) == 3
+    assert walks == []
+    # another process stores a thread in a day directory the index knows, one in a new day
+    _write_thread(None, tmp_path, 3, created=START + timedelta(days=1, hours=1))
+    assert catalog.find(_thread_id(3)) is not None
+    _write_thread(None, tmp_path, 4, created=START + timedelta(days=9))
+    assert catalog.find(_thread_id(4)) is not None
+    # removes one, archives another into a directory it makes
+    paths[0].unlink()
+    assert catalog.find(_thread_id(0)) is None
+    archived = tmp_path / "archived_sessions"
+    archived.mkdir()
+    os.replace(paths[1], archived / paths[1].name)
+    moved = catalog.find(_thread_id(1))
+    assert moved is not None
+    assert moved.archived
+    _assert_current(catalog, tmp_path)
+    walks.clear()
+    assert catalog.find(_thread_id(2)) is not None
+    assert walks == []
+    # another process writes the index (it may have listed a directory): the next request walks
+    with contextlib.closing(sqlite3.connect(tmp_path / INDEX_FILE)) as other:
+        other.execute("INSERT OR REPLACE INTO meta (key, value) VALUES ('elsewhere', '1')")
+        other.commit()
+    assert catalog.find(_thread_id(2)) is not None
+    assert walks
+
+
+def test_without_inotify_every_request_stats_the_directories(
+    tmp_path: Path, walks: list[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(index_module.DirWatch, "open", classmethod(lambda cls: None))
+    catalog = ThreadCatalog(CodexHome(tmp_path))
+    _write_thread(None, tmp_path, 0)
+    _assert_current(catalog, tmp_path)
+    for _ in range(2):
+        walks.clear()
+        assert catalog.find(_thread_id(0)) is not None
+        assert walks
+    _write_thread(None, tmp_path, 1)
+    assert catalog.find(_thread_id(1)) is not None
 
 
 def test_moves_and_removals_by_the_server_keep_what_the_index_read(

@@ -68,6 +68,7 @@ from typing import Any, Final, cast
 
 import orjson
 
+from codex_app_bridge.storage._dirwatch import DirWatch
 from codex_app_bridge.storage._facts import RolloutFacts, scan
 from codex_app_bridge.storage._layout import (
     ARCHIVED_SESSIONS_SUBDIR,
@@ -109,6 +110,7 @@ can have been created: the largest UTC offset west (12 h), and the name's second
 built again."""
 
 _ROOTS: Final = (SESSIONS_SUBDIR, ARCHIVED_SESSIONS_SUBDIR)
+_ROOT_NAMES: Final = frozenset(_ROOTS)
 _CHUNK: Final = 500
 """Thread ids per ``IN (...)`` query."""
 _MAX_NOTES: Final = 512
@@ -236,6 +238,15 @@ class RolloutIndex:
         self._notes_lost = False
         """A note was dropped or rolled back: ``_touched`` cannot be trusted."""
         self.clock_ns: Callable[[], int] = time.time_ns
+        self._watch: DirWatch | None = None
+        self._watch_refused = False
+        """inotify cannot be had here (or refused a directory): every refresh walks."""
+        self._walks = 0
+        self._settled = False
+        """The last walk was watched throughout and left nothing for a later walk to see (see
+        :meth:`_walk_needed`)."""
+        self._walk_settled = False
+        self._data_version = -1
 
     # ------------------------------------------------------------------ paths
 
@@ -302,6 +313,7 @@ class RolloutIndex:
             with contextlib.suppress(sqlite3.Error):
                 self._db.close()
             self._db = None
+        self._settled = False
         self._remove(cause)
 
     def _remove(self, cause: BaseException) -> None:
@@ -310,10 +322,14 @@ class RolloutIndex:
             Path(f"{self.path}{suffix}").unlink(missing_ok=True)
 
     def close(self) -> None:
-        """Close the database (opened again on next use)."""
+        """Close the database and the directory watch (both made again on next use)."""
         if self._db is not None:
             self._db.close()
             self._db = None
+        if self._watch is not None:
+            self._watch.close()
+            self._watch = None
+        self._settled = False
 
     def transaction(self) -> _Transaction:
         return _Transaction(self.db, self._forget_notes)
@@ -396,6 +412,41 @@ class RolloutIndex:
         self._apply_notes(changed)
         if lost:
             self._touched.clear()
+        if self._walk_needed():
+            self._walk(changed)
+        # a file whose list fields are not known yet (being written as it was read) again
+        for rel, thread_id, data in self.db.execute(
+            f"SELECT rel, thread_id, facts FROM files WHERE state = {PARTIAL}"
+        ).fetchall():
+            known = _decode(data)
+            if self.facts(rel, known, check=True) is not known:
+                changed.add(thread_id)
+        return changed
+
+    def _walk_needed(self) -> bool:
+        """Whether a file may have been added, removed or moved since the last walk: unless
+        every directory was watched before that walk looked at it, the walk left none that
+        only a later walk would list (one the server's notes told about, see ``_visit``), no
+        other connection wrote the database since (``PRAGMA data_version``: another process
+        sharing it may have listed a directory), and the kernel reported nothing since."""
+        if not self._settled or self._watch is None:
+            return True
+        (version,) = self.db.execute("PRAGMA data_version").fetchone()
+        return version != self._data_version or self._watch.changed()
+
+    def _walk(self, changed: set[str]) -> None:
+        """Stat every directory, listing again those that changed (module docstring); each
+        watched first, from the second walk of the process on (the first is a start-up's
+        first page: the watch waits for what the server imports anyway)."""
+        (self._data_version,) = self.db.execute("PRAGMA data_version").fetchone()
+        if self._watch is None and self._walks > 0 and not self._watch_refused:
+            self._watch = DirWatch.open()
+            self._watch_refused = self._watch is None
+        self._walks += 1
+        watch = self._watch
+        if watch is not None:
+            watch.changed()  # what happened before this walk, this walk sees
+        self._walk_settled = watch is not None and watch.watch(self.root, _ROOT_NAMES)
         known = {
             rel: (parent, mtime_ns, listed_ns)
             for rel, parent, mtime_ns, listed_ns in self.db.execute(
@@ -408,14 +459,7 @@ class RolloutIndex:
                 children.setdefault(parent, []).append(rel)
         for root in _ROOTS:
             self._visit(root, known, children, changed)
-        # a file whose list fields are not known yet (being written as it was read) again
-        for rel, thread_id, data in self.db.execute(
-            f"SELECT rel, thread_id, facts FROM files WHERE state = {PARTIAL}"
-        ).fetchall():
-            known = _decode(data)
-            if self.facts(rel, known, check=True) is not known:
-                changed.add(thread_id)
-        return changed
+        self._settled = self._walk_settled
 
     def unread(self, *, by_updated: bool, limit: int | None) -> list[tuple[str, str]]:
         """``(rel, thread id)`` of files never read, newest first: by the time in their name,
@@ -537,8 +581,16 @@ class RolloutIndex:
         children: dict[str, list[str]],
         changed: set[str],
     ) -> None:
+        path = self.abs(rel)
+        watch = self._watch
+        if watch is not None and not watch.watch(path):  # the per-user limit: as before
+            _log.debug("inotify refused %s: every refresh stats the directories", path)
+            watch.close()
+            self._watch = None
+            self._watch_refused = True
+            self._walk_settled = False
         try:
-            stat = os.stat(self.abs(rel))
+            stat = os.stat(path)
         except OSError:
             if rel in known:
                 self._drop_dir(rel, changed)
@@ -560,7 +612,9 @@ class RolloutIndex:
                 and stat.st_mtime_ns <= self._touched.get(rel, -1)
                 and self.clock_ns() - entry[2] < RELIST_NS
             )
-            if not told:  # else the notes tell what the server did there
+            if told:  # the notes tell what the server did there; a later walk lists it
+                self._walk_settled = False
+            else:
                 subdirs = self._list(rel, stat.st_mtime_ns, changed)
                 for gone in set(below) - {f"{rel}/{s}" for s in subdirs}:
                     self._drop_dir(gone, changed)
