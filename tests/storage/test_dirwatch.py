@@ -59,3 +59,12 @@ def test_a_directory_watched_for_some_names_reports_only_those(
 def test_a_directory_that_is_not_there_is_not_refused(tmp_path: Path, watch: DirWatch) -> None:
     assert watch.watch(str(tmp_path / "missing"))
     assert not watch.changed()
+
+
+def test_a_watch_dropped_unclosed_gives_its_descriptor_back(watch: DirWatch) -> None:
+    # each catalog's index holds one (the per-user limit of inotify instances is 128 by
+    # default): one that is garbage collected without being closed must not keep it
+    limit = int(Path("/proc/sys/fs/inotify/max_user_instances").read_text())
+    for _ in range(limit + 10):
+        dropped = DirWatch.open()
+        assert dropped is not None

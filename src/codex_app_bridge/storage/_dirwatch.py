@@ -8,7 +8,8 @@ are watched (created, removed, moved in or out, the directory itself removed or 
 into a file changes no directory.
 
 Bound to libc through ``ctypes`` (no other module, nothing looked up on disk); ``DirWatch.open``
-gives ``None`` where inotify is missing or refused (another system, the per-user limit).
+gives ``None`` where inotify is missing or refused (another system, the per-user limit of
+instances: each watch holds one until it is closed or garbage collected).
 
 Boundary: one inotify descriptor; no knowledge of what the directories hold.
 """
@@ -19,6 +20,7 @@ import errno
 import logging
 import os
 import struct
+import weakref
 from typing import Any, Final
 
 __all__ = ["DirWatch"]
@@ -57,6 +59,7 @@ class DirWatch:
     def __init__(self, libc: Any, fd: int) -> None:
         self._libc = libc
         self._fd = fd
+        self._close = weakref.finalize(self, os.close, fd)  # or when the watch is lost
         self._paths: dict[str, int] = {}
         """Watched directory -> its watch descriptor."""
         self._by_wd: dict[int, str] = {}
@@ -124,7 +127,7 @@ class DirWatch:
                     changed = True
 
     def close(self) -> None:
-        os.close(self._fd)
+        self._close()
         self._paths.clear()
         self._by_wd.clear()
         self._names.clear()
