@@ -17,6 +17,7 @@ import os
 import shutil
 import subprocess
 import sys
+import threading
 from pathlib import Path
 from typing import Any
 
@@ -24,6 +25,7 @@ import anyio
 import orjson
 import pytest
 
+from codex_app_bridge.server import _apart, _first_list
 from codex_app_bridge.server._first_initialize import answer_first_initialize
 from codex_app_bridge.server._first_list import ListReadAhead, answer_first_lists
 from tests.conftest import bridge_command, bridge_env
@@ -286,3 +288,75 @@ def test_a_list_answered_first_makes_the_catalog_itself_and_no_read_ahead_follow
         assert ahead._thread.ident is None  # pyright: ignore[reportPrivateUsage]
     finally:
         catalog.close()
+
+
+RELEASE = threading.Event()
+"""Ends the import ``test_the_server_import_waits_while_a_list_is_answered`` holds."""
+
+
+def test_the_server_import_waits_while_a_list_is_answered(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The server's modules, imported once a first list is answered, wait while the next lists
+    are answered (``_apart.Handling``: each begun when its line is taken, ended once answered),
+    instead of sharing the interpreter with them."""
+    home = tmp_path / ".codex"
+    ids = _stored_home(home)
+    (tmp_path / "first_list_probe_server.py").write_text(
+        "from tests.server.test_first_list import RELEASE\nRELEASE.wait(60)\n"
+    )
+    monkeypatch.syspath_prepend(str(tmp_path))
+    events: list[str] = []
+
+    class Recorded(_apart.Handling):
+        def begin(self) -> None:
+            events.append("begin")
+            super().begin()
+
+        def end(self) -> None:
+            if events and events[-1] != "end":
+                events.append("end")
+            super().end()
+
+    answer = _first_list._FirstLists.answer  # pyright: ignore[reportPrivateUsage]
+
+    def recorded_answer(lists: Any, request: Any) -> bytes | None:
+        events.append("answer")
+        if events.count("answer") == 2:
+            RELEASE.set()
+        return answer(lists, request)
+
+    monkeypatch.setattr(_apart, "Handling", Recorded)
+    monkeypatch.setattr(_first_list._FirstLists, "answer", recorded_answer)  # pyright: ignore[reportPrivateUsage]
+    read_in, write_in = os.pipe()
+    read_out, write_out = os.pipe()
+    lines = _lines(INITIALIZE, *({"id": n, "method": "thread/list", "params": {}} for n in (2, 3)))
+    try:
+        os.write(write_in, b"".join(line + b"\n" for line in lines))
+        os.close(write_in)
+        write_in = -1
+        first, rest = answer_first_initialize(
+            str(home), None, list, in_fd=read_in, out_fd=write_out
+        )
+        assert first is not None
+        handed, data = answer_first_lists(
+            first,
+            rest,
+            ListReadAhead(home),
+            ("first_list_probe_server",),
+            limit=None,
+            in_fd=read_in,
+            out_fd=write_out,
+        )
+        assert (handed.answered, data) == (2, b"")
+        os.close(write_out)
+        write_out = -1
+        written = [orjson.loads(line) for line in os.read(read_out, 1 << 20).splitlines()]
+        assert [t["id"] for t in written[-1]["result"]["data"]] == ids
+    finally:
+        RELEASE.set()
+        for fd in (read_in, write_in, read_out, write_out):
+            if fd >= 0:
+                os.close(fd)
+    assert sys.modules.pop("first_list_probe_server", None) is not None
+    assert events[:6] == ["begin", "answer", "end", "begin", "answer", "end"]

@@ -6,17 +6,33 @@ arrives meanwhile would wait up to 5 ms at each of its steps. ``import_apart`` i
 interval at :data:`IMPORT_SWITCH_S` and puts it back after. Used by the warm-up (``_warm``) and
 by ``serve`` while it answers the first lists before the server starts (``_first_list``).
 
+Even so a request shares the interpreter: each time it lets go of it (a SQLite step, a stat, a
+read: a list does hundreds) it waits for the import to let go in turn, and a list of 5 ms alone
+took 15-60 ms beside the server's imports. Given a :class:`Handling` (the requests the caller
+is handling), the import waits at the start of each module it loads (a module's body runs
+whole, a few milliseconds at most) while a request is being handled, for up to
+:data:`YIELD_S` of that request: a short request runs alone; a long one (a page of 100 rows on
+a home never indexed) shares the interpreter after that, so that the imports still end while a
+client asks for such pages back to back.
+
 Boundary: loads code; no state of the server is read or written.
 """
 
 from __future__ import annotations
 
+import _imp
 import importlib
+import importlib.abc
+import importlib.machinery
 import logging
 import sys
+import threading
+import time
+from collections.abc import Sequence
+from types import ModuleType
 from typing import Final
 
-__all__ = ["IMPORT_SWITCH_S", "import_apart"]
+__all__ = ["IMPORT_SWITCH_S", "YIELD_S", "Handling", "import_apart"]
 
 logger = logging.getLogger(__name__)
 
@@ -25,10 +41,94 @@ IMPORT_SWITCH_S: Final = 0.0005
 that arrives meanwhile waits at most this long for the interpreter at each of its steps (the
 event loop, its worker thread) instead of 5 ms."""
 
+YIELD_S: Final = 0.02
+"""Seconds of a request being handled during which an import made apart waits (see the module
+docstring): a request of the first lists takes 3-15 ms alone here. Also the longest a request
+can wait for a module the import holds half-loaded (a deadlock otherwise: the request waits for
+the module, the import for the request)."""
 
-def import_apart(name: str) -> bool:
-    """Import ``name`` with a short switch interval (:data:`IMPORT_SWITCH_S`); whether it was
+
+class Handling:
+    """The requests a thread is handling, as an import made apart sees them: ``begin`` when one
+    is taken, ``end`` once it is answered (or handed on); owned by that thread."""
+
+    def __init__(self) -> None:
+        self._changed = threading.Condition(threading.Lock())
+        self._since: float | None = None
+
+    def begin(self) -> None:
+        with self._changed:
+            self._since = time.monotonic()
+
+    def end(self) -> None:
+        with self._changed:
+            self._since = None
+            self._changed.notify_all()
+
+    def wait(self) -> None:
+        """Return once no request is being handled, or once the one being handled has been for
+        :data:`YIELD_S`."""
+        with self._changed:
+            while self._since is not None:
+                left = self._since + YIELD_S - time.monotonic()
+                if left <= 0:
+                    return
+                self._changed.wait(left)
+
+
+class _YieldingFinder(importlib.abc.MetaPathFinder):
+    """First on ``sys.meta_path`` (put there once, never taken off: taking it off while another
+    thread walks the list would make that thread skip a finder): in a thread importing apart
+    with a ``Handling``, each module not loaded yet waits for ``Handling.wait`` before the
+    finders after it look for it (without the import lock); it finds nothing."""
+
+    def __init__(self) -> None:
+        self.waiting: dict[int, Handling] = {}
+
+    def find_spec(
+        self,
+        fullname: str,
+        path: Sequence[str] | None,
+        target: ModuleType | None = None,
+    ) -> importlib.machinery.ModuleSpec | None:
+        handling = self.waiting.get(threading.get_ident())
+        if handling is None:
+            return None
+        # called under the interpreter's import lock: let go of it meanwhile, or every other
+        # thread's first import of a module (the request's own) would wait for this wait
+        try:
+            _imp.release_lock()
+        except RuntimeError:  # not held here after all: nothing to let go of
+            handling.wait()
+            return None
+        try:
+            handling.wait()
+        finally:
+            _imp.acquire_lock()
+        return None
+
+
+_finder: _YieldingFinder | None = None
+_finder_made = threading.Lock()
+
+
+def _yielding_finder() -> _YieldingFinder:
+    global _finder
+    with _finder_made:
+        if _finder is None:
+            _finder = _YieldingFinder()
+            sys.meta_path.insert(0, _finder)
+        return _finder
+
+
+def import_apart(name: str, handling: Handling | None = None) -> bool:
+    """Import ``name`` with a short switch interval (:data:`IMPORT_SWITCH_S`), each of its
+    modules waiting for ``handling``'s request (see the module docstring); whether it was
     imported (a failure is logged: what needs the module fails in its own words)."""
+    finder = None if handling is None else _yielding_finder()
+    thread = threading.get_ident()
+    if finder is not None and handling is not None:
+        finder.waiting[thread] = handling
     interval = sys.getswitchinterval()
     sys.setswitchinterval(min(interval, IMPORT_SWITCH_S))
     try:
@@ -38,4 +138,6 @@ def import_apart(name: str) -> bool:
         return False
     finally:
         sys.setswitchinterval(interval)
+        if finder is not None:
+            finder.waiting.pop(thread, None)
     return True

@@ -21,7 +21,8 @@ without params. Two things make it cheap on a server that stores threads:
   gate's rules (``_handshake.admit``) and the answer encoded as the connection encodes one
   (``rpc._context.encode_result``). Client notifications (``initialized``) are taken as the
   connection takes them: logged. Once one list is answered the server's modules are imported
-  in a thread of their own (``_apart.import_apart``, beside the next lists); the server starts
+  in a thread of their own (``_apart.import_apart``), each waiting while a next list is being
+  answered (for ``_apart.YIELD_S`` of it at most, ``_apart.Handling``); the server starts
   when they are, or at the first line not answered here (another method, params the plain
   path does not read or that need the turn source, an answer the handler cannot give without
   the server, anything malformed, end of input), or when no line came within :data:`IDLE_S`
@@ -47,6 +48,7 @@ from typing import TYPE_CHECKING, Any, Final, NoReturn
 # first lists (the list handler, the catalog) only when it answers one
 if TYPE_CHECKING:
     from codex_app_bridge.protocol.jsonrpc import Request
+    from codex_app_bridge.server._apart import Handling
     from codex_app_bridge.server._first_initialize import FirstInitialize
     from codex_app_bridge.server._handlers_lists import ThreadListHandlers
     from codex_app_bridge.server._handshake import ConnectionState
@@ -213,11 +215,13 @@ class _FirstLists:
 
 
 class _ServerImport:
-    """The server's modules imported in a thread of their own; ``done_fd`` becomes readable
-    once they are."""
+    """The server's modules imported in a thread of their own, each waiting while a list is
+    being answered (``handling``, ``_apart.Handling``); ``done_fd`` becomes readable once they
+    are."""
 
-    def __init__(self, modules: Sequence[str]) -> None:
+    def __init__(self, modules: Sequence[str], handling: Handling) -> None:
         self._modules = modules
+        self._handling = handling
         self.done = threading.Event()
         self.done_fd, self._done_w = os.pipe()
         self._thread = threading.Thread(target=self._run, name="server import", daemon=True)
@@ -228,7 +232,7 @@ class _ServerImport:
 
         try:
             for name in self._modules:
-                if not import_apart(name):
+                if not import_apart(name, self._handling):
                     break
         finally:
             self.done.set()
@@ -255,14 +259,17 @@ def answer_first_lists(
     Returns ``first`` with the count of requests answered and the bytes read that the server
     has still to read."""
     from codex_app_bridge.protocol.jsonrpc import Notification, Request, classify
+    from codex_app_bridge.server._apart import Handling
     from codex_app_bridge.server._first_initialize import FirstInput
     from codex_app_bridge.transport._framing import decode_line
 
     lines = FirstInput(in_fd, limit, data)
     lists: _FirstLists | None = None
     importing: _ServerImport | None = None
+    handling = Handling()
     answered = 0
     while importing is None or not importing.done.is_set():
+        handling.end()
         line = lines.take()
         if line is None:
             # before any list: IDLE_S at most; after one, until the server's modules are in
@@ -270,6 +277,7 @@ def answer_first_lists(
             if lines.fill(IDLE_S if wake is None else None, wake):
                 continue
             break
+        handling.begin()
         value = decode_line(line, limit=limit)
         message = classify(value) if isinstance(value, dict) else None
         if isinstance(message, Notification):  # as the connection takes one
@@ -292,7 +300,8 @@ def answer_first_lists(
         except OSError:  # the reader is gone: the server finds out on its first write
             break
         if importing is None:
-            importing = _ServerImport(server_modules)
+            importing = _ServerImport(server_modules, handling)
+    handling.end()  # what is left of the imports, at full speed: the server waits for them
     if importing is not None:
         importing.join()
     return replace(first, answered=answered), lines.data
