@@ -200,6 +200,7 @@ HEAVY = (
     "socket",  # the welcome's serverName is uname's
     "hashlib",  # read states' revisions (OpenSSL's set-up)
     "importlib.resources.readers",  # the config's defaults, read for the welcome's warnings
+    "importlib.abc",  # (it loads importlib.resources' readers) _apart's finder is its own
     "pydantic",
     "codex_app_bridge.rpc.connection",
     "codex_app_bridge.transport.stdio",

@@ -22,15 +22,18 @@ from __future__ import annotations
 
 import _imp
 import importlib
-import importlib.abc
-import importlib.machinery
 import logging
 import sys
 import threading
 import time
-from collections.abc import Sequence
-from types import ModuleType
-from typing import Final
+from typing import TYPE_CHECKING, Final
+
+# not importlib.abc's MetaPathFinder: it imports importlib.resources (5 ms), on the way to the
+# first list's answer
+if TYPE_CHECKING:
+    from collections.abc import Sequence
+    from importlib.machinery import ModuleSpec
+    from types import ModuleType
 
 __all__ = ["IMPORT_SWITCH_S", "YIELD_S", "Handling", "import_apart"]
 
@@ -76,7 +79,7 @@ class Handling:
                 self._changed.wait(left)
 
 
-class _YieldingFinder(importlib.abc.MetaPathFinder):
+class _YieldingFinder:
     """First on ``sys.meta_path`` (put there once, never taken off: taking it off while another
     thread walks the list would make that thread skip a finder): in a thread importing apart
     with a ``Handling``, each module not loaded yet waits for ``Handling.wait`` before the
@@ -90,7 +93,7 @@ class _YieldingFinder(importlib.abc.MetaPathFinder):
         fullname: str,
         path: Sequence[str] | None,
         target: ModuleType | None = None,
-    ) -> importlib.machinery.ModuleSpec | None:
+    ) -> ModuleSpec | None:
         handling = self.waiting.get(threading.get_ident())
         if handling is None:
             return None
