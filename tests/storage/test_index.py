@@ -342,6 +342,30 @@ def test_without_inotify_every_request_stats_the_directories(
     assert catalog.find(_thread_id(1)) is not None
 
 
+def test_a_thread_listed_then_found_has_its_file_read_to_the_end_and_its_row_kept(
+    tmp_path: Path,
+) -> None:
+    # thread/list read the heads; thread/read of one of them reads the rest of its rollout,
+    # which did not change: its row stays as the listing wrote it
+    paths = [_write_thread(None, tmp_path, n) for n in range(2)]
+    catalog = ThreadCatalog(CodexHome(tmp_path))
+    assert len(catalog.rows(EVERYTHING)) == 2
+    statements: list[str] = []
+    catalog.index.db.set_trace_callback(statements.append)
+    stored = catalog.find(_thread_id(0))
+    assert stored is not None
+    assert stored.last_completed is not None  # read to its end
+    assert any(statement.startswith("UPDATE files SET facts") for statement in statements)
+    assert not [statement for statement in statements if "INTO threads" in statement]
+    # one whose file changed since it was listed (another process touched it): written again
+    os.utime(paths[1], ns=(1, 1))
+    statements.clear()
+    assert catalog.find(_thread_id(1)) is not None
+    assert [statement for statement in statements if "INTO threads" in statement]
+    catalog.index.db.set_trace_callback(None)
+    _assert_current(catalog, tmp_path)
+
+
 def test_moves_and_removals_by_the_server_keep_what_the_index_read(
     tmp_path: Path, reads: list[str]
 ) -> None:

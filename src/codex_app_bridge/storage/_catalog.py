@@ -758,7 +758,9 @@ class ThreadCatalog:
         self, thread_id: str, files: list[tuple[IndexedFile, RolloutFacts]]
     ) -> tuple[StoredThread | None, bool]:
         """The thread as its files (read for their list fields) are now: its current file read
-        to its end, checked against the file first; and whether anything was read."""
+        to its end, checked against the file first; and whether its row may have changed (the
+        file was modified since its list fields were read: reading the rest of a file that was
+        not leaves its row as it is)."""
         found = self._current(files)
         if found is None:
             return None, False
@@ -791,7 +793,10 @@ class ThreadCatalog:
             next_ordinal=facts.view().next_ordinal,
             git_info=None if git is None else _git_info_of(git),
         )
-        return stored, facts is not found[1]
+        known = found[1]  # a row shows list fields (never changed by appends) and the time
+        return stored, facts is not known and not (
+            known.listed and known.mtime_ns == facts.mtime_ns
+        )
 
     def _stored_many(self, thread_ids: Collection[str]) -> dict[str, StoredThread]:
         if not self._all_listed(thread_ids):
@@ -808,10 +813,10 @@ class ThreadCatalog:
                 changed |= facts is not known
                 if facts is not None:
                     files.append((file, facts))
-            stored, whole_read = self._stored(thread_id, files)
+            stored, row_changed = self._stored(thread_id, files)
             if stored is not None:
                 found[thread_id] = stored
-            if changed or whole_read:
+            if changed or row_changed:
                 read.append(thread_id)
         if read:
             self._compute_rows(read)  # read now: their rows as they are
