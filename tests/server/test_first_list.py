@@ -201,6 +201,7 @@ HEAVY = (
     "hashlib",  # read states' revisions (OpenSSL's set-up)
     "importlib.resources.readers",  # the config's defaults, read for the welcome's warnings
     "importlib.abc",  # (it loads importlib.resources' readers) _apart's finder is its own
+    "calendar",  # (and locale) a day directory's seconds are counted without it
     "pydantic",
     "codex_app_bridge.rpc.connection",
     "codex_app_bridge.transport.stdio",

@@ -938,3 +938,28 @@ def test_a_rollout_names_time_is_its_seconds_read_as_utc(moment: datetime) -> No
 @pytest.mark.parametrize("stamp", ["", "garbage", "2026-13-01T00-00-00", "2026-12-0xT00-00-00"])
 def test_a_name_whose_time_is_not_one_sorts_first(stamp: str) -> None:
     assert index_module._stamp_key(stamp) == 0  # pyright: ignore[reportPrivateUsage]
+
+
+@given(
+    st.integers(min_value=1, max_value=9999),
+    st.integers(min_value=0, max_value=14),
+    st.integers(min_value=0, max_value=99),
+)
+def test_a_day_directory_counts_as_calendar_timegm_counts_it(
+    year: int, month: int, day: int
+) -> None:
+    """``_day_seconds`` (no ``calendar`` import) gives ``calendar.timegm``'s seconds, and its
+    ``ValueError`` where that raises one (a month out of range)."""
+    import calendar
+
+    name = f"{year:04d}-{month:02d}-{day:02d}"
+    try:
+        expected: int | None = calendar.timegm((year, month, day, 0, 0, 0))
+    except ValueError:
+        expected = None
+    index_module._day_seconds.cache_clear()  # pyright: ignore[reportPrivateUsage]
+    if expected is None:
+        with pytest.raises(ValueError, match=r"month must be in 1\.\.12"):
+            index_module._day_seconds(name)  # pyright: ignore[reportPrivateUsage]
+    else:
+        assert index_module._day_seconds(name) == expected  # pyright: ignore[reportPrivateUsage]

@@ -52,7 +52,6 @@ Boundary: the database, directory listings and file facts; threads are ``_catalo
 
 from __future__ import annotations
 
-import calendar
 import contextlib
 import functools
 import logging
@@ -62,7 +61,7 @@ import time
 from collections import deque
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, replace
-from datetime import UTC, datetime
+from datetime import UTC, date, datetime
 from pathlib import Path
 from typing import Any, Final, cast
 
@@ -166,10 +165,16 @@ class IndexedFile:
     archived: bool
 
 
+_EPOCH_ORDINAL: Final = date(1970, 1, 1).toordinal()
+
+
 @functools.lru_cache(maxsize=1024)
 def _day_seconds(day: str) -> int:
-    """``YYYY-MM-DD`` at midnight, read as UTC, in seconds (``ValueError``: not a date)."""
-    return calendar.timegm((int(day[0:4]), int(day[5:7]), int(day[8:10]), 0, 0, 0))
+    """``YYYY-MM-DD`` at midnight, read as UTC, in seconds (``ValueError``: not a date), as
+    ``calendar.timegm`` counts them (the day of the month added to the month's first), without
+    importing ``calendar`` (and ``locale``) on the way to a first list's answer."""
+    first = date(int(day[0:4]), int(day[5:7]), 1).toordinal()
+    return (first - _EPOCH_ORDINAL + int(day[8:10]) - 1) * 86_400
 
 
 def _stamp_key(stamp: str) -> int:
