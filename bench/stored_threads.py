@@ -28,7 +28,9 @@ runtime and the models are loaded by the warm-up that follows) and again; a late
 both servers give at most 100 rows at once); ``sortKey: updated_at``; ``thread/turns/list`` and
 ``thread/resume`` of threads in the middle that are not loaded, each twice (the first of its
 kind in the process, then another thread); ``thread/turns/list`` of the resumed thread and
-``thread/read`` of two more. The answers are checked: both servers list the same ids in the same
+``thread/read`` of two more; last, the round trip of a trivial request, the median of
+:data:`ROUND_TRIPS` ``thread/loaded/list`` one at a time (both servers answer it from memory).
+The answers are checked: both servers list the same ids in the same
 order, the turns have the stored texts.
 
     .venv/bin/python bench/stored_threads.py [--threads 10000] [--turns 2] [--rounds 3]
@@ -218,7 +220,12 @@ REQUESTS = (
     "thread/turns/list, resumed",
     "thread/read, not loaded (first)",
     "thread/read, not loaded (next)",
+    "thread/loaded/list (round trip)",
 )
+ROUND_TRIPS = 20
+"""``thread/loaded/list`` requests one at a time at the end of each process, answered from
+memory by both servers: the median is the process's round trip of a trivial request (the floor
+under every other figure: the line read, dispatched, answered and written)."""
 
 
 def run_requests(
@@ -277,6 +284,8 @@ def run_requests(
         elapsed, read = timed(client, "thread/read", {"threadId": ids[thread]})
         assert read["thread"]["id"] == ids[thread]
         times[name] = elapsed
+    trips = sorted(timed(client, "thread/loaded/list", {})[0] for _ in range(ROUND_TRIPS))
+    times[REQUESTS[12]] = trips[len(trips) // 2]
     return times
 
 

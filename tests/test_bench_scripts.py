@@ -163,6 +163,7 @@ def output(runs: dict[str, Future[subprocess.CompletedProcess[str]]]) -> Read:
         ("serve_rollout", r"rollout .* peak RSS +\d+ MiB"),
         ("offline_memory", r"(?m)^  inspect truncate --last-fork-turns N - +peak RSS +[\d,]+ MB"),
         ("stored_threads", r"(?m)^    thread/list, a later page +bridge +[\d.]+ \("),
+        ("stored_threads", r"(?m)^    thread/loaded/list \(round trip\) +bridge +[\d.]+ \("),
         ("cluster", r"(?s)2 node\(s\) x 2 threads: .* deltas per node-CPU-s.*throughput: [\d.]+"),
     ],
 )
@@ -263,6 +264,7 @@ def test_fanout_delivers_to_every_subscriber(output: Read) -> None:
         ("requests", r"^0\s+real(\s+[\d,]+){5}\s+0$"),  # every request answered or dropped
         ("memory", r"^\s+1\s+\d+ MB$"),
         ("stored_threads", r"^    thread/resume, not loaded \(next\) +real +[\d.]+ \("),
+        ("stored_threads", r"^    thread/loaded/list \(round trip\) +real +[\d.]+ \("),
         ("command_exec", r"^  real +overhead [\d.]+ ms, output [\d.]+ MB/s"),
     ],
 )
