@@ -1,11 +1,12 @@
 """Imports made apart (``server._apart``): each module an import loads waits while the caller
-handles a request (``Handling``), for ``YIELD_S`` of that request at most; other threads'
-imports never wait."""
+handles a request (``Handling``), for ``HOLD_S`` in all; other threads' imports never wait."""
 
 from __future__ import annotations
 
+import contextlib
 import sys
 import threading
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -43,41 +44,49 @@ def _import_in_thread(name: str, handling: Handling) -> tuple[threading.Thread, 
     return thread, done
 
 
+@contextlib.contextmanager
+def _held_import(name: str, handling: _Seen) -> Iterator[tuple[threading.Thread, list[bool]]]:
+    """``name`` imported apart while a request is handled: the block runs once the import
+    waits; the request ends and the import is joined after it."""
+    handling.begin()
+    thread, done = _import_in_thread(name, handling)
+    try:
+        assert handling.asked.wait(TIMEOUT)
+        yield thread, done
+    finally:
+        handling.end()
+        thread.join(TIMEOUT)
+
+
 def test_an_import_waits_while_a_request_is_handled_and_loads_once_it_is_answered(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     _modules(tmp_path, monkeypatch, "apart_probe_waits", "apart_probe_other")
-    monkeypatch.setattr(_apart, "YIELD_S", 3600.0)
+    monkeypatch.setattr(_apart, "HOLD_S", 3600.0)
     handling = _Seen()
-    handling.begin()
-    thread, done = _import_in_thread("apart_probe_waits", handling)
-    try:
-        assert handling.asked.wait(TIMEOUT)
+    with _held_import("apart_probe_waits", handling) as (thread, done):
         assert "apart_probe_waits" not in sys.modules
         # the handling thread's own imports are not held meanwhile
         import apart_probe_other  # pyright: ignore[reportMissingImports]
 
         assert apart_probe_other.LOADED  # pyright: ignore[reportUnknownMemberType]
         assert thread.is_alive()
-    finally:
-        handling.end()
-        thread.join(TIMEOUT)
     assert done == [True]
     assert "apart_probe_waits" in sys.modules
 
 
 @pytest.mark.parametrize(
-    ("yield_s", "answered"),
+    ("hold_s", "answered"),
     [
-        pytest.param(0.0, False, id="a request handled for YIELD_S"),
+        pytest.param(0.0, False, id="held for HOLD_S"),
         pytest.param(3600.0, True, id="no request handled"),
     ],
 )
-def test_an_import_goes_on_once_the_request_is_answered_or_after_yield_s(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, yield_s: float, answered: bool
+def test_an_import_goes_on_once_the_request_is_answered_or_after_hold_s(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, hold_s: float, answered: bool
 ) -> None:
     _modules(tmp_path, monkeypatch, "apart_probe_goes_on")
-    monkeypatch.setattr(_apart, "YIELD_S", yield_s)
+    monkeypatch.setattr(_apart, "HOLD_S", hold_s)
     handling = _Seen()
     handling.begin()
     if answered:
@@ -87,3 +96,25 @@ def test_an_import_goes_on_once_the_request_is_answered_or_after_yield_s(
     assert handling.asked.is_set()
     assert done == [True]
     assert "apart_probe_goes_on" in sys.modules
+
+
+def test_the_imports_wait_for_hold_s_in_all_not_for_each_request(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """What the imports waited for one request counts against ``HOLD_S``: once it is spent, an
+    import goes on while the next request is handled (a client asking back to back never leaves
+    the imports a pause), without waiting at all."""
+    _modules(tmp_path, monkeypatch, "apart_probe_first", "apart_probe_next")
+    monkeypatch.setattr(_apart, "HOLD_S", 3600.0)
+    handling = _Seen()
+    with _held_import("apart_probe_first", handling) as (_, done):
+        pass
+    assert done == [True]
+    held = handling.held
+    assert held > 0
+    monkeypatch.setattr(_apart, "HOLD_S", held)  # spent
+    handling.begin()  # and never ended
+    thread, done = _import_in_thread("apart_probe_next", handling)
+    thread.join(TIMEOUT)
+    assert done == [True]
+    assert handling.held == held

@@ -10,10 +10,12 @@ Even so a request shares the interpreter: each time it lets go of it (a SQLite s
 read: a list does hundreds) it waits for the import to let go in turn, and a list of 5 ms alone
 took 15-60 ms beside the server's imports. Given a :class:`Handling` (the requests the caller
 is handling), the import waits at the start of each module it loads (a module's body runs
-whole, a few milliseconds at most) while a request is being handled, for up to
-:data:`YIELD_S` of that request: a short request runs alone; a long one (a page of 100 rows on
-a home never indexed) shares the interpreter after that, so that the imports still end while a
-client asks for such pages back to back.
+whole, a few milliseconds at most) while a request is being handled, for :data:`HOLD_S` in all:
+the requests that come right after the import began (a client's first page asked again, a list
+with other params) run alone; a client that goes on asking back to back then shares the
+interpreter with the import, which ends as before instead of waiting for a pause that never
+comes (and the server's warm-up after it: a client's later ``thread/turns/list`` found it
+undone, 80-160 ms, when each request of a walk through 50 pages held the import back).
 
 Boundary: loads code; no state of the server is read or written.
 """
@@ -35,7 +37,7 @@ if TYPE_CHECKING:
     from importlib.machinery import ModuleSpec
     from types import ModuleType
 
-__all__ = ["IMPORT_SWITCH_S", "YIELD_S", "Handling", "import_apart"]
+__all__ = ["HOLD_S", "IMPORT_SWITCH_S", "Handling", "import_apart"]
 
 logger = logging.getLogger(__name__)
 
@@ -44,11 +46,11 @@ IMPORT_SWITCH_S: Final = 0.0005
 that arrives meanwhile waits at most this long for the interpreter at each of its steps (the
 event loop, its worker thread) instead of 5 ms."""
 
-YIELD_S: Final = 0.02
-"""Seconds of a request being handled during which an import made apart waits (see the module
-docstring): a request of the first lists takes 3-15 ms alone here. Also the longest a request
-can wait for a module the import holds half-loaded (a deadlock otherwise: the request waits for
-the module, the import for the request)."""
+HOLD_S: Final = 0.03
+"""Seconds an import made apart waits for requests, in all (see the module docstring): a list
+right after the first takes 3-15 ms alone here. Also the longest a request can wait for a
+module the import holds half-loaded (a deadlock otherwise: the request waits for the module,
+the import for the request)."""
 
 
 class Handling:
@@ -57,26 +59,31 @@ class Handling:
 
     def __init__(self) -> None:
         self._changed = threading.Condition(threading.Lock())
-        self._since: float | None = None
+        self._handling = False
+        self._held = 0.0
+
+    @property
+    def held(self) -> float:
+        """Seconds the imports have waited for requests so far."""
+        return self._held
 
     def begin(self) -> None:
         with self._changed:
-            self._since = time.monotonic()
+            self._handling = True
 
     def end(self) -> None:
         with self._changed:
-            self._since = None
+            self._handling = False
             self._changed.notify_all()
 
     def wait(self) -> None:
-        """Return once no request is being handled, or once the one being handled has been for
-        :data:`YIELD_S`."""
+        """Return once no request is being handled, or once the imports have waited for
+        :data:`HOLD_S` in all."""
         with self._changed:
-            while self._since is not None:
-                left = self._since + YIELD_S - time.monotonic()
-                if left <= 0:
-                    return
-                self._changed.wait(left)
+            while self._handling and self._held < HOLD_S:
+                began = time.monotonic()
+                self._changed.wait(HOLD_S - self._held)
+                self._held += time.monotonic() - began
 
 
 class _YieldingFinder:

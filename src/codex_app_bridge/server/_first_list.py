@@ -22,7 +22,7 @@ without params. Two things make it cheap on a server that stores threads:
   (``rpc._context.encode_result``). Client notifications (``initialized``) are taken as the
   connection takes them: logged. Once one list is answered the server's modules are imported
   in a thread of their own (``_apart.import_apart``), each waiting while a next list is being
-  answered (for ``_apart.YIELD_S`` of it at most, ``_apart.Handling``); the server starts
+  answered (``_apart.Handling``, for ``_apart.HOLD_S`` in all); the server starts
   when they are, or at the first line not answered here (another method, params the plain
   path does not read or that need the turn source, an answer the handler cannot give without
   the server, anything malformed, end of input), or when no line came within :data:`IDLE_S`
