@@ -33,6 +33,7 @@ if TYPE_CHECKING:
 __all__ = [
     "MALLOC_ARENAS",
     "YOUNG_THRESHOLD",
+    "forget_on_release",
     "limit_malloc_arenas",
     "release_memory",
     "reserve_future_iterators",
@@ -85,6 +86,20 @@ def limit_malloc_arenas() -> bool:
     return bool(mallopt(_M_ARENA_MAX, MALLOC_ARENAS))
 
 
+_FORGETTERS: list[Callable[[], None]] = []
+
+
+def forget_on_release(forget: Callable[[], None]) -> Callable[[], None]:
+    """Have ``release_memory`` call ``forget`` first, every time: a module that keeps the last
+    values it saw (a memo of its last answer) registers how to let go of them. Why: what it
+    keeps was made under load, in the arenas the load filled, and pymalloc frees a 1 MiB arena
+    only once its last block is free: after 30 s of 30 soak clients, a memo's three strings,
+    its tuples and its bytes were the only live blocks of 4 of the 14 arenas the load left.
+    Returns ``forget`` (usable as a decorator)."""
+    _FORGETTERS.append(forget)
+    return forget
+
+
 def release_memory() -> bool:
     """Empty the interpreter's attribute cache, collect every generation, then have glibc give
     its free heap pages back to the system (``malloc_trim(0)``): what a busy spell left free
@@ -101,7 +116,10 @@ def release_memory() -> bool:
     load had filled, and pymalloc frees a 1 MiB arena only once its last block is free.
 
     asyncio's free list of future iterators, which no collection empties, is renewed
-    (``_FutureIterators``; it needs ``reserve_future_iterators`` first)."""
+    (``_FutureIterators``; it needs ``reserve_future_iterators`` first); what modules
+    registered with ``forget_on_release`` is let go of first."""
+    for forget in _FORGETTERS:
+        forget()
     sys._clear_type_cache()  # pyright: ignore[reportPrivateUsage]  # CPython, documented
     gc.collect()  # (also empties the free lists of dicts, lists, tuples, floats and contexts)
     _FUTURE_ITERATORS.renew()

@@ -67,3 +67,22 @@ def test_a_command_output_chunk_that_is_not_base64_shows_nothing_on_both_paths(c
     event = core.ExecCommandOutputDeltaEvent(call_id="c", stream="stdout", chunk=chunk)
     assert _model_path(event) is None
     assert _row_path(event) is None
+
+
+def test_the_idle_release_forgets_the_last_delta_the_rows_encoded() -> None:
+    # issue 23's soak: the rows' single-entry memos kept the last delta's ids, tuples and bytes,
+    # made under load, among the few live blocks of arenas the load had filled (each 1 MiB kept
+    # resident by them); the release lets go of them
+    from codex_app_bridge._gc import release_memory
+    from codex_app_bridge.mapping import _delta_wire
+
+    memo = _delta_wire._memo  # pyright: ignore[reportPrivateUsage]
+    item = "msg_memo"
+    DELTA_ROWS[core.AgentMessageContentDeltaEvent].encode(
+        core.AgentMessageContentDeltaEvent(item_id=item, delta="x"), THREAD, TURN, AT
+    )
+    assert memo.ids[0] == (item, THREAD, TURN)
+    assert memo.tail[0] == AT
+    release_memory()
+    assert memo.ids == (None, b"")
+    assert memo.tail == (None, b"")

@@ -24,6 +24,7 @@ from typing import Any, Final
 
 import orjson
 
+from codex_app_bridge._gc import forget_on_release
 from codex_app_bridge.protocol import core
 
 __all__ = ["DELTA_ROWS", "DeltaRow"]
@@ -56,13 +57,20 @@ def _tail(emitted_at_ms: int) -> bytes:
 # Single-entry memos of the parts that repeat from one delta to the next (the clock's
 # millisecond; the item, thread and turn ids): a stream's deltas share them, so most rows encode
 # one string. Each memo is one ``(key, bytes)`` tuple, replaced whole (safe to read from any
-# thread; no state beyond the last answer).
+# thread; no state beyond the last answer). The idle release empties them (``forget``): the last
+# answer of a load would otherwise stay, its ids, tuples and bytes keeping the allocator's arenas
+# that load filled resident (``_gc.forget_on_release``).
 class _Memo:
     tail: tuple[int | None, bytes] = (None, b"")
     ids: tuple[tuple[str, str, str] | None, bytes] = (None, b"")
 
+    def forget(self) -> None:
+        self.tail = _Memo.tail
+        self.ids = _Memo.ids
+
 
 _memo = _Memo()
+forget_on_release(_memo.forget)
 
 
 _AGENT = _head("item/agentMessage/delta")
