@@ -354,3 +354,15 @@ def test_a_missing_system_file_is_an_empty_layer_named_by_its_path(tmp_path: Pat
         system.version == "sha256:44136fa355b3678a1146ad16f7e8649e94fb4fc21fe77e8310c060f61caaff8a"
     )
     assert os.path.basename(str(config.user_path)) == "config.toml"
+
+
+def test_a_missing_file_is_read_once_until_it_appears(tmp_path: Path) -> None:
+    # every thread/start resolves the layers: a missing /etc/codex/config.toml was read again
+    # each time, its new layer kept in the cache, so the last one made under a load stayed in
+    # the arenas that load filled (issue 23's soak); read again once the file is there
+    config = layers(tmp_path)
+    first = config.system()
+    assert config.system() is first
+    config.system_path.parent.mkdir()
+    config.system_path.write_text('model = "sys"', encoding="utf-8")
+    assert config.system().exists

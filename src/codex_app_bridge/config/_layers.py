@@ -505,7 +505,9 @@ class ConfigLayers:
         except OSError:
             stamp = None
         cached = self._cache.get(path)
-        if cached is not None and cached[0] == stamp and stamp is not None:
+        if cached is not None and cached[0] == stamp:
+            # a missing file too (``None``): read again once it is there, never per call (each
+            # read's layer, made by a request, kept the arenas of a load resident)
             return cached[1]
         layer = read_layer(kind, path)
         self._cache[path] = (stamp, layer)
