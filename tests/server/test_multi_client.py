@@ -108,3 +108,19 @@ async def test_a_turn_start_whose_answer_cannot_be_delivered_leaves_the_thread_i
         second, messages = await alice.run_turn(thread_id, "second")
         assert methods(messages)[-1] == "turn/completed"
         assert messages[-1]["params"]["turn"]["id"] == second
+
+
+async def test_a_later_initialize_makes_nothing_that_outlives_its_connection() -> None:
+    # issue 23's soak: each welcome replaced the server's (spent) list of start-up work with a
+    # new empty one, so the one made by the load's last client stayed, among the few live blocks
+    # that kept an arena of that load resident
+    async with open_bridge("memory") as bridge:
+        server = bridge.server
+        assert server is not None
+        first = await bridge.connect()
+        await first.initialize()
+        spent = server._after_initialize  # pyright: ignore[reportPrivateUsage]
+        later = await bridge.connect()
+        await later.initialize()
+        await later.close()
+        assert server._after_initialize is spent  # pyright: ignore[reportPrivateUsage]

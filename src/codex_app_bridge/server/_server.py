@@ -487,6 +487,8 @@ class BridgeServer:
         read-ahead, then the warm-ups ``serve`` gave (a failure is logged, never raised)."""
         if self._read_ahead is not None:
             self._read_ahead.start()
+        if not self._after_initialize:
+            return  # spent: no new list per welcome (the last, made under a load, outlived it)
         begin, self._after_initialize = self._after_initialize, []
         for work in begin:
             try:
