@@ -95,6 +95,11 @@ def _pollable(fd: int) -> bool:
     return stat.S_ISFIFO(mode) or stat.S_ISSOCK(mode)
 
 
+_LOOP_READ = _PIPE_CHUNK
+"""Bytes the event loop reads at most at a time (a pipe's default buffer): its buffer is kept
+for the connection's life, resident (a 1 MiB one would add as much to the process's RSS); a long
+line takes several reads."""
+
 _INBOUND_CAPACITY = 256  # decoded lines waiting for the connection (a chunk's worth, no hop each)
 
 
@@ -180,7 +185,7 @@ class _LoopReader:
     def __init__(self, fd: int) -> None:
         self.fd = fd
         self.broken = False
-        self._buffer = bytearray(_READ_CHUNK)
+        self._buffer = bytearray(_LOOP_READ)
 
     async def chunks(self) -> AsyncIterator[bytes]:
         buffer = self._buffer
