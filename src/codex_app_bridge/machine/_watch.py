@@ -1,6 +1,6 @@
 """``fs/watch``: changes under a path reported as 0.163.0 reports them, from inotify (no polling).
 
-``Watcher`` owns one inotify descriptor (``inotify_simple``) read on the event loop. A watch of a
+``Watcher`` owns one inotify descriptor (``codex_app_bridge._inotify``) read on the event loop. A watch of a
 directory reports its direct children that were created, modified, moved or removed; a watch of a
 file reports the file; a path that does not exist yet is watched through its parent and reported
 once it appears. Changes are batched (``DEBOUNCE_S``) and each batch is one ``on_change(watch_id,
@@ -15,31 +15,37 @@ import contextlib
 import os
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
-from typing import Any, Final, Protocol, cast
+from typing import Final
 
 import anyio
+
+from codex_app_bridge._inotify import (
+    IN_ATTRIB,
+    IN_CLOSE_WRITE,
+    IN_CREATE,
+    IN_DELETE,
+    IN_DELETE_SELF,
+    IN_MODIFY,
+    IN_MOVE_SELF,
+    IN_MOVED_FROM,
+    IN_MOVED_TO,
+    INotify,
+)
 
 __all__ = ["DEBOUNCE_S", "Watcher"]
 
 DEBOUNCE_S: Final = 0.5
-# IN_MODIFY | IN_ATTRIB | IN_CLOSE_WRITE | IN_MOVED_FROM | IN_MOVED_TO | IN_CREATE | IN_DELETE
-# | IN_DELETE_SELF | IN_MOVE_SELF (linux/inotify.h)
-_MASK: Final = 0x2 | 0x4 | 0x8 | 0x40 | 0x80 | 0x100 | 0x200 | 0x400 | 0x800
-
-
-class _INotify(Protocol):
-    def add_watch(self, path: str, mask: int) -> int: ...
-    def rm_watch(self, wd: int) -> None: ...
-    def read(self, timeout: int | None = None, read_delay: int | None = None) -> list[Any]: ...
-    def fileno(self) -> int: ...
-    def close(self) -> None: ...
-
-
-def _new_inotify() -> _INotify:
-    # imported on the first watch: nothing else of the server needs it
-    from inotify_simple import INotify  # pyright: ignore[reportMissingTypeStubs]
-
-    return cast("_INotify", INotify(nonblocking=True))
+_MASK: Final = (
+    IN_MODIFY
+    | IN_ATTRIB
+    | IN_CLOSE_WRITE
+    | IN_MOVED_FROM
+    | IN_MOVED_TO
+    | IN_CREATE
+    | IN_DELETE
+    | IN_DELETE_SELF
+    | IN_MOVE_SELF
+)
 
 
 OnChange = Callable[[str, list[str]], Awaitable[None]]
@@ -60,7 +66,7 @@ class _Watch:
 @dataclass(eq=False)
 class Watcher:
     on_change: OnChange
-    _inotify: _INotify | None = None
+    _inotify: INotify | None = None
     _watches: dict[str, _Watch] = field(default_factory=dict[str, _Watch])
     _by_wd: dict[int, set[str]] = field(default_factory=dict[int, set[str]])
     _wd_of: dict[str, int] = field(default_factory=dict[str, int])
@@ -79,7 +85,7 @@ class Watcher:
         else:
             target, only = os.path.dirname(canonical), os.path.basename(canonical)
         if self._inotify is None:
-            self._inotify = _new_inotify()
+            self._inotify = INotify.open()
         watch = _Watch(watch_id, canonical, target, only)
         if os.path.isdir(target):
             wd = self._inotify.add_watch(target, _MASK)
@@ -137,18 +143,17 @@ class Watcher:
                 if watch_id in self._watches and paths:
                     await self.on_change(watch_id, sorted(paths))
 
-    def _collect(self, inotify: _INotify) -> None:
+    def _collect(self, inotify: INotify) -> None:
         try:
-            events = inotify.read(timeout=0)
+            events = inotify.read()
         except OSError:
             return
         for event in events:
-            wd = cast("int", event.wd)
-            for watch_id in self._by_wd.get(wd, ()):
+            for watch_id in self._by_wd.get(event.wd, ()):
                 watch = self._watches.get(watch_id)
                 if watch is None:
                     continue
-                name = str(cast("object", event.name))
+                name = event.name
                 if watch.only is not None and name and name != watch.only:
                     continue
                 path = os.path.join(watch.target, name) if name else watch.target
