@@ -366,6 +366,38 @@ def test_a_thread_listed_then_found_has_its_file_read_to_the_end_and_its_row_kep
     _assert_current(catalog, tmp_path)
 
 
+def test_a_thread_never_read_found_has_its_file_read_once_and_nothing_looked_up_twice(
+    tmp_path: Path, reads: list[str]
+) -> None:
+    # thread/read of a thread whose file was listed, never read: its only file is read to its
+    # end in one pass (its facts written once), and its row is made from the files and the
+    # name the read just fetched (not looked up again)
+    for n in range(3):
+        _write_thread(None, tmp_path, n, created=START + timedelta(days=2 * n))
+    catalog = ThreadCatalog(CodexHome(tmp_path))
+    assert len(catalog.rows(EVERYTHING, limit=1)) == 1
+    assert catalog.wait_listed(timeout=30)  # the other days listed, their files not read
+    assert catalog.index.unread(by_updated=False, limit=None)
+    reads.clear()
+    statements: list[str] = []
+    catalog.index.db.set_trace_callback(statements.append)
+    stored = catalog.find(_thread_id(0))
+    catalog.index.db.set_trace_callback(None)
+    assert stored is not None
+    assert stored.last_completed is not None  # read to its end
+    assert len(reads) == 1
+
+    def counted(prefix: str) -> int:
+        return sum(statement.startswith(prefix) for statement in statements)
+
+    assert counted("UPDATE files SET facts") == 1
+    assert counted("SELECT rel, thread_id, rollout_id, archived, facts FROM files") == 1
+    assert counted("SELECT value FROM entries WHERE log = 'session_index.jsonl'") == 1
+    assert counted("SELECT DISTINCT thread_id FROM files WHERE state = 0") == 0
+    assert [statement for statement in statements if "INTO threads" in statement]
+    _assert_current(catalog, tmp_path)
+
+
 def test_moves_and_removals_by_the_server_keep_what_the_index_read(
     tmp_path: Path, reads: list[str]
 ) -> None:

@@ -82,6 +82,8 @@ _PARSED_FILES: Final = 4
 """Rollouts kept parsed (the last ones read in full: a thread being paged)."""
 
 V = TypeVar("V")
+_NONE_READ: Final[Mapping[str, Any]] = {}
+"""``_compute_rows``' default: no thread's files fetched by the caller."""
 
 
 def parse_rollout_timestamp(value: str) -> datetime | None:
@@ -567,14 +569,20 @@ class ThreadCatalog:
             found = self.index.file_of_rollout(rollout_id)
         return found
 
-    def _compute_rows(self, thread_ids: Collection[str]) -> None:
+    def _compute_rows(
+        self,
+        thread_ids: Collection[str],
+        read: Mapping[str, tuple[list[tuple[IndexedFile, RolloutFacts]], str | None]] = _NONE_READ,
+    ) -> None:
         """Store the threads' rows as their files say now (or drop those with no readable
-        file), in bulk."""
+        file), in bulk. ``read``: threads of ``thread_ids`` whose every file the caller has
+        just read (none is left unread), with those files' facts and the thread's name: not
+        looked up again."""
         db = self.index.db
-        waiting = self.index.has_unread(thread_ids)
+        waiting = self.index.has_unread([t for t in thread_ids if t not in read])
         db.executemany("DELETE FROM threads WHERE thread_id = ?", [(t,) for t in waiting])
         ids = [thread_id for thread_id in thread_ids if thread_id not in waiting]
-        files_by = self.index.files_of_many(ids)
+        files_by = self.index.files_of_many([t for t in ids if t not in read])
         old: dict[str, tuple[str, int]] = {}
         for at in range(0, len(ids), 500):
             chunk = ids[at : at + 500]
@@ -585,14 +593,19 @@ class ThreadCatalog:
             ):
                 old[thread_id] = (current, mtime_ns)
         names: Callable[[str], str | None] = self._name
-        if len(ids) > 50:
+        if len(ids) - len(read) > 50:
             everyone = {t: _name_of(r) for t, r in self.index.log_entries(SESSION_INDEX_FILE)}
             names = everyone.get
+        if read:
+            looked_up = names
+            names = lambda t: read[t][1] if t in read else looked_up(t)  # noqa: E731
         rows: list[tuple[object, ...]] = []
         gone: list[tuple[str]] = []
         unlisted = self.index.has_unlisted()
         for thread_id in ids:
             files: list[tuple[IndexedFile, RolloutFacts]] = []
+            if thread_id in read:
+                files = read[thread_id][0]
             for file, known in files_by.get(thread_id, ()):
                 facts = self.index.facts(file.rel, known)
                 if facts is not None:
@@ -755,19 +768,23 @@ class ThreadCatalog:
         return work
 
     def _stored(
-        self, thread_id: str, files: list[tuple[IndexedFile, RolloutFacts]]
-    ) -> tuple[StoredThread | None, bool]:
+        self,
+        thread_id: str,
+        files: list[tuple[IndexedFile, RolloutFacts]],
+        fresh: Collection[str] = (),
+    ) -> tuple[StoredThread | None, bool, list[tuple[IndexedFile, RolloutFacts]]]:
         """The thread as its files (read for their list fields) are now: its current file read
-        to its end, checked against the file first; and whether its row may have changed (the
-        file was modified since its list fields were read: reading the rest of a file that was
-        not leaves its row as it is)."""
+        to its end, checked against the file first unless it is among ``fresh`` (read to its
+        end by the caller just now); whether its row may have changed (the file was modified
+        since its list fields were read: reading the rest of a file that was not leaves its
+        row as it is); and its files with the current one's facts as read now."""
         found = self._current(files)
         if found is None:
-            return None, False
+            return None, False, files
         file, _ = found
-        facts = self.index.facts(file.rel, found[1], whole=True, check=True)
+        facts = self.index.facts(file.rel, found[1], whole=True, check=file.rel not in fresh)
         if facts is None or facts.meta is None:
-            return None, True
+            return None, True, files
         files = [(f, facts if f.rel == file.rel else fs) for f, fs in files]
         meta = self._first_meta(files, facts)
         summary = self._summary(file, facts)
@@ -794,9 +811,8 @@ class ThreadCatalog:
             git_info=None if git is None else _git_info_of(git),
         )
         known = found[1]  # a row shows list fields (never changed by appends) and the time
-        return stored, facts is not known and not (
-            known.listed and known.mtime_ns == facts.mtime_ns
-        )
+        changed = facts is not known and not (known.listed and known.mtime_ns == facts.mtime_ns)
+        return stored, changed, files
 
     def _stored_many(self, thread_ids: Collection[str]) -> dict[str, StoredThread]:
         if not self._all_listed(thread_ids):
@@ -805,21 +821,30 @@ class ThreadCatalog:
         files_by = self.index.files_of_many(thread_ids)
         found: dict[str, StoredThread] = {}
         read: list[str] = []
+        rowed: dict[str, tuple[list[tuple[IndexedFile, RolloutFacts]], str | None]] = {}
         for thread_id in thread_ids:
             files: list[tuple[IndexedFile, RolloutFacts]] = []
             changed = False
-            for file, known in files_by.get(thread_id, ()):
-                facts = self.index.facts(file.rel, known)
-                changed |= facts is not known
+            fresh: list[str] = []
+            listing = files_by.get(thread_id, [])
+            for file, known in listing:
+                # a thread's only file is its current one: read to its end at once (not to its
+                # list fields, then again to its end, each read stored)
+                facts = self.index.facts(file.rel, known, whole=len(listing) == 1)
+                if facts is not known:
+                    changed = True
+                    if facts is not None and facts.whole:
+                        fresh.append(file.rel)
                 if facts is not None:
                     files.append((file, facts))
-            stored, row_changed = self._stored(thread_id, files)
+            stored, row_changed, files = self._stored(thread_id, files, fresh)
             if stored is not None:
                 found[thread_id] = stored
+                rowed[thread_id] = (files, stored.name)
             if changed or row_changed:
                 read.append(thread_id)
         if read:
-            self._compute_rows(read)  # read now: their rows as they are
+            self._compute_rows(read, rowed)  # read now: their rows as they are
         return found
 
     def _all_listed(self, thread_ids: Collection[str]) -> bool:
