@@ -788,7 +788,8 @@ class ThreadCatalog:
         files = [(f, facts if f.rel == file.rel else fs) for f, fs in files]
         meta = self._first_meta(files, facts)
         summary = self._summary(file, facts)
-        git = self.index.log_entry(GIT_INFO_FILE, thread_id)
+        entries = self.index.thread_entries(thread_id)
+        git, named = entries.get(GIT_INFO_FILE), entries.get(SESSION_INDEX_FILE)
         first_completed, last_completed = summary.read_turns()
         stored = StoredThread(
             thread_id=thread_id,
@@ -801,7 +802,7 @@ class ThreadCatalog:
             preview=summary.preview or "",
             model=summary.model,
             reasoning_effort=summary.effort,
-            name=self._name(thread_id),
+            name=None if named is None else _name_of(named),
             approval_policy=summary.approval_policy,
             approvals_reviewer=summary.approvals_reviewer,
             sandbox_mode=summary.sandbox_mode,

@@ -252,6 +252,9 @@ class RolloutIndex:
         :meth:`_walk_needed`)."""
         self._walk_settled = False
         self._data_version = -1
+        self._unlisted: tuple[str | None] | None = None
+        """The newest day directory not listed yet, as this connection last saw it (``None``:
+        not known; looked up again in each transaction and after each change to ``dirs``)."""
 
     # ------------------------------------------------------------------ paths
 
@@ -314,6 +317,7 @@ class RolloutIndex:
     def reset(self, cause: BaseException) -> None:
         """Forget a database that failed (corrupt, of another version): built again from the
         files on next use."""
+        self._unlisted = None
         if self._db is not None:
             with contextlib.suppress(sqlite3.Error):
                 self._db.close()
@@ -328,6 +332,7 @@ class RolloutIndex:
 
     def close(self) -> None:
         """Close the database and the directory watch (both made again on next use)."""
+        self._unlisted = None
         if self._db is not None:
             self._db.close()
             self._db = None
@@ -337,11 +342,15 @@ class RolloutIndex:
         self._settled = False
 
     def transaction(self) -> _Transaction:
-        return _Transaction(self.db, self._forget_notes)
+        db = self.db
+        if not db.in_transaction:
+            self._unlisted = None  # another process may have listed or found directories
+        return _Transaction(db, self._forget_notes)
 
     def _forget_notes(self) -> None:
         """What the notes told is not in the database (rolled back): list what changed."""
         self._notes_lost = True
+        self._unlisted = None
 
     # ------------------------------------------------------------------ files
 
@@ -515,8 +524,8 @@ class RolloutIndex:
         date in its name (0.163.0 writes it there, and unarchives it there), and every file of
         a thread is made after the thread, so named at most :data:`STAMP_SLACK_US` before its
         ``createdAt``. So every file of a thread created later than this is listed."""
-        row = self.db.execute(f"SELECT MAX(rel) FROM dirs WHERE mtime_ns = {UNLISTED}").fetchone()
-        day = None if row[0] is None else _day_of(cast("str", row[0]))
+        newest = self._newest_unlisted()
+        day = None if newest is None else _day_of(newest)
         if day is None:
             return None
         return _day_seconds(day) * 1_000_000 + _DAY_US + STAMP_SLACK_US
@@ -602,6 +611,7 @@ class RolloutIndex:
             return
         entry = known.get(rel)
         if entry is None and _day_of(rel) is not None:
+            self._unlisted = None
             self.db.execute(  # its files are listed when a listing needs them (or in the back)
                 "INSERT OR REPLACE INTO dirs (rel, parent, mtime_ns, listed_ns) "
                 "VALUES (?, ?, ?, ?)",
@@ -629,8 +639,17 @@ class RolloutIndex:
 
     def has_unlisted(self) -> bool:
         """Whether a day directory's files are not listed yet."""
-        row = self.db.execute(f"SELECT 1 FROM dirs WHERE mtime_ns = {UNLISTED} LIMIT 1")
-        return row.fetchone() is not None
+        return self._newest_unlisted() is not None
+
+    def _newest_unlisted(self) -> str | None:
+        """The newest day directory not listed yet (one query per transaction while ``dirs``
+        does not change: a request asks several times)."""
+        if self._unlisted is None:
+            row = self.db.execute(
+                f"SELECT MAX(rel) FROM dirs WHERE mtime_ns = {UNLISTED}"
+            ).fetchone()
+            self._unlisted = (cast("str | None", row[0]),)
+        return self._unlisted[0]
 
     def list_unlisted(self, limit: int | None) -> set[str]:
         """List the files of the newest ``limit`` (``None``: all) day directories not listed yet
@@ -692,6 +711,7 @@ class RolloutIndex:
                 _log.debug("cannot list %s: %s", rel_dir, exc)
             finally:
                 os.close(fd)
+        self._unlisted = None
         db.execute(
             "INSERT OR REPLACE INTO dirs (rel, parent, mtime_ns, listed_ns) VALUES (?, ?, ?, ?)",
             (rel_dir, _parent(rel_dir), mtime_ns, listed_ns),
@@ -746,6 +766,7 @@ class RolloutIndex:
             changed.add(thread_id)
         db.execute("DELETE FROM files WHERE dir = ? OR dir LIKE ? ESCAPE '\\'", (rel_dir, pattern))
         db.execute("DELETE FROM dirs WHERE rel = ? OR rel LIKE ? ESCAPE '\\'", (rel_dir, pattern))
+        self._unlisted = None
 
     # ------------------------------------------------------------------ this server's writes
 
@@ -948,6 +969,19 @@ class RolloutIndex:
             "SELECT value FROM entries WHERE log = ? AND thread_id = ?", (log, thread_id)
         ).fetchone()
         return None if row is None else _record(row[0])
+
+    def thread_entries(self, thread_id: str) -> dict[str, dict[str, Any]]:
+        """A thread's entry in each of :data:`LOGS` that has one, by log (one query)."""
+        out: dict[str, dict[str, Any]] = {}
+        for log, raw in self.db.execute(
+            f"SELECT log, value FROM entries WHERE log IN ({', '.join('?' * len(LOGS))}) "
+            "AND thread_id = ?",
+            (*LOGS, thread_id),
+        ):
+            record = _record(raw)
+            if record is not None:
+                out[log] = record
+        return out
 
     def log_entries(self, log: str) -> Iterator[tuple[str, dict[str, Any]]]:
         for thread_id, raw in self.db.execute(
