@@ -393,6 +393,7 @@ def test_a_thread_never_read_found_has_its_file_read_once_and_nothing_looked_up_
     assert counted("UPDATE files SET facts") == 1
     assert counted("SELECT rel, thread_id, rollout_id, archived, facts FROM files") == 1
     assert counted("SELECT log, value FROM entries") == 1  # its name and git info at once
+    assert counted("SELECT log, size, mtime_ns, offset FROM logs") == 1  # both logs' state
     assert not counted("SELECT value FROM entries")
     unlisted = f"FROM dirs WHERE mtime_ns = {index_module.UNLISTED}"
     assert sum(unlisted in statement for statement in statements) == 1

@@ -255,6 +255,9 @@ class RolloutIndex:
         self._unlisted: tuple[str | None] | None = None
         """The newest day directory not listed yet, as this connection last saw it (``None``:
         not known; looked up again in each transaction and after each change to ``dirs``)."""
+        self._logs: dict[str, tuple[int, int, int]] | None = None
+        """Each log's ``(size, mtime_ns, offset)`` row as this connection last saw it (``None``:
+        not known; read again, all at once, in each transaction)."""
 
     # ------------------------------------------------------------------ paths
 
@@ -317,7 +320,7 @@ class RolloutIndex:
     def reset(self, cause: BaseException) -> None:
         """Forget a database that failed (corrupt, of another version): built again from the
         files on next use."""
-        self._unlisted = None
+        self._forget_seen()
         if self._db is not None:
             with contextlib.suppress(sqlite3.Error):
                 self._db.close()
@@ -332,7 +335,7 @@ class RolloutIndex:
 
     def close(self) -> None:
         """Close the database and the directory watch (both made again on next use)."""
-        self._unlisted = None
+        self._forget_seen()
         if self._db is not None:
             self._db.close()
             self._db = None
@@ -344,13 +347,18 @@ class RolloutIndex:
     def transaction(self) -> _Transaction:
         db = self.db
         if not db.in_transaction:
-            self._unlisted = None  # another process may have listed or found directories
+            self._forget_seen()  # another process may have written the database since
         return _Transaction(db, self._forget_notes)
 
     def _forget_notes(self) -> None:
         """What the notes told is not in the database (rolled back): list what changed."""
         self._notes_lost = True
+        self._forget_seen()
+
+    def _forget_seen(self) -> None:
+        """Forget what this connection keeps of the ``dirs`` and ``logs`` tables."""
         self._unlisted = None
+        self._logs = None
 
     # ------------------------------------------------------------------ files
 
@@ -868,10 +876,16 @@ class RolloutIndex:
     # ------------------------------------------------------------------ logs
 
     def _log_state(self, log: str) -> tuple[int, int, int] | None:
-        row = self.db.execute(
-            "SELECT size, mtime_ns, offset FROM logs WHERE log = ?", (log,)
-        ).fetchone()
-        return None if row is None else (row[0], row[1], row[2])
+        """``(size, mtime_ns, offset)`` of a log as last read (every log's in one query per
+        transaction: a request refreshes both)."""
+        if self._logs is None:
+            self._logs = {
+                name: (size, mtime_ns, offset)
+                for name, size, mtime_ns, offset in self.db.execute(
+                    "SELECT log, size, mtime_ns, offset FROM logs"
+                )
+            }
+        return self._logs.get(log)
 
     def _log_note(self, log: str, start: int, data: bytes, size: int, mtime_ns: int) -> set[str]:
         state = self._log_state(log)
@@ -887,6 +901,8 @@ class RolloutIndex:
             "INSERT OR REPLACE INTO logs (log, size, mtime_ns, offset) VALUES (?, ?, ?, ?)",
             (log, size, mtime_ns, offset),
         )
+        if self._logs is not None:
+            self._logs[log] = (size, mtime_ns, offset)
 
     def _fold_log(self, log: str, data: bytes, *, tail: bool = False) -> int:
         """Store the entries of the whole lines of ``data`` (and of an unterminated last line
@@ -928,6 +944,8 @@ class RolloutIndex:
                 return noted
             self.db.execute("DELETE FROM entries WHERE log = ?", (log,))
             self.db.execute("DELETE FROM logs WHERE log = ?", (log,))
+            if self._logs is not None:
+                self._logs.pop(log, None)
             return None
         size, mtime_ns = stat.st_size, stat.st_mtime_ns
         if state is not None and state[:2] == (size, mtime_ns):
