@@ -59,9 +59,9 @@ def test_a_removed_watch_reports_its_end_and_nothing_after(
 
 
 def test_refusals_carry_the_kernels_errno(inotify: INotify, tmp_path: Path) -> None:
-    with pytest.raises(OSError) as missing:
+    with pytest.raises(OSError, match="No such file") as missing:
         inotify.add_watch(str(tmp_path / "missing"), IN_CREATE)
     assert missing.value.errno == errno.ENOENT
-    with pytest.raises(OSError) as unknown:
+    with pytest.raises(OSError, match="Invalid argument") as unknown:
         inotify.rm_watch(12345)
     assert unknown.value.errno == errno.EINVAL
