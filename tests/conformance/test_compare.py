@@ -323,6 +323,23 @@ def test_a_turn_start_answer_after_its_turns_first_notifications_is_put_before_t
     assert canonical_order([started, item, answer]) == [started, item, answer]
 
 
+def test_a_turn_start_answer_after_an_item_of_its_own_turn_is_put_before_them() -> None:
+    # 0.163.0, auto_compact beside a loaded suite: the turn's contextCompaction item starts at
+    # once (no model request before it) and overtook the answer with the status and turn/started
+    answer: dict[str, Any] = {"response": "turn/start", "result": {"turn": {"id": "<turn:2>"}}}
+    status: dict[str, Any] = {"method": "thread/status/changed", "params": {"status": {}}}
+    started: dict[str, Any] = {"method": "turn/started", "params": {"turn": {"id": "<turn:2>"}}}
+    item: dict[str, Any] = {"method": "item/started", "params": {"turnId": "<turn:2>"}}
+    limits: dict[str, Any] = {"method": "account/rateLimits/updated", "params": {}}
+    usual = [answer, status, started, item, limits]
+    assert canonical_order([status, started, item, answer, limits]) == usual
+    assert canonical_order(usual) == usual
+    # an item of another turn, and what names no turn, keep the answer after them
+    other: dict[str, Any] = {"method": "item/started", "params": {"turnId": "<turn:1>"}}
+    assert canonical_order([other, answer]) == [other, answer]
+    assert canonical_order([limits, answer]) == [limits, answer]
+
+
 def test_the_status_after_a_declined_approval_is_put_after_the_item_it_completed() -> None:
     resolved: dict[str, Any] = {"method": "serverRequest/resolved", "params": {"requestId": 0}}
     status: dict[str, Any] = {"method": "thread/status/changed", "params": {"status": {}}}

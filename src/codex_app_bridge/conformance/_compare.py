@@ -453,12 +453,33 @@ _TURN_BEGUN: Final = frozenset({"thread/status/changed", "turn/started"})
 """What a turn's start sends beside the ``turn/start`` answer: 0.163.0 answers from the request
 and begins the turn on its session's task, and on a busy machine the thread's ``active`` status
 and ``turn/started`` came before the answer (seen once, on a resumed thread after a restart,
-in a fresh clone's suite beside two CPU burners and another pytest-xdist worker); the canonical
-order is the answer first, as the binary sends it otherwise."""
+in a fresh clone's suite beside two CPU burners and another pytest-xdist worker), and once
+the item the turn begins with as well (``auto_compact``: its ``contextCompaction`` item starts
+with no model request before it); the canonical order is the answer first, as the binary
+sends it otherwise."""
 
 
-def _turn_start_answer(unit: JsonObject) -> bool:
-    return unit.get("response") == "turn/start"
+def _answered_turn(unit: JsonObject) -> object:
+    """The turn id a ``turn/start`` answer gives (``None``: not such an answer)."""
+    if unit.get("response") != "turn/start":
+        return None
+    result = unit.get("result")
+    turn = cast(dict[str, object], result).get("turn") if isinstance(result, dict) else None
+    return cast(dict[str, object], turn).get("id") if isinstance(turn, dict) else None
+
+
+def _begins_turn(unit: JsonObject, turn_id: object) -> bool:
+    """Whether ``unit`` is one of what the start of turn ``turn_id`` sends, which can overtake
+    its answer: the status change or ``turn/started`` (:data:`_TURN_BEGUN`), or a notification
+    of that turn (its ``turnId``)."""
+    if unit.get("method") in _TURN_BEGUN:
+        return True
+    params = unit.get("params")
+    return (
+        turn_id is not None
+        and isinstance(params, dict)
+        and cast(dict[str, object], params).get("turnId") == turn_id
+    )
 
 
 def _resolved_status_race(before: JsonObject, status: JsonObject, after: JsonObject) -> bool:
@@ -474,14 +495,17 @@ def _resolved_status_race(before: JsonObject, status: JsonObject, after: JsonObj
 
 
 def canonical_order(units: list[JsonObject]) -> list[JsonObject]:
-    """A ``turn/start`` answer that came after its turn's status change or ``turn/started`` is
-    put before them; a racing notification right after an answer (or a ``thread/started``) is
+    """A ``turn/start`` answer that came after its turn's status change, ``turn/started`` or
+    notifications is put before them; a racing notification right after an answer (or a ``thread/started``) is
     put before it, and a thread's status after an answered approval after the item it completed
     (both sides alike). Idempotent: a stream already in this order stays as it is."""
     out = list(units)
     for i in range(1, len(out)):
+        if out[i].get("response") != "turn/start":
+            continue
+        turn_id = _answered_turn(out[i])
         j = i
-        while j > 0 and _turn_start_answer(out[j]) and out[j - 1].get("method") in _TURN_BEGUN:
+        while j > 0 and _begins_turn(out[j - 1], turn_id):
             out[j - 1], out[j] = out[j], out[j - 1]
             j -= 1
     for i in range(1, len(out)):
