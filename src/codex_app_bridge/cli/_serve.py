@@ -466,11 +466,11 @@ def _model_source(config: ConfigLayers, codex_home_dir: str | None) -> EventSour
 
 
 def _warm_model_source(config: ConfigLayers) -> None:
-    """Run in a worker thread when the model source serves, from the first ``initialize``
-    answered: what a first turn would build on the event loop (the turn's wire models, the
-    agent's modules, the HTTP stack) is built now, the HTTP stack last (``agent._source.warm``):
-    a thread's session needs it when it opens, so the rest is built before ``thread/start`` is
-    answered and the first ``turn/start`` finds nothing left to build."""
+    """Run in a worker thread when the model source serves, once the first ``initialize`` is
+    answered and no request is being handled (a ``thread/start`` right behind it first: this
+    would share the interpreter with it): what a first turn would build on the event loop (the
+    turn's wire models, the agent's modules, the HTTP stack) is built now, the HTTP stack last
+    (``agent._source.warm``), so that the first ``turn/start`` finds little left to build."""
     from codex_app_bridge.agent._source import warm
 
     try:

@@ -35,10 +35,11 @@ from collections.abc import Callable, Coroutine, Sequence
 from functools import partial
 from pathlib import Path
 from types import TracebackType
-from typing import TYPE_CHECKING, Any, Self
+from typing import TYPE_CHECKING, Any, Final, Self
 
 import anyio
 import anyio.abc
+import anyio.lowlevel
 
 from codex_app_bridge._clock import uuid4
 from codex_app_bridge.rpc import (
@@ -86,9 +87,24 @@ if TYPE_CHECKING:
     from codex_app_bridge.sources import EventSource, ThreadGoals, TurnSource
     from codex_app_bridge.storage import ThreadCatalog
 
-__all__ = ["BridgeServer"]
+__all__ = ["BridgeServer", "wait_idle"]
 
 logger = logging.getLogger(__name__)
+
+_IDLE_POLL_S: Final = 0.001
+"""How often ``wait_idle`` looks again while a request is being handled."""
+
+
+async def wait_idle(busy: Callable[[], bool]) -> None:
+    """Return once ``busy()`` is false, every task that was ready (input that arrived meanwhile
+    being read, accepted, then handled) having run first."""
+    while True:
+        for _ in range(3):
+            await anyio.lowlevel.checkpoint()
+        if not busy():
+            return
+        await anyio.sleep(_IDLE_POLL_S)
+
 
 _NO_CONFIG_HOME = Path("/nonexistent/codex-app-bridge/config")
 """Where a server made without ``codex_home`` or ``config`` looks for config files: nowhere."""
@@ -117,7 +133,8 @@ class BridgeServer:
         """``read_ahead``: the catalog of ``codex_home``, its first page read ahead from the
         first ``initialize`` answered (``_first_list``); made here when first needed otherwise.
         ``after_initialize``: more start-up work (each callable starts its own thread: warm-ups),
-        begun then too, as the read-ahead is: begun before, it would delay that answer.
+        begun with the read-ahead: after that answer (begun before, it would delay it), once no
+        request is being handled (``_begin_after_initialize``).
         ``installation_id``: the one a connection was welcomed with before the server started
         (``_first_initialize``); a new one otherwise."""
         self._source = source
@@ -164,6 +181,7 @@ class BridgeServer:
         self._task_group: anyio.abc.TaskGroup | None = None
         self._warming = False
         """Whether the warm-up (``_warm``) was started."""
+        self._after_initialize_begun = False
         self._connections: dict[int, Connection] = {}
         self._welcomed: dict[int, Connection] = {}
         """Initialized connections waiting for the hub to exist (``add_connection``)."""
@@ -248,7 +266,10 @@ class BridgeServer:
             from codex_app_bridge.server._stored_list import StoredThreadList
             from codex_app_bridge.storage import CodexHome, ThreadCatalog
 
-            ahead = None if self._read_ahead is None else self._read_ahead.catalog()
+            # made here when the read-ahead was not begun (a request came before the server
+            # idled): its thread, and the list path it imports, would share the interpreter
+            # with this request
+            ahead = None if self._read_ahead is None else self._read_ahead.take()
             catalog = ahead or ThreadCatalog(CodexHome(self._codex_home))
             self._stored_threads = StoredThreadList(catalog, lambda: self.source.defaults)
         return self._stored_threads
@@ -484,7 +505,24 @@ class BridgeServer:
 
     def _begin_after_initialize(self) -> None:
         """The start-up work left for after the first ``initialize`` answer (once): the list
-        read-ahead, then the warm-ups ``serve`` gave (a failure is logged, never raised)."""
+        read-ahead, then the warm-ups ``serve`` gave (a failure is logged, never raised), begun
+        once no request is being handled: their threads share the interpreter with a request
+        that came right behind ``initialize`` (a ``thread/start``, whose own imports then took
+        longer), and a request that needs the catalog before makes it itself
+        (``ListReadAhead.take``)."""
+        if self._after_initialize_begun:
+            return
+        self._after_initialize_begun = True
+        if self._task_group is None:
+            self._begin_now()
+        else:
+            self._task_group.start_soon(self._begin_once_idle, name="start-up work")
+
+    async def _begin_once_idle(self) -> None:
+        await wait_idle(self._busy)
+        self._begin_now()
+
+    def _begin_now(self) -> None:
         if self._read_ahead is not None:
             self._read_ahead.start()
         if not self._after_initialize:

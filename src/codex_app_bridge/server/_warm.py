@@ -41,11 +41,11 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Final, get_args
 
 import anyio
-import anyio.lowlevel
 import anyio.to_thread
 import orjson
 
 from codex_app_bridge.server._apart import import_apart
+from codex_app_bridge.server._server import wait_idle
 
 if TYPE_CHECKING:
     from pydantic import BaseModel
@@ -255,20 +255,16 @@ def warm_up_steps() -> Iterator[Callable[[], object]]:
     yield from _resume()
 
 
-_IDLE_POLL_S: Final = 0.001
-"""How often the warm-up looks again while a request is being handled."""
-
-
 async def warm_up(busy: Callable[[], bool]) -> None:
     """Run every step while no request is being handled (``busy()`` false), letting every ready
     task run before each (see the module docstring)."""
     for name in IMPORTED_APART:  # each begins while no request is being handled
-        await _idle(busy)
+        await wait_idle(busy)
         if not await anyio.to_thread.run_sync(import_apart, name, abandon_on_cancel=True):
             break
     steps = warm_up_steps()
     while True:
-        await _idle(busy)
+        await wait_idle(busy)
         try:
             step = next(steps)
         except StopIteration:
@@ -276,17 +272,8 @@ async def warm_up(busy: Callable[[], bool]) -> None:
         except Exception:  # a step's own imports failed: the requests load it themselves
             logger.debug("warm-up stopped", exc_info=True)
             return
-        await _idle(busy)
+        await wait_idle(busy)
         try:
             step()
         except Exception:
             logger.debug("warm-up step %r failed", step, exc_info=True)
-
-
-async def _idle(busy: Callable[[], bool]) -> None:
-    while True:
-        for _ in range(3):  # input that arrived meanwhile is read, accepted, then handled
-            await anyio.lowlevel.checkpoint()
-        if not busy():
-            return
-        await anyio.sleep(_IDLE_POLL_S)
