@@ -244,3 +244,21 @@ def bridge_peer(home: Path, cwd: Path) -> Peer:
     """The bridge, in the same role as ``real_peer``: ``serve`` on stdio with ``CODEX_HOME``."""
     env = bridge_env({"CODEX_HOME": str(home)})
     return Peer([*bridge_command(), "serve", "--pace", "0"], env, cwd)
+
+
+def listed_pages(peer: Peer, limit: int) -> list[list[dict[str, Any]]]:
+    """Every page of a default ``thread/list`` of ``limit`` rows, following its cursors: each
+    row's id, ``createdAt`` and ``updatedAt``."""
+    pages: list[list[dict[str, Any]]] = []
+    cursor = None
+    while True:
+        page = peer.result("thread/list", {"limit": limit, "cursor": cursor})
+        pages.append([shown_times(thread) for thread in page["data"]])
+        cursor = page["nextCursor"]
+        if cursor is None:
+            return pages
+
+
+def shown_times(thread: dict[str, Any]) -> dict[str, Any]:
+    """A listed thread's id, ``createdAt`` and ``updatedAt``."""
+    return {key: thread[key] for key in ("id", "createdAt", "updatedAt")}

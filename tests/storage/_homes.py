@@ -12,9 +12,12 @@ from typing import Any
 import orjson
 
 from codex_app_bridge.storage._layout import INDEX_FILE
-from tests.conftest import CAPTURES_DIR
+from tests.conftest import CAPTURES_DIR, DATA_DIR
 
 CAPTURE_HOME = "/home/dev/.codex"
+LIST_ORDER = DATA_DIR / "list_order"
+"""Rollouts whose name times and ``session_meta`` times disagree, and the real binary's
+``thread/list`` answers over them (``thread_list_0.163.0.json``)."""
 
 
 def _meta(path: Path) -> dict[str, Any]:
@@ -62,3 +65,13 @@ def index_open(home: Path) -> bool:
     """Whether this process holds a descriptor on the stored-thread index database of the
     ``CODEX_HOME`` at ``home`` (its WAL files included)."""
     return bool(files_held(home / INDEX_FILE))
+
+
+def list_order_home(home: Path) -> dict[str, Any]:
+    """A copy of :data:`LIST_ORDER` under ``home`` with its files' modification times; the
+    real binary's answers there."""
+    shutil.copytree(LIST_ORDER / "sessions", home / "sessions")
+    expected: dict[str, Any] = orjson.loads((LIST_ORDER / "thread_list_0.163.0.json").read_bytes())
+    for rel, mtime in expected["mtimes"].items():
+        os.utime(home / rel, (mtime, mtime))
+    return expected

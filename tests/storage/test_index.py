@@ -41,7 +41,7 @@ from codex_app_bridge.storage import _index as index_module
 from codex_app_bridge.storage._dirwatch import DirWatch
 from codex_app_bridge.storage._facts import RolloutFacts
 from tests.conftest import CAPTURES_DIR
-from tests.storage._homes import home_from_capture
+from tests.storage._homes import home_from_capture, list_order_home
 
 EVERYTHING = RowFilter(source_kinds=None)
 ARCHIVED = RowFilter(archived=True, source_kinds=None)
@@ -623,7 +623,7 @@ def test_a_first_page_reads_only_the_newest_rollouts_and_is_exact(
     catalog = ThreadCatalog(CodexHome(tmp_path))
     first = catalog.rows(EVERYTHING, limit=5)
     assert [_row(row) for row in first] == expected["rows"][:5]
-    assert len(reads) <= 12  # 5 rows, the 12 h + 2 s of names past them, a batch at most
+    assert len(reads) == 5  # the 5 newest names, in batches of 4 at most
     last = first[-1]
     later = catalog.rows(EVERYTHING, limit=5, after=(last.created_key, last.thread_id))
     assert [_row(row) for row in later] == expected["rows"][5:10]
@@ -800,21 +800,49 @@ def test_pages_of_a_home_never_indexed_are_those_of_the_full_index(
     assert index.exists()
 
 
-def test_a_thread_named_on_the_day_before_it_was_created_is_not_passed_over(
+def test_the_created_at_order_is_the_rollout_names_as_the_binary_lists_them(
     tmp_path: Path,
 ) -> None:
-    # a machine at UTC-11 names a thread created at 07:00 UTC at 20:00 the day before: the
-    # newest day listed says nothing of it, its day directory must be listed too
-    day = START.replace(hour=0) + timedelta(days=3)
-    _write_thread(None, tmp_path, 0, created=day + timedelta(hours=10), local=UTC)
-    _write_thread(None, tmp_path, 1, created=day + timedelta(hours=1), local=UTC)
-    west = timezone(timedelta(hours=-11))
-    _write_thread(None, tmp_path, 2, created=day + timedelta(hours=7), local=west)
+    # 0.163.0 orders by the time in the file's name, then the id, newest first, and shows the
+    # session_meta time: a thread named at 10:00 but created at 20:00 UTC (a machine at UTC-10)
+    # comes after one named at 11:00, one named the day before after all of that day's
+    expected = list_order_home(tmp_path)
+    everything = expected["lists"][0]
+    assert everything["params"] == {}
+    for cold in (True, False):
+        catalog = ThreadCatalog(CodexHome(tmp_path), background=False)
+        pages: list[ThreadRow] = []
+        after: tuple[int, str | None] | None = None
+        while page := catalog.rows(EVERYTHING, limit=2, after=after):
+            pages += page
+            after = (page[-1].created_key, page[-1].thread_id)
+        assert [row.thread_id for row in pages] == [t["id"] for t in everything["data"]]
+        shown = catalog.find_many(row.thread_id for row in pages)
+        assert [
+            {
+                "id": row.thread_id,
+                "createdAt": shown[row.thread_id].created_at_s,
+                "updatedAt": shown[row.thread_id].updated_at_s,
+            }
+            for row in pages
+        ] == everything["data"], "cold" if cold else "indexed"
+        catalog.close()
+
+
+def test_a_first_page_of_a_home_never_indexed_reads_as_many_rollouts_as_it_shows(
+    tmp_path: Path, reads: list[str]
+) -> None:
+    # the page's rows are the newest names: no other rollout is read for it (a createdAt order
+    # read the whole newest day, and the 12 hours of names before it), past the newest day too
+    last = datetime(2026, 11, 2, 0, 40, tzinfo=UTC)
+    for n in range(80):  # one thread every 20 minutes over three days, 3 on the newest
+        created = last - timedelta(minutes=20 * (79 - n))
+        _write_thread(None, tmp_path, n, created=created, local=UTC)
     catalog = ThreadCatalog(CodexHome(tmp_path), background=False)
-    assert [row.thread_id for row in catalog.rows(EVERYTHING, limit=2)] == [
-        _thread_id(0),
-        _thread_id(2),
-    ]
+    rows = catalog.rows(EVERYTHING, limit=6)
+    assert [row.thread_id for row in rows] == [_thread_id(n) for n in range(79, 73, -1)]
+    assert len(reads) == 6
+    assert catalog.index.has_unlisted()
 
 
 def test_a_page_read_ahead_is_what_the_first_request_finds(
@@ -968,12 +996,12 @@ def test_the_indexed_read_state_turns_skip_compactions_and_continued_goal_turns(
 def test_a_rollout_names_time_is_its_seconds_read_as_utc(moment: datetime) -> None:
     stamp = moment.strftime("%Y-%m-%dT%H-%M-%S")
     expected = int(moment.replace(microsecond=0, tzinfo=UTC).timestamp()) * 1_000_000
-    assert index_module._stamp_key(stamp) == expected  # pyright: ignore[reportPrivateUsage]
+    assert index_module.name_key(stamp) == expected  # pyright: ignore[reportPrivateUsage]
 
 
 @pytest.mark.parametrize("stamp", ["", "garbage", "2026-13-01T00-00-00", "2026-12-0xT00-00-00"])
 def test_a_name_whose_time_is_not_one_sorts_first(stamp: str) -> None:
-    assert index_module._stamp_key(stamp) == 0  # pyright: ignore[reportPrivateUsage]
+    assert index_module.name_key(stamp) == 0  # pyright: ignore[reportPrivateUsage]
 
 
 @given(

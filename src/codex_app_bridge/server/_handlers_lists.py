@@ -42,7 +42,11 @@ from codex_app_bridge.storage import (
     RowFilter,
     ThreadRow,
     cursor_position,
+    key_stamp,
+    local_name_key,
+    name_key,
     page_threads,
+    parse_rollout_name,
 )
 
 if TYPE_CHECKING:
@@ -81,7 +85,7 @@ FIRST_PAGE: Final = RowFilter(source_kinds=_INTERACTIVE_SOURCES)
 ``_first_list`` reads them ahead)."""
 _CREATED_KEY: Final = attrgetter("created_key", "thread_id")
 _UPDATED_KEY: Final = attrgetter("updated_key", "thread_id")
-_CREATED_STAMP: Final = attrgetter("created_at")
+
 _UPDATED_STAMP: Final = attrgetter("updated_at")
 
 
@@ -212,6 +216,19 @@ def _iso(seconds: int) -> str:
     return f"{moment:%Y-%m-%dT%H:%M:%S}.000Z"
 
 
+def _created_stamp(row: ThreadRow) -> str:
+    """A ``created_at`` cursor's time: the row's key, the time in its rollout's name (as
+    0.163.0's cursors hold it), not ``createdAt``."""
+    return key_stamp(row.created_key)
+
+
+def _name_key_of(record: ThreadRecord) -> int:
+    """A loaded thread's place in a ``created_at`` order: the time in its rollout's name, as a
+    stored thread's (``ThreadRow.created_key``); one not stored yet, as it will be named."""
+    name = None if record.path is None else parse_rollout_name(record.path.rsplit("/", 1)[-1])
+    return local_name_key(record.created_at) if name is None else name_key(name.stamp)
+
+
 def _loaded_row(record: ThreadRecord, shared: SharedThreads | None) -> ThreadRow:
     """A loaded thread as ``thread/list`` filters and sorts it, like a stored one (archived
     only in a cluster, where another server may have archived it: ``SharedThreads``)."""
@@ -227,7 +244,7 @@ def _loaded_row(record: ThreadRecord, shared: SharedThreads | None) -> ThreadRow
         preview=record.preview,
         created_at=created,
         updated_at=updated,
-        created_key=record.created_at * 1_000_000,
+        created_key=_name_key_of(record),
         updated_key=record.updated_at * 1_000_000,
     )
 
@@ -334,7 +351,7 @@ class ThreadListHandlers:
         page = page_threads(
             rows,
             _UPDATED_KEY if by_updated else _CREATED_KEY,
-            _UPDATED_STAMP if by_updated else _CREATED_STAMP,
+            _UPDATED_STAMP if by_updated else _created_stamp,
             direction=params.sort_direction,
             cursor=params.cursor,
             limit=limit,

@@ -25,6 +25,7 @@ from codex_app_bridge.storage._catalog import (
     timestamp_micros,
 )
 from codex_app_bridge.storage._errors import RolloutUnavailable, StorageError
+from codex_app_bridge.storage._index import local_name_key, name_key
 from codex_app_bridge.storage._layout import (
     ARCHIVED_SESSIONS_SUBDIR,
     INDEX_FILE,
@@ -36,7 +37,13 @@ from codex_app_bridge.storage._layout import (
     rollout_file_name,
     rollout_timestamp,
 )
-from codex_app_bridge.storage._paging import InvalidCursor, Page, cursor_position, page_threads
+from codex_app_bridge.storage._paging import (
+    InvalidCursor,
+    Page,
+    cursor_position,
+    key_stamp,
+    page_threads,
+)
 from codex_app_bridge.storage._policy import PERSISTED_EVENT_TYPES, is_persisted_event_type
 
 if TYPE_CHECKING:
@@ -63,7 +70,10 @@ __all__ = [
     "ThreadRow",
     "cursor_position",
     "is_persisted_event_type",
+    "key_stamp",
     "load_rollout",
+    "local_name_key",
+    "name_key",
     "page_threads",
     "parse_rollout_bytes",
     "parse_rollout_name",

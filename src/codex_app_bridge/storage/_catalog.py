@@ -6,8 +6,9 @@
   (``mapping.resolve_rollout_history``), bases found by rollout id anywhere in the home.
 * What ``thread/list`` shows of it (:class:`ThreadRow`, :class:`StoredThread`) comes from the
   facts of its files (``_facts``) kept by the rollout index (``_index``): the first file's
-  ``session_meta`` (cwd, originator, source, provider, fork origin, ``createdAt``), the current
-  file's modification time (``updatedAt``) and the fold of its lines, resolved through its bases
+  ``session_meta`` (cwd, originator, source, provider, fork origin, ``createdAt``), the time in
+  the first file's name (its place in a ``created_at`` order, :attr:`ThreadRow.created_key`),
+  the current file's modification time (``updatedAt``) and the fold of its lines, resolved through its bases
   when it has some: the first user message (preview), the newest ``thread_settings_applied`` /
   ``turn_context`` (model, reasoning effort), the last ``turn_context``'s approval policy and
   reviewer, the first and last turn that ended (the read state). Names come from
@@ -44,7 +45,7 @@ import orjson
 from codex_app_bridge._clock import utc_now
 from codex_app_bridge.storage._errors import RolloutUnavailable, StorageError
 from codex_app_bridge.storage._facts import RolloutFacts
-from codex_app_bridge.storage._index import IndexedFile, RolloutIndex
+from codex_app_bridge.storage._index import IndexedFile, RolloutIndex, name_key
 from codex_app_bridge.storage._layout import (
     GIT_INFO_FILE,
     SESSION_INDEX_FILE,
@@ -132,7 +133,12 @@ class ThreadRow(NamedTuple):
     again in an ``updatedAt`` order (``rows(by_updated=True)``) and where the thread is shown
     (``find``)."""
     created_key: int
-    """``created_at`` as :func:`timestamp_micros`."""
+    """Its place in a ``created_at`` order: the time in its first file's name (local time,
+    read as UTC, ``_index.name_key``), in micros, not ``created_at``. 0.163.0 orders its files
+    by their names (``YYYY-MM-DDThh-mm-ss``, then the id, newest first) and shows the
+    ``session_meta`` time, which is later by up to the machine's UTC offset west (a
+    ``tests/data/list_order`` home: a thread named at 10:00 created at 20:00 UTC comes after
+    one named at 11:00); its cursors hold that name's time."""
     updated_key: int
 
     @property
@@ -621,6 +627,7 @@ class ThreadCatalog:
             meta = self._first_meta(files, facts)
             summary = self._summary(file, facts)
             created = cast("str", meta["timestamp"])
+            first = [f for f, _ in files if f.name.segment_id is None] or [f for f, _ in files]
             mtime_ns = facts.mtime_ns
             before = old.get(thread_id)
             if before is not None and before[0] == file.rel and before[1] > mtime_ns:
@@ -638,7 +645,7 @@ class ThreadCatalog:
                     summary.preview or "",
                     created,
                     updated,
-                    timestamp_micros(created),
+                    min(name_key(f.name.stamp) for f in first),
                     timestamp_micros(updated),
                     file.rel,
                     mtime_ns,
@@ -747,7 +754,7 @@ class ThreadCatalog:
             if limit is None or not descending:
                 self._fill(self.index.unread(by_updated=by_updated, limit=None))
                 return page()
-            batch = 0
+            batch = shown = 0
             while True:
                 rows = page()
                 unread = self.index.unread_bound(by_updated=by_updated)
@@ -762,8 +769,12 @@ class ThreadCatalog:
                 if unlisted is not None and (unread is None or unlisted >= unread):
                     self._compute_rows(self.index.list_unlisted(1))
                 else:
-                    batch = min(_FILL_BATCH, max(limit - len(rows), 2 * batch, 1))
-                    self._fill(self.index.unread(by_updated=by_updated, limit=batch))
+                    wanted = max(limit - len(rows), 1)
+                    if len(rows) - shown < batch:  # the last files read gave fewer rows
+                        wanted = max(wanted, 2 * batch)
+                    files = self.index.unread(by_updated=by_updated, limit=min(_FILL_BATCH, wanted))
+                    batch, shown = len(files), len(rows)
+                    self._fill(files)
 
         return work
 

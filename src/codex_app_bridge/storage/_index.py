@@ -80,7 +80,7 @@ from codex_app_bridge.storage._layout import (
     parse_rollout_name,
 )
 
-__all__ = ["RACY_NS", "STAMP_SLACK_US", "IndexedFile", "RolloutIndex"]
+__all__ = ["RACY_NS", "IndexedFile", "RolloutIndex", "local_name_key", "name_key"]
 
 _log = logging.getLogger(__name__)
 
@@ -89,7 +89,9 @@ RACY_NS: Final = 2_000_000_000
 RELIST_NS: Final = 1_000_000_000
 """A directory whose changes since its listing the server's notes tell is listed again at most
 this often (see the module docstring)."""
-INDEX_VERSION: Final = "4"
+INDEX_VERSION: Final = "5"
+"""Bumped whenever the schema, or what a fold or a row computes, changes: an index of another
+version is built again."""
 
 UNREAD: Final = 0
 """A file listed, never read: its thread has no row until it is (``fill``)."""
@@ -101,12 +103,6 @@ UNLISTED: Final = -1
 """``dirs.mtime_ns`` of a day directory seen in its month's listing, its files not listed yet
 (``list_unlisted``)."""
 _DAY_US: Final = 86_400 * 1_000_000
-
-STAMP_SLACK_US: Final = (12 * 3600 + 2) * 1_000_000
-"""How much later than the time in a rollout's name (local time, read as if UTC) its thread
-can have been created: the largest UTC offset west (12 h), and the name's second."""
-"""Bumped whenever the schema, or what a fold computes, changes: an index of another version is
-built again."""
 
 _ROOTS: Final = (SESSIONS_SUBDIR, ARCHIVED_SESSIONS_SUBDIR)
 _ROOT_NAMES: Final = frozenset(_ROOTS)
@@ -132,8 +128,6 @@ CREATE INDEX IF NOT EXISTS files_thread ON files (thread_id);
 CREATE INDEX IF NOT EXISTS files_dir ON files (dir);
 CREATE INDEX IF NOT EXISTS files_unread ON files (stamp_key) WHERE state = 0;
 CREATE INDEX IF NOT EXISTS files_partial ON files (state) WHERE state = 1;
-CREATE INDEX IF NOT EXISTS files_unread_segments ON files (thread_id)
-    WHERE state = 0 AND segment = 1;
 CREATE INDEX IF NOT EXISTS files_unread_threads ON files (thread_id) WHERE state = 0;
 CREATE INDEX IF NOT EXISTS files_mtimes ON files (rel, mtime_ns);
 CREATE TABLE IF NOT EXISTS threads (
@@ -177,9 +171,10 @@ def _day_seconds(day: str) -> int:
     return (first - _EPOCH_ORDINAL + int(day[8:10]) - 1) * 86_400
 
 
-def _stamp_key(stamp: str) -> int:
+def name_key(stamp: str) -> int:
     """The time in a rollout's name (``YYYY-MM-DDThh-mm-ss``, local) as micros, read as UTC (the
-    day's part computed once per day: a new index reads every file's name)."""
+    day's part computed once per day: a new index reads every file's name): the order of
+    ``thread/list`` by ``created_at``, as 0.163.0 walks the files (see ``_catalog``)."""
     try:
         clock = int(stamp[11:13]) * 3600 + int(stamp[14:16]) * 60 + int(stamp[17:19])
         return (_day_seconds(stamp[0:10]) + clock) * 1_000_000
@@ -187,16 +182,11 @@ def _stamp_key(stamp: str) -> int:
         return 0
 
 
-def _timestamp_key(value: str) -> int:
-    """An RFC 3339 timestamp as micros (the threads table's keys); 0 if it is not one."""
-    try:
-        moment = datetime.fromisoformat(value.replace("Z", "+00:00"))
-    except ValueError:
-        return 0
-    if moment.tzinfo is None:
-        moment = moment.replace(tzinfo=UTC)
-    delta = moment - datetime(1970, 1, 1, tzinfo=UTC)
-    return (delta.days * 86_400 + delta.seconds) * 1_000_000 + delta.microseconds
+def local_name_key(seconds: int) -> int:
+    """:func:`name_key` of a rollout named here at ``seconds`` (the machine's local time then,
+    as ``CodexHome.new_rollout_path`` names one): a thread with no file name to read it from
+    (not written yet, or another server's) ordered among those that have one."""
+    return (seconds + time.localtime(seconds).tm_gmtoff) * 1_000_000
 
 
 def _archived(rel: str) -> bool:
@@ -494,13 +484,13 @@ class RolloutIndex:
         ).fetchall()
 
     def unread_bound(self, *, by_updated: bool) -> int | None:
-        """The latest ``createdAt`` (``by_updated``: ``updatedAt``) in micros a thread with a
-        file never read can turn out to have (``None``: every file was read).
+        """The latest order key (:func:`name_key`; ``by_updated``: ``updatedAt`` in micros) a
+        thread with a file never read can turn out to have (``None``: every file was read).
 
-        ``createdAt`` is its first file's ``session_meta`` time: at most
-        :data:`STAMP_SLACK_US` after the time in that file's name when it is unread, known
-        when it was read (a new segment of a thread read before). ``updatedAt`` is its current
-        file's modification time: at most the latest of all its files'."""
+        A thread's key is the time in its first file's name, and a thread's later files (its
+        segments) are named after it: at most the newest name of the files never read.
+        ``updatedAt`` is its current file's modification time: at most the latest of all its
+        files'."""
         db = self.db
         if by_updated:
             row = db.execute(  # each thread with a file never read, then its files
@@ -510,33 +500,19 @@ class RolloutIndex:
             ).fetchone()
             return None if row[0] is None else int(row[0]) // 1000
         row = db.execute(f"SELECT MAX(stamp_key) FROM files WHERE state = {UNREAD}").fetchone()
-        if row[0] is None:
-            return None
-        bound = int(row[0]) + STAMP_SLACK_US
-        segmented = [
-            thread_id
-            for (thread_id,) in db.execute(
-                "SELECT DISTINCT thread_id FROM files INDEXED BY files_unread_segments "
-                f"WHERE state = {UNREAD} AND segment = 1"
-            )
-        ]
-        for files in self.files_of_many(segmented).values():
-            for _, facts in files:
-                if facts is not None and facts.meta is not None:
-                    bound = max(bound, _timestamp_key(cast("str", facts.meta["timestamp"])))
-        return bound
+        return None if row[0] is None else int(row[0])
 
     def unlisted_bound(self) -> int | None:
-        """The latest ``createdAt`` in micros a thread with a file in a day directory not listed
-        yet can have (``None``: every one is listed): a rollout lies in the directory of the
-        date in its name (0.163.0 writes it there, and unarchives it there), and every file of
-        a thread is made after the thread, so named at most :data:`STAMP_SLACK_US` before its
-        ``createdAt``. So every file of a thread created later than this is listed."""
+        """The latest order key (:func:`name_key`) a thread with a file in a day directory not
+        listed yet can have (``None``: every one is listed): a rollout lies in the directory of
+        the date in its name (0.163.0 writes it there, and unarchives it there), and every file
+        of a thread is named after its first. So every file of a thread whose key is later than
+        this is listed."""
         newest = self._newest_unlisted()
         day = None if newest is None else _day_of(newest)
         if day is None:
             return None
-        return _day_seconds(day) * 1_000_000 + _DAY_US + STAMP_SLACK_US
+        return _day_seconds(day) * 1_000_000 + _DAY_US - 1
 
     def has_unread(self, thread_ids: Iterable[str]) -> set[str]:
         """Those of ``thread_ids`` with a file never read."""
@@ -745,7 +721,7 @@ class RolloutIndex:
                     file.name.rollout_id,
                     int(file.archived),
                     int(file.name.segment_id is not None),
-                    _stamp_key(file.name.stamp),
+                    name_key(file.name.stamp),
                     mtime_ns,
                     state,
                     None if facts is None else facts.encode(),
