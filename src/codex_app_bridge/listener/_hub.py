@@ -79,7 +79,6 @@ from codex_app_bridge.protocol.jsonrpc import now_ms
 from codex_app_bridge.protocol.v2 import (
     ThreadSettings,
     ThreadSettingsUpdatedNotification,
-    ThreadTokenUsage,
 )
 from codex_app_bridge.rpc.outbox import OutboundNotification, Outbox
 
@@ -358,13 +357,6 @@ class ThreadListener:
     def last_skip_reason(self) -> str | None:
         """Why the most recent skipped event was skipped (``None`` before the first)."""
         return self._last_skip_reason
-
-    @property
-    def token_usage(self) -> ThreadTokenUsage | None:
-        """The usage of the last ``thread/tokenUsage/updated`` this thread sent (``None``
-        before the first). A resume's replay is rebuilt from the history log instead
-        (``server._token_replay``), which also knows the turn it belongs to."""
-        return self._state.token_usage
 
     @property
     def state(self) -> ThreadState:

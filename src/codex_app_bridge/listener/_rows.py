@@ -6,10 +6,12 @@ auth recovery, model reroute / verification / safety buffering, moderation, depr
 realtime, raw response items; and ``live_mapped``, the row of the events the stateless mapper
 writes on the live path (``LIVE_MAPPED``: the streaming deltas of ``mapping.DELTA_ROWS``, when
 they reach the reducer rather than the hub's byte path, and two streaming events that have no
-byte row). Two rows remember
-the value they report and own that part of ``ThreadState``: ``token_count`` (``token_usage``)
-and ``thread_settings_applied`` (``thread_settings``: the first report is the baseline, a
-change gives ``thread/settings/updated``).
+byte row). One row remembers
+the value it reports and owns that part of ``ThreadState``: ``thread_settings_applied``
+(``thread_settings``: the first report is the baseline, a change gives
+``thread/settings/updated``). ``token_count`` remembers nothing: a resume's usage is replayed
+from the history log (``server._token_replay``), and a usage kept per thread would be three
+models per idle loaded thread.
 
 Boundary: pure; no row looks at the turn or the item ledger (``_turns``, ``_items``). Builds on
 ``_state`` only; ``_reducer`` puts ``ROWS`` in its dispatch table.
@@ -110,7 +112,6 @@ def _token_count(
     state: ThreadState, envelope: EventEnvelope, msg: TokenCountEvent, ctx: ReduceContext
 ) -> Reduction:
     emissions: list[Emission] = []
-    usage = state.token_usage
     if msg.info is not None:
         usage = convert.token_usage(msg.info)
         params = ThreadTokenUsageUpdatedNotification(
@@ -122,7 +123,7 @@ def _token_count(
             rate_limits=convert.rate_limits(msg.rate_limits)
         )
         emissions.append(emit("account/rateLimits/updated", params_rl))
-    return Reduction(replace(state, token_usage=usage), tuple(emissions))
+    return Reduction(state, tuple(emissions))
 
 
 def _thread_settings(

@@ -33,7 +33,6 @@ from codex_app_bridge.protocol.v2 import (
     SystemErrorThreadStatus,
     ThreadSettings,
     ThreadStatusChangedNotification,
-    ThreadTokenUsage,
     TurnError,
 )
 
@@ -243,9 +242,6 @@ class ThreadState:
     (``_items``)."""
     thread_settings: ThreadSettings | None = None
     """The settings last reported (or seeded); ``None`` until the first is seen (``_rows``)."""
-    token_usage: ThreadTokenUsage | None = None
-    """The last token usage reported (what a resuming client would be replayed; the server does
-    not replay it yet) (``_rows``)."""
     read_state: ReadState = field(default_factory=ReadState)
     """``firstUnread`` and revision (``_read_state``): moved by each turn that ends completed or
     failed (``_turns``)."""

@@ -226,10 +226,9 @@ class ThreadHandlers:
         turns: list[Turn] | None = None
         if loading or not exclude_turns:
             # a cold resume always replays the usage, a loaded thread only with its turns
-            all_turns = build_thread_turns(
-                record.history, running=record.active_turn_id is not None
-            )
-            _replay_usage(ctx, record.id, record.history, all_turns)
+            history = record.history
+            all_turns = build_thread_turns(history, running=record.active_turn_id is not None)
+            _replay_usage(ctx, record.id, history, all_turns)
             turns = None if exclude_turns else all_turns
         runtime = record.runtime
         if runtime is not None and len(runtime.requests):

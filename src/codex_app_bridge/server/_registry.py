@@ -46,6 +46,7 @@ from codex_app_bridge.listener import read_state_of_history
 from codex_app_bridge.projection import model_history_json, model_history_of_events
 from codex_app_bridge.protocol import core
 from codex_app_bridge.protocol.v2 import AskForApproval, GitInfo, SandboxMode, Thread, Turn
+from codex_app_bridge.server._history_log import HistoryLog
 from codex_app_bridge.server._ids import new_uuid7
 from codex_app_bridge.server._pages import HistoryPages, positioned_events
 from codex_app_bridge.server._runtime import HISTORY_EVENT_TYPES, ThreadRuntime
@@ -279,7 +280,7 @@ class ThreadRegistry:
         """Load an unloaded thread again: a new listener and runtime over its kept history."""
         if record.loaded:
             return
-        history = record.history
+        history = None if record.runtime is None else record.runtime.log
         record.listener = self.hub.create_thread(record.id)
         record.loaded = True
         record.history_initialization = "cold_resume"
@@ -365,7 +366,9 @@ class ThreadRegistry:
 
     # ------------------------------------------------------------------ runtimes and sessions
 
-    def _start(self, record: ThreadRecord, history: list[core.EventEnvelope] | None) -> None:
+    def _start(
+        self, record: ThreadRecord, history: list[core.EventEnvelope] | HistoryLog | None
+    ) -> None:
         """Give a loaded record its runtime, feeding its writer, and run it."""
         record.runtime = ThreadRuntime(
             record.id,
@@ -395,6 +398,7 @@ class ThreadRegistry:
         thread's) count for the source's turn index; the model history they left (its
         history log's recorded items, compactions and rollbacks applied: what core rebuilds
         from the rollout, ``projection.model_history``) is where a model's context starts."""
+        history = record.history
         config = SessionConfig(
             record.id,
             record.settings.model,
@@ -404,9 +408,9 @@ class ThreadRegistry:
             originator=record.originator,
             user_agent=self._user_agent(),
             dynamic_tools=record.dynamic_tools,
-            prior_items=model_history_json(model_history_of_events(record.history)),
+            prior_items=model_history_json(model_history_of_events(history)),
             history_initialization=record.history_initialization,
-            token_total=_last_token_total(record.history),
+            token_total=_last_token_total(history),
             forked_from=(
                 (record.forked_from_id, record.forked_from_ordinal)
                 if record.history_initialization == "warm_fork"

@@ -40,7 +40,10 @@ terminal events are reduced (so before ``turn/completed``).
 History: only the events ``thread/read`` / ``resume`` / ``fork`` rebuild turns from, and the
 model's history, are kept (``HISTORY_EVENT_TYPES``: lifecycle events, completed items, recorded
 response items and compactions: what a 0.163.0 rollout holds); deltas and other streaming
-events are never retained, so memory follows what a thread holds, not what streamed.
+events are never retained, so memory follows what a thread holds, not what streamed. A turn's
+events are kept as models while it runs and encoded once it has ended (``HistoryLog``): an idle
+loaded thread holds its history as one buffer per turn, read back into models only by the
+requests that rebuild turns.
 
 Boundary: no JSON-RPC beyond answering deferred replies; handlers decide what a request means.
 """
@@ -50,7 +53,7 @@ from __future__ import annotations
 import logging
 import math
 from collections import deque
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Final
 
@@ -73,6 +76,7 @@ from codex_app_bridge.protocol.core import (
 )
 from codex_app_bridge.protocol.jsonrpc import now_ms
 from codex_app_bridge.rpc import DeferredReply, ServerRequests
+from codex_app_bridge.server._history_log import HistoryLog
 from codex_app_bridge.server._pending_requests import PendingRequests
 from codex_app_bridge.sources import (
     TURN_END_TYPES,
@@ -162,7 +166,7 @@ class ThreadRuntime:
         listener: ThreadListener,
         open_session: Callable[[], CoreSession],
         *,
-        history: list[EventEnvelope] | None = None,
+        history: Iterable[EventEnvelope] | HistoryLog | None = None,
         on_turn_end: Callable[[EventEnvelope], None] | None = None,
         interrupt_grace: float = INTERRUPT_GRACE,
         pending_interrupts: Callable[[], int] | None = None,
@@ -170,7 +174,9 @@ class ThreadRuntime:
     ) -> None:
         self.thread_id = thread_id
         self.listener = listener
-        self.history: list[EventEnvelope] = history if history is not None else []
+        self.log = history.copy() if isinstance(history, HistoryLog) else HistoryLog(history or ())
+        """The thread's history log (the runtime is its one writer; a finished turn's events
+        are kept encoded, ``HistoryLog``)."""
         self.sink: Callable[[EventEnvelope], None] | None = None
         """Called with each history event as it is kept (the thread's rollout writer)."""
         self.tap: Callable[[EventEnvelope], None] | None = None
@@ -185,7 +191,10 @@ class ThreadRuntime:
         self._grace = interrupt_grace
         self._pending_interrupts = pending_interrupts or (lambda: 0)
         self._turn: _Turn | None = None
-        self._abandoned: deque[str] = deque(maxlen=_ABANDONED_KEPT)
+        self._abandoned: deque[str] | None = None
+        """Turns aborted by the runtime (the last ``_ABANDONED_KEPT``), whose late events are
+        dropped: made at the first such abort (an empty bounded deque is ~0.6 KiB, kept for the
+        thread's life)."""
         self._held: list[EventEnvelope] = []
         self._unsent: list[EventEnvelope] = []
         """The rest of a batch that congested a subscriber: processed once it has room."""
@@ -200,6 +209,12 @@ class ThreadRuntime:
         """The thread's pending server -> client requests."""
 
     # --- what handlers ask (never awaits) -----------------------------------------------------
+
+    @property
+    def history(self) -> list[EventEnvelope]:
+        """The history log's events, oldest first, as models of the caller's own (built anew
+        from the log at each call: bind the result, do not ask twice)."""
+        return self.log.events()
 
     @property
     def active_turn_id(self) -> str | None:
@@ -270,7 +285,7 @@ class ThreadRuntime:
         """Keep the first ``length`` events of the history log (``thread/revert``, never while
         a turn runs). The session goes too, as the real server unloads and reloads a thread to
         cut it: the next turn opens a new one, whose model history is the log as it is now."""
-        del self.history[length:]
+        self.log.truncate(length)
         if self._session is not None and self._turn is None:
             self._drop_session()
 
@@ -480,7 +495,7 @@ class ThreadRuntime:
             if kind in TURN_END_TYPES:
                 self._end_turn(envelope)
                 return
-        elif self._abandoned and envelope.id in self._abandoned:
+        elif self._abandoned is not None and envelope.id in self._abandoned:
             logger.debug("thread %s: dropping %s of an aborted turn", self.thread_id, kind)
             return
         elif turn is None and kind in TURN_START_TYPES:
@@ -495,7 +510,7 @@ class ThreadRuntime:
         if self.tap is not None:
             self.tap(envelope)
         if kind in HISTORY_EVENT_TYPES:
-            self.history.append(envelope)
+            self.log.append(envelope)
             if self.sink is not None:
                 self.sink(envelope)
         try:
@@ -517,6 +532,7 @@ class ThreadRuntime:
         if self._on_turn_end is not None:
             self._on_turn_end(terminal)
         self._feed(terminal)
+        self.log.freeze()  # the turn's events are read again only by thread/read & co
 
     def _check_interrupt_deadline(self) -> None:
         turn = self._turn
@@ -530,6 +546,8 @@ class ThreadRuntime:
             turn.turn_id,
             self._grace,
         )
+        if self._abandoned is None:
+            self._abandoned = deque(maxlen=_ABANDONED_KEPT)
         self._abandoned.append(turn.turn_id)
         self._drop_session()
         if not turn.opened:

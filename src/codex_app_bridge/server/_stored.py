@@ -72,10 +72,11 @@ def _snake(name: str) -> str:
     return "".join("_" + c.lower() if c.isupper() else c for c in name)
 
 
-def turn_context(record: ThreadRecord, started: core.EventMsg | None) -> core.TurnContextItem:
+def turn_context(record: ThreadRecord, turn_id: str | None) -> core.TurnContextItem:
     """The ``turn_context`` line 0.163.0 writes after each turn's ``task_started``: the settings
     the turn runs with, in the core's spelling (``danger-full-access``, ``writable_roots``), so
-    that a thread resumed after a restart gets its model back from the rollout."""
+    that a thread resumed after a restart gets its model back from the rollout; ``turn_id``:
+    the turn's, when it started with ``task_started`` (``_started_turn``)."""
     settings = record.settings
     policy: dict[str, object] = orjson.loads(dump_json(settings.sandbox))
     payload: dict[str, object] = {
@@ -88,11 +89,16 @@ def turn_context(record: ThreadRecord, started: core.EventMsg | None) -> core.Tu
         },
         "model": settings.model,
     }
-    if isinstance(started, core.TaskStartedEvent):
-        payload = {"turn_id": started.turn_id, **payload}
+    if turn_id is not None:
+        payload = {"turn_id": turn_id, **payload}
     if settings.reasoning_effort is not None:
         payload["effort"] = settings.reasoning_effort
     return core.TurnContextItem.model_validate(payload)
+
+
+def _started_turn(msg: core.EventMsg) -> str | None:
+    """What ``turn_context`` needs of a turn's start: the id of a ``task_started``."""
+    return msg.turn_id if isinstance(msg, core.TaskStartedEvent) else None
 
 
 def byte_offset_of(path: Path, ordinal: int) -> int:
@@ -164,7 +170,8 @@ class _Owed:
     """A turn whose ``turn_context`` is not written yet, and the response items after it."""
 
     record: ThreadRecord
-    started: core.EventMsg
+    turn_id: str | None
+    """The turn's id if it started with ``task_started`` (``_started_turn``)."""
     items: list[core.ResponseItem] = field(default_factory=list[core.ResponseItem])
 
 
@@ -188,8 +195,10 @@ class ThreadStorage:
         self._reported: set[tuple[str, str]] = set()
         self._planned: dict[str, datetime] = {}
         self._owed: dict[str, _Owed] = {}
-        self._started: dict[str, core.EventMsg] = {}
-        """Each thread's last ``task_started`` (the ``turn_context`` after a compaction's)."""
+        self._started: dict[str, str | None] = {}
+        """Each thread's last turn start, as ``_started_turn`` (the ``turn_context`` after a
+        compaction's): its id, not its event, which would keep a model alive per loaded
+        thread."""
 
     def close(self) -> None:
         for thread_id in list(self._owed):
@@ -278,7 +287,7 @@ class ThreadStorage:
                 writer.append_record(
                     "world_state", core.WorldStateItem(full=msg.full, state=msg.state)
                 )
-                started = owed.started if owed is not None else self._started.get(record.id)
+                started = owed.turn_id if owed is not None else self._started.get(record.id)
                 writer.append_turn_context(turn_context(record, started))
                 if msg.full:
                     writer.append_record("event_msg", _settings_applied(record))
@@ -290,14 +299,15 @@ class ThreadStorage:
             writer = self._writer(record)
             if owed is not None:
                 del self._owed[record.id]
-                writer.append_turn_context(turn_context(record, owed.started))
+                writer.append_turn_context(turn_context(record, owed.turn_id))
                 for item in owed.items:
                     writer.append_response_item(item)
             kind, payload = line
             writer.append_record(kind, payload)
             if msg.type in _TURN_STARTS:
-                self._owed[record.id] = _Owed(record, msg)
-                self._started[record.id] = msg
+                started = _started_turn(msg)
+                self._owed[record.id] = _Owed(record, started)
+                self._started[record.id] = started
             elif fresh and kind == "event_msg" and msg.type == "thread_goal_updated":
                 # a goal set before the first turn: 0.163.0 checkpoints the settings after it
                 writer.append_record("event_msg", _settings_applied(record))
@@ -331,7 +341,7 @@ class ThreadStorage:
         if owed is None or writer is None:
             return
         try:
-            writer.append_turn_context(turn_context(owed.record, owed.started))
+            writer.append_turn_context(turn_context(owed.record, owed.turn_id))
             for item in owed.items:
                 writer.append_response_item(item)
         except StorageError as exc:

@@ -203,7 +203,8 @@ class ThreadRecord:
 
     @property
     def history(self) -> list[EventEnvelope]:
-        """The events the thread's turns are rebuilt from (see ``ThreadRuntime``)."""
+        """The events the thread's turns are rebuilt from (see ``ThreadRuntime``), as new
+        models at each call (``HistoryLog``)."""
         return [] if self.runtime is None else self.runtime.history
 
     def read_state(self) -> dict[str, Any]:

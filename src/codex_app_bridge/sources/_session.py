@@ -37,7 +37,6 @@ Boundary: no connections, no JSON-RPC, no thread state beyond what producing nee
 from __future__ import annotations
 
 import logging
-from collections import deque
 from collections.abc import AsyncGenerator, AsyncIterator, Callable, Mapping, Sequence
 from contextlib import aclosing
 from dataclasses import dataclass
@@ -101,11 +100,12 @@ __all__ = [
 logger = logging.getLogger(__name__)
 
 EVENT_HIGH_WATER: Final = 1024
+"""Events a session keeps waiting for the runtime before it stops producing."""
 NO_USER_SHELL: Final = (
     "thread/shellCommand: this thread's source runs no commands on this machine (commands run "
     "on threads of the model source: serve with a model provider)"
 )
-"""Events a session keeps waiting for the runtime before it stops producing."""
+_PLAYED_KEPT: Final = 64
 
 
 @dataclass(frozen=True, slots=True)
@@ -252,7 +252,9 @@ class Inbox:
     def __init__(self, label: object) -> None:
         self._label = label
         """Names the session in the log."""
-        self._pending: deque[Submission] = deque()
+        self._pending: list[Submission] = []
+        """A list, not a deque: a deque's first block (~0.6 KiB) would stay for the thread's
+        life, and a session rarely has more than one submission waiting."""
         self._wake: anyio.Event | None = None
 
     def submit(self, submission: Submission, running: RunningTurn | None) -> None:
@@ -280,7 +282,7 @@ class Inbox:
             self._wake = anyio.Event()
             await self._wake.wait()
             self._wake = None
-        return self._pending.popleft()
+        return self._pending.pop(0)
 
 
 def open_session(source: EventSource | TurnSource, config: SessionConfig) -> CoreSession:
@@ -312,9 +314,11 @@ class TurnPlayer:
         self._turns = config.first_turn_index
         self._token_total = config.token_total
         self._ended = False
-        self._played: deque[str] = deque(maxlen=64)
-        """Ids of the turns played lately: input steered into one of them after its end plays
-        as a turn of its own, under a new id (never a second turn of the same id)."""
+        self._played: list[str] = []
+        """Ids of the turns played lately (the last ``_PLAYED_KEPT``): input steered into one of
+        them after its end plays as a turn of its own, under a new id (never a second turn of
+        the same id). A list, not a bounded deque, whose first block (~0.6 KiB) would stay for
+        the thread's life."""
 
     # --- the contract -------------------------------------------------------------------------
 
@@ -327,25 +331,29 @@ class TurnPlayer:
     async def run(self, ready: Callable[[], None]) -> None:
         self._queue.attach(ready)
         while not self._ended:
-            submission = await self._inbox.next()
-            op = submission.op
-            if isinstance(op, UserTurnOp | UserInputOp):
-                turn_id = submission.id
-                if turn_id in self._played:
-                    # steered into a turn that ended meanwhile (the runtime had not seen its
-                    # end yet): core takes it as the next turn, and the runtime follows a turn
-                    # the session starts; reusing the id would make two turns of one id
-                    turn_id = str(uuid7())
-                await self._play(turn_id, op)
-            elif isinstance(op, ShutdownOp):
-                self._emit(EventEnvelope.trusted(submission.id, ShutdownCompleteEvent()))
-                self._ended = True
-            elif isinstance(op, CompactOp):
-                self._compaction_turn(submission.id)
-            elif isinstance(op, RunUserShellCommandOp):
-                self._refused_turn(submission.id, NO_USER_SHELL)
-            elif not isinstance(op, InterruptOp):  # an interrupt while idle has nothing to stop
-                logger.debug("%s: ignoring %s (not a turn source's op)", self._config, op.type)
+            await self._take(await self._inbox.next())
+
+    async def _take(self, submission: Submission) -> None:
+        """One submission taken while no turn plays (a method of its own, so that nothing of
+        it, the turn's input included, stays referenced while the session waits for the next)."""
+        op = submission.op
+        if isinstance(op, UserTurnOp | UserInputOp):
+            turn_id = submission.id
+            if turn_id in self._played:
+                # steered into a turn that ended meanwhile (the runtime had not seen its
+                # end yet): core takes it as the next turn, and the runtime follows a turn
+                # the session starts; reusing the id would make two turns of one id
+                turn_id = str(uuid7())
+            await self._play(turn_id, op)
+        elif isinstance(op, ShutdownOp):
+            self._emit(EventEnvelope.trusted(submission.id, ShutdownCompleteEvent()))
+            self._ended = True
+        elif isinstance(op, CompactOp):
+            self._compaction_turn(submission.id)
+        elif isinstance(op, RunUserShellCommandOp):
+            self._refused_turn(submission.id, NO_USER_SHELL)
+        elif not isinstance(op, InterruptOp):  # an interrupt while idle has nothing to stop
+            logger.debug("%s: ignoring %s (not a turn source's op)", self._config, op.type)
 
     # --- producing ----------------------------------------------------------------------------
 
@@ -426,6 +434,8 @@ class TurnPlayer:
         )
         self._turns += 1
         self._played.append(turn_id)
+        if len(self._played) > _PLAYED_KEPT:
+            del self._played[0]
         playing = _Playing(turn_id, request.started_at_ms, anyio.CancelScope(), [], request.replies)
         self._playing = playing
         failure: str | None = None
