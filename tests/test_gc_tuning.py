@@ -20,8 +20,10 @@ import pytest
 from codex_app_bridge._gc import (
     MALLOC_ARENAS,
     YOUNG_THRESHOLD,
+    hold_collector,
     release_memory,
     reserve_future_iterators,
+    resume_collector,
 )
 
 # history needs a rollout (an empty input is refused)
@@ -65,6 +67,19 @@ def test_an_embedding_caller_keeps_its_settings() -> None:
 
 class _Node:
     next: object = None
+
+
+def test_an_embedding_caller_keeps_its_collector_running() -> None:
+    # the hold of ``serve``'s first requests is the process's own command's (tune_collector)
+    assert gc.isenabled()
+    frozen = gc.get_freeze_count()
+    hold_collector()
+    try:
+        assert gc.isenabled()
+    finally:
+        resume_collector()
+    assert gc.isenabled()
+    assert gc.get_freeze_count() == frozen
 
 
 def test_release_memory_collects_cycles_and_trims_glibc() -> None:

@@ -78,6 +78,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, Final, Literal
 
 from codex_app_bridge._clock import SeededClock, install_clock
+from codex_app_bridge._gc import hold_collector
 from codex_app_bridge._producer_command import check_program, parse_command
 from codex_app_bridge._scriptfile import ScriptPacing, check_script
 from codex_app_bridge.cli._flags import EXIT_USAGE, add_codex_compat_flags
@@ -1065,6 +1066,8 @@ def _first_lines(
     try:
         if settings.listen.scheme != "stdio" or settings.cluster is not None:
             return None, b""
+        # until the server first answers a request or idles (``BridgeServer``)
+        hold_collector()
         from codex_app_bridge.server._first_initialize import answer_first_initialize
         from codex_app_bridge.transport._framing import DEFAULT_MAX_MESSAGE_BYTES
 

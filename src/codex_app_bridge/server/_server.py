@@ -42,6 +42,7 @@ import anyio.abc
 import anyio.lowlevel
 
 from codex_app_bridge._clock import uuid4
+from codex_app_bridge._gc import resume_collector
 from codex_app_bridge.rpc import (
     Connection,
     MethodTable,
@@ -406,6 +407,7 @@ class BridgeServer:
             ctx.after_response(self._start_warm_up)
 
     async def _start_warm_up(self) -> None:
+        resume_collector()
         if self._warming or self._task_group is None:
             return
         self._warming = True
@@ -433,6 +435,8 @@ class BridgeServer:
         and the start-up work begun before anything more of it is read."""
         connection = self.connection(streams, kind, None if first is None else first.state)
         self._connections[connection.connection_id] = connection
+        if first is None:  # held only for the requests behind an initialize answered early
+            resume_collector()
         logger.info("connection %s opened (%s)", connection.connection_id, kind.value)
         try:
             if first is not None:
@@ -520,6 +524,7 @@ class BridgeServer:
 
     async def _begin_once_idle(self) -> None:
         await wait_idle(self._busy)
+        resume_collector()
         self._begin_now()
 
     def _begin_now(self) -> None:
