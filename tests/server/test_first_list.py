@@ -204,6 +204,9 @@ HEAVY = (
     "calendar",  # (and locale) a day directory's seconds are counted without it
     "pydantic",
     "codex_app_bridge.rpc.connection",
+    "codex_app_bridge.rpc._context",  # (and the outbox) a first answer is encoded by rpc._encode
+    "codex_app_bridge.rpc.outbox",
+    "codex_app_bridge.server._shared",  # a cluster's threads: a first list has none
     "codex_app_bridge.transport.stdio",
     "codex_app_bridge.server._server",
     "codex_app_bridge.server._handlers",

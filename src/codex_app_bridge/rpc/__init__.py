@@ -4,7 +4,8 @@ exception -> JSON-RPC error boundary, outbound queues and server -> client reque
 Pieces, bottom-up: ``errors`` (codes, ``RpcError``, ``error_object``, serde-worded params errors),
 ``methods`` (``MethodSpec`` / ``MethodTable`` / params decoding), ``scopes`` (FIFO per scope key),
 ``answers`` (server -> client requests: process-wide ids, where clients' answers go),
-``outbox`` (what upper layers send through), ``_context`` (``RequestContext``, ``DeferredReply``), ``connection`` (one client:
+``outbox`` (what upper layers send through), ``_encode`` (``encode_result``: a response's bytes), ``_context``
+(``RequestContext``, ``DeferredReply``), ``connection`` (one client:
 read, classify, dispatch, answer).
 Nothing here knows threads, turns or items: a scope key is just a hashable value.
 """
@@ -19,8 +20,8 @@ if _typing.TYPE_CHECKING:
         DeferredReply,
         RequestContext,
         RequestMethod,
-        encode_result,
     )
+    from codex_app_bridge.rpc._encode import encode_result
     from codex_app_bridge.rpc.answers import (
         AnswerCallback,
         ConnectionClosedError,
@@ -74,9 +75,10 @@ if _typing.TYPE_CHECKING:
 # this package (what answering ``initialize`` needs) is imported without the rest (anyio)
 _SOURCES: dict[str, str] = {
     **dict.fromkeys(
-        ("ContextConnection", "DeferredReply", "RequestContext", "RequestMethod", "encode_result"),
+        ("ContextConnection", "DeferredReply", "RequestContext", "RequestMethod"),
         "codex_app_bridge.rpc._context",
     ),
+    "encode_result": "codex_app_bridge.rpc._encode",
     **dict.fromkeys(
         (
             "AnswerCallback",

@@ -3,8 +3,8 @@
 Below ``connection`` (which builds both) and ``methods`` / ``_dispatch`` (which name
 ``RequestContext`` in their types), so the rpc modules depend one way: a context knows its
 connection only as ``ContextConnection``, the part of a connection that handlers use.
-``encode_result`` is the one place a handler's return value becomes response bytes (or the
-error saying it cannot).
+``encode_result`` (``_encode``) is the one place a handler's return value becomes response
+bytes (or the error saying it cannot).
 """
 
 from __future__ import annotations
@@ -13,10 +13,9 @@ from collections.abc import Awaitable, Callable, Iterable
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Protocol
 
-import orjson
-
-from codex_app_bridge.protocol.jsonrpc import RequestId, encode_error, encode_response
-from codex_app_bridge.rpc.errors import INTERNAL_ERROR, RpcError, error_object
+from codex_app_bridge.protocol.jsonrpc import RequestId, encode_error
+from codex_app_bridge.rpc._encode import encode_result
+from codex_app_bridge.rpc.errors import error_object
 from codex_app_bridge.rpc.outbox import EncodedParams, Outbox
 
 if TYPE_CHECKING:
@@ -135,36 +134,3 @@ class DeferredReply:
     def cancel(self) -> None:
         """Never answer (the handler failed and its error was sent instead)."""
         self._done = True
-
-
-def _model_json(value: object) -> orjson.Fragment | None:
-    """A pydantic model's JSON (by alias); ``None`` for anything else. Told apart by its
-    serializer, so that this layer never imports pydantic (``initialize`` is answered without
-    it)."""
-    serializer: Any = getattr(type(value), "__pydantic_serializer__", None)
-    if serializer is None:
-        return None
-    return orjson.Fragment(serializer.to_json(value, by_alias=True))
-
-
-def _orjson_default(value: object) -> object:
-    # Models nested in plain containers (``{"data": [thread_model, ...]}``).
-    encoded = _model_json(value)
-    if encoded is None:
-        raise TypeError(f"Type is not JSON serializable: {type(value).__name__}")
-    return encoded
-
-
-def encode_result(request_id: RequestId, value: object) -> tuple[bytes, bool]:
-    """The response to a handler's return value (a model, pre-encoded bytes or plain JSON data)
-    and True; or, when the value cannot be serialized, the internal error saying why and False."""
-    try:
-        if isinstance(value, bytes | orjson.Fragment):
-            return encode_response(request_id, value), True
-        encoded = _model_json(value)
-        if encoded is not None:
-            return encode_response(request_id, encoded), True
-        return orjson.dumps({"id": request_id, "result": value}, default=_orjson_default), True
-    except (TypeError, ValueError) as exc:
-        failure = RpcError(INTERNAL_ERROR, f"failed to serialize response: {exc}")
-        return encode_error(request_id, error_object(failure)), False

@@ -102,8 +102,9 @@ from codex_app_bridge.protocol.jsonrpc import (
     encode_error,
     encode_server_request,
 )
-from codex_app_bridge.rpc._context import DeferredReply, RequestContext, encode_result
+from codex_app_bridge.rpc._context import DeferredReply, RequestContext
 from codex_app_bridge.rpc._dispatch import Dispatcher, Failed, Outcome
+from codex_app_bridge.rpc._encode import encode_result
 from codex_app_bridge.rpc.answers import ConnectionClosedError, ServerRequests
 from codex_app_bridge.rpc.errors import (
     error_object,

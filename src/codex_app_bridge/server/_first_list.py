@@ -19,7 +19,7 @@ without params. Two things make it cheap on a server that stores threads:
   (``ThreadListHandlers.list_threads``) over the stored threads alone (no thread is known to a
   process that has served nothing else), its reads made where they are asked for, with the
   gate's rules (``_handshake.admit``) and the answer encoded as the connection encodes one
-  (``rpc._context.encode_result``). Client notifications (``initialized``) are taken as the
+  (``rpc._encode.encode_result``). Client notifications (``initialized``) are taken as the
   connection takes them: logged. Once one list is answered the server's modules are imported
   in a thread of their own (``_apart.import_apart``), each waiting while a next list is being
   answered (``_apart.Handling``, for ``_apart.HOLD_S`` in all); the server starts
@@ -185,7 +185,7 @@ class _FirstLists:
     def answer(self, request: Request) -> bytes | None:
         """The encoded answer to ``request``, or ``None``: the server answers it."""
         from codex_app_bridge.protocol.v2.methods import EXPERIMENTAL_CLIENT_REQUEST_METHODS
-        from codex_app_bridge.rpc._context import encode_result
+        from codex_app_bridge.rpc._encode import encode_result
         from codex_app_bridge.server._handlers_lists import plain_list_query
         from codex_app_bridge.server._handshake import admit
 

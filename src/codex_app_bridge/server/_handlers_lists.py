@@ -31,10 +31,9 @@ from datetime import UTC, datetime
 from operator import attrgetter
 from typing import TYPE_CHECKING, Any, Final, Literal, Protocol, cast
 
-from codex_app_bridge.rpc import ModelParams, RequestContext
+from codex_app_bridge.rpc import ModelParams
 from codex_app_bridge.rpc.methods import RawParamsValue
 from codex_app_bridge.server._errors import invalid_cursor
-from codex_app_bridge.server._shared import shared_thread_json
 from codex_app_bridge.server._stored_list import THREAD_SOURCE
 from codex_app_bridge.server._thread_extras import list_extras, read_state_json
 from codex_app_bridge.storage import (
@@ -56,6 +55,7 @@ if TYPE_CHECKING:
         ThreadLoadedListParams,
         ThreadLoadedListResponse,
     )
+    from codex_app_bridge.rpc import RequestContext
     from codex_app_bridge.server._registry import ThreadRegistry
     from codex_app_bridge.server._shared import SharedThreads
     from codex_app_bridge.server._stored_list import StoredThreadList
@@ -382,7 +382,9 @@ class ThreadListHandlers:
                 known is not None
                 and known.shared is not None
                 and (shared := known.shared.listed(row.thread_id))
-            ):  # on another server of the cluster
+            ):  # on another server of the cluster (imported here: a first list has no cluster)
+                from codex_app_bridge.server._shared import shared_thread_json
+
                 data.append(shared_thread_json(shared))
                 read_states[row.thread_id] = shared.read_state or read_state_json(
                     row.thread_id, None

@@ -221,7 +221,7 @@ def _validators(model: type[BaseModel]) -> Iterator[Callable[[], object]]:
 def _history_pages() -> Iterator[Callable[[], object]]:
     """The steps of ``thread/turns/list`` over a stored rollout: read, paged, written."""
     yield from _module("codex_app_bridge.server._handlers_pages")
-    from codex_app_bridge.rpc._context import encode_result
+    from codex_app_bridge.rpc._encode import encode_result
     from codex_app_bridge.server._handlers_pages import turn_json
     from codex_app_bridge.server._pages import HistoryPages, positioned_events
     from codex_app_bridge.server._stored import envelopes_of
