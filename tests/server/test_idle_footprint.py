@@ -16,10 +16,11 @@ from codex_app_bridge.testing import in_process_bridge
 
 THREADS = 60
 
-IDLE_THREAD_BYTES = 30 * 1024
+IDLE_THREAD_BYTES = 20 * 1024
 """A generous bound: 43 KiB before a finished turn's history was kept encoded (``HistoryLog``),
 the listener stopped keeping the last token usage, storage the last ``task_started`` and the
-sessions their bounded deques; 25 KiB with them."""
+sessions their bounded deques; 25 KiB with them; 13 KiB once an idle thread's runtime and
+session let their tasks go (``ParkableSession``)."""
 
 
 def _idle_thread_bytes() -> float:

@@ -3,6 +3,7 @@ source that ignores an interrupt or dies mid-turn, history bounded by what a thr
 
 from __future__ import annotations
 
+import asyncio
 import gc
 from collections.abc import AsyncIterator, Callable
 from pathlib import Path
@@ -271,3 +272,34 @@ async def test_no_per_delta_object_survives_a_turn_and_history_keeps_only_what_a
             assert len(kinds) <= 8  # two turns: started, the completed items, complete
             assert _alive(AgentMessageContentDeltaEvent) == before
             assert _alive(EventEnvelope) <= len(record.history) + 8
+
+
+def _thread_tasks(thread_id: str) -> list[asyncio.Task[object]]:
+    return [t for t in asyncio.all_tasks() if t.get_name() == f"thread {thread_id}"]
+
+
+async def test_an_idle_threads_runtime_holds_no_task_and_starts_again_for_its_next_turn() -> None:
+    # an idle loaded thread's tasks (the runtime's and its session's: coroutines, cancel scopes,
+    # events) were a quarter of what it held; the allocator's arenas follow the load's peak
+    with anyio.fail_after(TIMEOUT):
+        async with open_bridge("memory") as bridge:
+            assert bridge.server is not None
+            client = await bridge.connect()
+            thread_id = await _thread(client)
+            record = bridge.server.threads.get(thread_id)
+            assert record is not None
+            runtime = record.runtime
+            assert runtime is not None
+            await anyio.wait_all_tasks_blocked()
+            assert not runtime.running  # no turn yet
+            assert not _thread_tasks(thread_id)
+            for ordinal in (1, 2):
+                _, messages = await client.run_turn(thread_id, "hi")
+                turn = messages[-1]["params"]["turn"]
+                assert turn["status"] == "completed"
+                text = [m for m in messages if m.get("method") == "item/completed"][-1]
+                assert f"This is turn {ordinal} of this thread" in orjson.dumps(text).decode()
+                await anyio.wait_all_tasks_blocked()
+                assert not runtime.running
+                assert not _thread_tasks(thread_id)
+            assert record.runtime is runtime  # the same runtime and session, started again

@@ -379,13 +379,14 @@ class ThreadRegistry:
             interrupt_grace=self._interrupt_grace(),
             server_requests=self._server_requests,
             pending_interrupts=partial(self._pending_interrupts, record.id),
+            spawn=self._run,
         )
         self._records[record.id] = record
         if self.storage is not None:
             self.storage.rebind(record)  # a reloaded thread keeps writing its rollout
         if self.shared is not None:
             self.shared.loaded(record)
-        self._run(record.runtime)
+        record.runtime.start()
 
     def _on_turn_end(self, record: ThreadRecord, terminal: core.EventEnvelope) -> None:
         record.touch()

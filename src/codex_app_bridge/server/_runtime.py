@@ -1,4 +1,5 @@
-"""``ThreadRuntime``: one task per loaded thread, owning everything that plays its turns.
+"""``ThreadRuntime``: one task per loaded thread at work (none while it is idle), owning everything
+that plays its turns.
 
 A loaded thread is an actor (the shape of Codex core's own session loop): the runtime task owns
 the thread's ``CoreSession`` (the source's submission and event queues), the turn that is running
@@ -45,6 +46,13 @@ events are kept as models while it runs and encoded once it has ended (``History
 loaded thread holds its history as one buffer per turn, read back into models only by the
 requests that rebuild turns.
 
+An idle thread holds no task: a runtime that can start itself again (``spawn``, the registry's)
+ends its task when no turn runs and nothing waits, once its session has let its own go
+(``ParkableSession.park``; a session that cannot, e.g. a producer's, keeps both running), and
+``start`` s it again at the next submission (``_poke``). One task at a time: a submission that
+arrives while the task winds down has it go round again instead. What each piece of state is,
+and who changes it, stays as above.
+
 Boundary: no JSON-RPC beyond answering deferred replies; handlers decide what a request means.
 """
 
@@ -82,6 +90,7 @@ from codex_app_bridge.sources import (
     TURN_END_TYPES,
     TURN_START_TYPES,
     CoreSession,
+    ParkableSession,
     aborted_turn,
     failed_turn,
     task_started_event,
@@ -171,7 +180,11 @@ class ThreadRuntime:
         interrupt_grace: float = INTERRUPT_GRACE,
         pending_interrupts: Callable[[], int] | None = None,
         server_requests: ServerRequests | None = None,
+        spawn: Callable[[ThreadRuntime], None] | None = None,
     ) -> None:
+        """``spawn(runtime)`` runs ``runtime.run`` in a new task (the server's task group): given,
+        the runtime is started with ``start`` and ends its task while the thread is idle (see
+        the module docstring); ``None``: whoever runs ``run`` keeps it running until ``stop``."""
         self.thread_id = thread_id
         self.listener = listener
         self.log = history.copy() if isinstance(history, HistoryLog) else HistoryLog(history or ())
@@ -201,6 +214,14 @@ class ThreadRuntime:
         """Events from an interrupted turn's terminal event on, held until it settles."""
         self._wake: anyio.Event | None = None
         self._task_group: anyio.abc.TaskGroup | None = None
+        self._spawn = spawn
+        self._running = False
+        """A task runs ``run`` (or has been spawned to)."""
+        self._poked = False
+        """Something happened since the task last looked (it goes round again before it ends)."""
+        self._session_waiting = False
+        """The session is open but its task is not running (parked, or opened while the
+        runtime had no task): ``run`` starts it."""
         self._stopped = False
         self.ended = False
         """The task has ended, its session's with it (after ``stop``)."""
@@ -215,6 +236,11 @@ class ThreadRuntime:
         """The history log's events, oldest first, as models of the caller's own (built anew
         from the log at each call: bind the result, do not ask twice)."""
         return self.log.events()
+
+    @property
+    def running(self) -> bool:
+        """The runtime has a task (an idle thread's runtime, once parked, has none)."""
+        return self._running
 
     @property
     def active_turn_id(self) -> str | None:
@@ -296,7 +322,7 @@ class ThreadRuntime:
         self._follow = True
         if self._task_group is not None and self._session is None:
             self._start_session()
-            self._poke()
+        self._poke()  # a parked runtime starts again (and opens the session)
 
     def follow_elsewhere(self) -> None:
         """Another server plays the thread's turns from now on (``server._shared``: it took
@@ -316,16 +342,42 @@ class ThreadRuntime:
 
     # --- the task -----------------------------------------------------------------------------
 
+    def start(self) -> None:
+        """Start the runtime's task (with ``spawn``; without it, the owner runs ``run``)."""
+        if self._spawn is None:
+            raise RuntimeError("this runtime is run by its owner (no spawn)")
+        if not self._running and not self.ended:
+            self._spawn(self)
+            self._running = True
+
     async def run(self) -> None:
-        async with anyio.create_task_group() as tg:
-            self._task_group = tg
-            try:
-                if self._follow and self._session is None:
-                    self._start_session()
-                await self._loop()
-            finally:
-                self._task_group = None
-                tg.cancel_scope.cancel()
+        """Play the thread's turns until it is stopped, or, with ``spawn``, until it is idle
+        (``start`` runs it again)."""
+        self._running = True
+        parked = False
+        try:
+            while True:
+                self._poked = False
+                parked = False
+                async with anyio.create_task_group() as tg:
+                    self._task_group = tg
+                    try:
+                        if self._session_waiting:
+                            self._run_waiting_session()
+                        elif self._follow and self._session is None:
+                            self._start_session()
+                        parked = await self._loop()
+                    finally:
+                        self._task_group = None
+                        if not parked:
+                            tg.cancel_scope.cancel()
+                        # parked: the session's task ends by itself (it was asked to)
+                if not (parked and self._poked):
+                    break
+        finally:
+            self._running = False
+        if parked:
+            return
         if self._stopped:
             self._release()
         self.ended = True
@@ -340,11 +392,14 @@ class ThreadRuntime:
         allocator's arenas they had filled were never given back (issue 23). (The registry's
         callbacks hold the record: ``_open_session`` and ``_on_turn_end`` are partials of it.)"""
         self._session = None
+        self._session_waiting = False
         self._open_session = _unloaded
         self._on_turn_end = None
+        self._spawn = None
         self.requests.close()
 
-    async def _loop(self) -> None:
+    async def _loop(self) -> bool:
+        """``True``: the thread is idle and the task may end (``_park``); ``False``: stopped."""
         listener = self.listener
         while True:
             session = self._session
@@ -362,7 +417,10 @@ class ThreadRuntime:
             if self._session_done:
                 self._on_session_end()
             if self._stopped and (session is None or self._session_done):
-                return
+                return False
+            if self._spawn is not None and self._park():
+                self._poked = False  # from here on, a poke has ``run`` go round again
+                return True
             self._check_interrupt_deadline()
             self._wake = anyio.Event()
             deadline = self._deadline()
@@ -373,9 +431,25 @@ class ThreadRuntime:
                     await self._wake.wait()
             self._wake = None
 
+    def _park(self) -> bool:
+        """Whether the task may end now: no turn, nothing held back, the thread not followed
+        nor stopped, and a session that is gone, ended, or lets its task go too."""
+        if self._turn is not None or self._held or self._unsent or self._follow or self._stopped:
+            return False
+        session = self._session
+        if session is None or self._session_done or self._session_waiting:
+            return True
+        if isinstance(session, ParkableSession) and session.park():
+            self._session_waiting = True  # its task returns by itself; ``run`` starts it again
+            return True
+        return False
+
     def _poke(self) -> None:
         if self._wake is not None:
             self._wake.set()
+        self._poked = True
+        if not self._running and self._spawn is not None and not self.ended:
+            self.start()
 
     def _submit(self, submission: Submission) -> None:
         session = self._session
@@ -397,10 +471,19 @@ class ThreadRuntime:
         session = self._open_session()
         self._session = session
         self._session_done = False
-        if self._task_group is None:
+        self._session_waiting = True
+        if self._task_group is not None:
+            self._run_waiting_session()
+        elif self._spawn is None and not self._running:
             raise RuntimeError("the thread runtime is not running")
-        self._task_group.start_soon(self._run_session, session)
         return session
+
+    def _run_waiting_session(self) -> None:
+        session = self._session
+        assert session is not None
+        assert self._task_group is not None
+        self._session_waiting = False
+        self._task_group.start_soon(self._run_session, session)
 
     async def _run_session(self, session: CoreSession) -> None:
         try:
@@ -412,9 +495,10 @@ class ThreadRuntime:
             logger.exception("thread %s: the event source failed", self.thread_id)
         finally:
             if session is self._session:
-                self._session_done = True
                 self._session_scope = None
-                self._poke()
+                if not self._session_waiting:  # else parked: it has not ended
+                    self._session_done = True
+                    self._poke()
 
     def _drop_session(self) -> None:
         """Stop using a session that no longer answers; the next submission opens a new one."""
@@ -423,6 +507,7 @@ class ThreadRuntime:
         self._session = None
         self._session_scope = None
         self._session_done = False
+        self._session_waiting = False
 
     def _deadline(self) -> float:
         turn = self._turn

@@ -13,6 +13,12 @@ queues:
   session has ended (after ``shutdown``, or when its producer is gone). It never raises for
   a producer's fault: it reports it as events and returns.
 
+A session that has nothing to do may let its task go while the thread waits (``ParkableSession``:
+``TurnPlayer``): ``park()`` answers whether it will; if so, ``run`` returns once its current step
+is over, without ending the session, what is submitted meanwhile waits in its queue, and the
+runtime calls ``run`` again before it expects events. An idle loaded thread then holds no task
+(two tasks, their coroutines, cancel scopes and events: ~10 KiB of small objects each, issue 23).
+
 Flow: a session keeps at most about ``EVENT_HIGH_WATER`` events waiting; past that it stops
 producing until the runtime has taken them, so a producer is never read faster than clients take
 its events and memory stays bounded whatever it streams.
@@ -90,6 +96,7 @@ __all__ = [
     "EventQueue",
     "EventSource",
     "Inbox",
+    "ParkableSession",
     "RunningTurn",
     "SessionConfig",
     "TurnPlayer",
@@ -157,6 +164,17 @@ class CoreSession(Protocol):
     def take_events(self) -> list[EventEnvelope]: ...
 
     async def run(self, ready: Callable[[], None]) -> None: ...
+
+
+@runtime_checkable
+class ParkableSession(CoreSession, Protocol):
+    """A session whose task can end while it is idle, the session staying open (see the module
+    docstring)."""
+
+    def park(self) -> bool:
+        """``True``: nothing plays and nothing waits, and ``run`` returns once its current step
+        is over (called again later, with the same ``ready``); ``False``: it runs on."""
+        ...
 
 
 @runtime_checkable
@@ -247,7 +265,7 @@ class Inbox:
     request) and queues the rest for the session's task, which takes them with ``next``.
     An answer with no turn to take it is dropped."""
 
-    __slots__ = ("_label", "_pending", "_wake")
+    __slots__ = ("_label", "_parking", "_pending", "_wake")
 
     def __init__(self, label: object) -> None:
         self._label = label
@@ -256,6 +274,18 @@ class Inbox:
         """A list, not a deque: a deque's first block (~0.6 KiB) would stay for the thread's
         life, and a session rarely has more than one submission waiting."""
         self._wake: anyio.Event | None = None
+        self._parking = False
+
+    @property
+    def pending(self) -> bool:
+        """Submissions wait to be taken."""
+        return bool(self._pending)
+
+    def park(self) -> None:
+        """Have the next ``next_or_park`` return ``None`` at once, what waits staying queued."""
+        self._parking = True
+        if self._wake is not None:
+            self._wake.set()
 
     def submit(self, submission: Submission, running: RunningTurn | None) -> None:
         op = submission.op
@@ -283,6 +313,18 @@ class Inbox:
             await self._wake.wait()
             self._wake = None
         return self._pending.pop(0)
+
+    async def next_or_park(self) -> Submission | None:
+        """``next``, or ``None`` once ``park`` was called (before anything else is taken)."""
+        while True:
+            if self._parking:
+                self._parking = False
+                return None
+            if self._pending:
+                return self._pending.pop(0)
+            self._wake = anyio.Event()
+            await self._wake.wait()
+            self._wake = None
 
 
 def open_session(source: EventSource | TurnSource, config: SessionConfig) -> CoreSession:
@@ -331,7 +373,19 @@ class TurnPlayer:
     async def run(self, ready: Callable[[], None]) -> None:
         self._queue.attach(ready)
         while not self._ended:
-            await self._take(await self._inbox.next())
+            submission = await self._inbox.next_or_park()
+            if submission is None:
+                return  # parked: the runtime runs the session again for its next submission
+            await self._take(submission)
+            del submission  # nothing of a turn stays referenced while the session waits
+
+    def park(self) -> bool:
+        """Let the session's task go while the thread is idle (``ParkableSession``): nothing
+        plays, nothing waits, and the session has not ended."""
+        if self._ended or self._playing is not None or self._inbox.pending:
+            return False
+        self._inbox.park()
+        return True
 
     async def _take(self, submission: Submission) -> None:
         """One submission taken while no turn plays (a method of its own, so that nothing of
