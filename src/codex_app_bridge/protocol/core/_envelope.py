@@ -5,7 +5,7 @@ the stateless mapper uses it as ``turnId``. Boundary: the model and its adapter 
 ``msg.type`` parses into ``UnknownEventMsg`` instead of failing the envelope.
 """
 
-from __future__ import annotations
+from typing import Self
 
 from pydantic import TypeAdapter
 
@@ -27,7 +27,7 @@ class EventEnvelope(CoreModel):
     msg: EventMsg
 
     @classmethod
-    def trusted(cls, id: str, msg: EventMsg) -> EventEnvelope:
+    def trusted(cls, id: str, msg: EventMsg) -> Self:
         """An envelope around an event that is already a validated model (no re-validation:
         the hot path of every source)."""
         envelope = _new(cls)

@@ -30,12 +30,10 @@ Fields we do not declare at all are still kept verbatim (``extra="allow"``). Ope
 reject the whole event.
 """
 
-from __future__ import annotations
-
 import base64
 import binascii
 from collections.abc import Callable, Mapping
-from typing import Annotated, Any, Literal, TypeAlias
+from typing import Annotated, Any, Literal, Self, TypeAlias
 
 from pydantic import BaseModel, Field, JsonValue, Tag, TypeAdapter
 
@@ -825,7 +823,7 @@ class ExecCommandOutputDeltaEvent(CoreModel):
     chunk: str
 
     @classmethod
-    def from_bytes(cls, call_id: str, stream: str, data: bytes) -> ExecCommandOutputDeltaEvent:
+    def from_bytes(cls, call_id: str, stream: str, data: bytes) -> Self:
         """Build the event for raw output bytes (encodes ``chunk`` as the binary does)."""
         return cls(call_id=call_id, stream=stream, chunk=base64.b64encode(data).decode("ascii"))
 

@@ -12,8 +12,6 @@ idle): the events of that turn come back in envelopes with that id.
 Boundary: models and their adapters only.
 """
 
-from __future__ import annotations
-
 from typing import Annotated, Any, Literal, TypeAlias
 
 from pydantic import Field, JsonValue, Tag, TypeAdapter

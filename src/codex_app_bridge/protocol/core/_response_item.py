@@ -31,9 +31,7 @@ typed model so older rollouts stay readable. ``WebSearchAction`` keeps unknown a
 Boundary: shapes only; no projection logic lives here.
 """
 
-from __future__ import annotations
-
-from typing import Annotated, Any, Literal, TypeAlias
+from typing import Annotated, Any, Literal, Self, TypeAlias
 
 from pydantic import BeforeValidator, Field, Tag, TypeAdapter, model_validator
 
@@ -125,7 +123,7 @@ class InputImageContentItem(CoreModel):
     detail: ImageDetail | None = omit_none()
 
     @model_validator(mode="after")
-    def _needs_a_reference(self) -> InputImageContentItem:
+    def _needs_a_reference(self) -> Self:
         if self.image_url is None and self.file_id is None:
             raise ValueError("input_image needs an image_url or a file_id")
         return self

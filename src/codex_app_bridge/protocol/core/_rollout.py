@@ -16,8 +16,6 @@ projection live in ``projection/``. Payload models declare the fields the bridge
 rest of each payload (world state, configuration snapshots) is kept verbatim.
 """
 
-from __future__ import annotations
-
 from collections.abc import Iterator, Mapping
 from typing import Annotated, Literal, TypeAlias
 

@@ -20,9 +20,7 @@ Boundary: shapes only. Building turn items from history is ``projection.parse_tu
 them into app-server ``ThreadItem`` s is the mapping layer's job.
 """
 
-from __future__ import annotations
-
-from typing import Annotated, Any, Literal, TypeAlias
+from typing import Annotated, Any, Literal, Self, TypeAlias
 
 from pydantic import Field, Tag, TypeAdapter
 
@@ -97,7 +95,7 @@ class Duration(CoreModel):
     nanos: int = 0
 
     @classmethod
-    def from_millis(cls, millis: int) -> Duration:
+    def from_millis(cls, millis: int) -> Self:
         """The duration of ``millis`` whole milliseconds."""
         return cls(secs=millis // 1000, nanos=(millis % 1000) * 1_000_000)
 

@@ -13,9 +13,7 @@ image references) a ``file_id``; the unset one is omitted. An unknown ``type`` p
 Boundary: shapes only. Turning model content into ``UserInput`` is ``projection.parse_turn_item``.
 """
 
-from __future__ import annotations
-
-from typing import Annotated, Literal, TypeAlias
+from typing import Annotated, Literal, Self, TypeAlias
 
 from pydantic import Field, Tag, TypeAdapter, model_validator
 
@@ -73,7 +71,7 @@ class ImageUserInput(CoreModel):
     detail: ImageDetail | None = omit_none()
 
     @model_validator(mode="after")
-    def _needs_a_reference(self) -> ImageUserInput:
+    def _needs_a_reference(self) -> Self:
         if self.image_url is None and self.file_id is None:
             raise ValueError("image input needs an image_url or a file_id")
         return self
