@@ -35,7 +35,7 @@ def test_the_value_sets_are_the_generated_models() -> None:
 
 
 def test_the_query_has_the_models_fields() -> None:
-    assert set(ThreadListQuery.__dataclass_fields__) == set(v2.ThreadListParams.model_fields)
+    assert set(ThreadListQuery._fields) == set(v2.ThreadListParams.model_fields)
 
 
 PLAIN: list[dict[str, Any]] = [

@@ -26,10 +26,9 @@ Boundary: what a request means and answers; the threads are the registry's.
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import dataclass, fields
 from datetime import UTC, datetime
 from operator import attrgetter
-from typing import TYPE_CHECKING, Any, Final, Literal, Protocol, cast
+from typing import TYPE_CHECKING, Any, Final, Literal, NamedTuple, Protocol, cast
 
 from codex_app_bridge.rpc import ModelParams
 from codex_app_bridge.rpc.methods import RawParamsValue
@@ -111,8 +110,7 @@ _COUNT_LIMIT: Final = 2**31
 """A ``limit`` at or beyond this is left to the validator (as ``rpc.ModelParams`` does)."""
 
 
-@dataclass(frozen=True, slots=True)
-class ThreadListQuery:
+class ThreadListQuery(NamedTuple):
     """``thread/list``'s params as the handler reads them (``ThreadListParams``'s fields)."""
 
     archived: bool | None = None
@@ -208,7 +206,7 @@ class ThreadListParamsSpec:
 
             self._model = ModelParams(ThreadListParams, field_count=self._field_count)
         params = self._model.decode(raw)
-        return ThreadListQuery(**{f.name: getattr(params, f.name) for f in fields(ThreadListQuery)})
+        return ThreadListQuery(*(getattr(params, name) for name in ThreadListQuery._fields))
 
 
 def _iso(seconds: int) -> str:

@@ -147,8 +147,7 @@ class ThreadRow(NamedTuple):
         return (self.name or "") + "\n" + self.preview
 
 
-@dataclass(frozen=True)
-class RowFilter:
+class RowFilter(NamedTuple):
     """Which rows ``thread/list`` asks for (``None``: no filter on that field)."""
 
     archived: bool = False

@@ -60,10 +60,10 @@ import sqlite3
 import time
 from collections import deque
 from collections.abc import Callable, Iterable, Iterator
-from dataclasses import dataclass, replace
+from dataclasses import replace
 from datetime import UTC, date, datetime
 from pathlib import Path
-from typing import Any, Final, cast
+from typing import Any, Final, NamedTuple, cast
 
 import orjson
 
@@ -150,8 +150,7 @@ CREATE TABLE IF NOT EXISTS entries (
 """
 
 
-@dataclass(frozen=True, slots=True)
-class IndexedFile:
+class IndexedFile(NamedTuple):
     """A rollout file the index knows, by its path relative to the home."""
 
     rel: str

@@ -15,8 +15,7 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
-from typing import Generic, Literal, TypeVar
+from typing import Generic, Literal, NamedTuple, TypeVar
 
 from codex_app_bridge.storage._catalog import parse_rollout_timestamp, timestamp_micros
 
@@ -33,8 +32,7 @@ class InvalidCursor(ValueError):
         self.cursor = cursor
 
 
-@dataclass(frozen=True)
-class Page(Generic[T]):
+class Page(NamedTuple, Generic[T]):
     rows: list[T]
     next_cursor: str | None
     backwards_cursor: str | None
