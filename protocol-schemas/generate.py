@@ -899,9 +899,14 @@ def lazy_module(models: str) -> str:
         for node in tree.body
         if isinstance(node, ast.ImportFrom) and node.module != "__future__"
     ]
+    # no ``from __future__ import annotations``: pydantic takes each field's type as the class
+    # body made it instead of compiling and evaluating its text (about a fifth of making a
+    # class). The definitions come in an order where each names only those before it (a
+    # function defines what it refers to first), so every annotation can be made with its class;
+    # a forward reference would fail as its class is made (``tests/protocol/test_lazy_build``
+    # makes them all)
     parts = [
         _LAZY_HEADER,
-        "from __future__ import annotations\n",
         *(f"{line}\n" for line in imports),
         "from codex_app_bridge.protocol._lazy import LazyNamespace\n",
         "from codex_app_bridge.protocol.v2._generated_names import GENERATED_NAMES\n",

@@ -13,6 +13,8 @@ import json
 import subprocess
 import sys
 
+import pytest
+
 from tests.conftest import bridge_env
 
 PROBE = """
@@ -57,30 +59,36 @@ def test_importing_the_package_builds_no_model_and_no_union_adapter() -> None:
     assert (report["built"], report["adapters"]) == ([], [])
 
 
-def test_the_core_models_annotations_are_made_with_their_classes() -> None:
-    """The hand-written core models' modules have no ``from __future__ import annotations``:
-    pydantic takes each field's type as the class body made it instead of compiling and
-    evaluating its string, about a fifth of making the ~240 classes (``import
-    codex_app_bridge.protocol.core``: 68 -> 57 ms of CPU), which a ``thread/start`` right
-    after ``initialize`` pays. A module that brings the strings back is named here."""
-    import codex_app_bridge.protocol.core  # noqa: F401  # pyright: ignore[reportUnusedImport]
-    from codex_app_bridge.protocol._base import CoreModel
+@pytest.mark.parametrize(
+    "module", ["codex_app_bridge.protocol.core", "codex_app_bridge.protocol.v2._generated"]
+)
+def test_the_models_annotations_are_made_with_their_classes(module: str) -> None:
+    """The core models' modules and the generated wire models' module have no ``from
+    __future__ import annotations``: pydantic takes each field's type as the class body made it
+    instead of compiling and evaluating its string, about a fifth of making a class, which a
+    ``thread/start`` right after ``initialize`` pays for ~450 of them (``import
+    codex_app_bridge.protocol.core``: 68 -> 57 ms of CPU; every v2 model: 218-224 -> 156-169).
+    A module that brings the strings back is named here."""
+    from pydantic import BaseModel
 
-    def subclasses(cls: type[CoreModel]) -> list[type[CoreModel]]:
-        found: list[type[CoreModel]] = []
+    import codex_app_bridge.protocol.core  # noqa: F401  # pyright: ignore[reportUnusedImport]
+    from codex_app_bridge.protocol import v2
+    from codex_app_bridge.protocol.v2._generated_names import GENERATED_NAMES
+
+    for name in GENERATED_NAMES:  # every generated model made
+        getattr(v2, name)
+
+    def subclasses(cls: type[BaseModel]) -> list[type[BaseModel]]:
+        found: list[type[BaseModel]] = []
         for sub in cls.__subclasses__():
             found += [sub, *subclasses(sub)]
         return found
 
-    core = [
-        m
-        for m in subclasses(CoreModel)
-        if m.__module__.startswith("codex_app_bridge.protocol.core")
-    ]
-    assert len(core) > 200
+    models = [m for m in subclasses(BaseModel) if m.__module__.startswith(module)]
+    assert len(models) > 200
     stringly = sorted(
         f"{model.__module__}.{model.__qualname__}.{field}"
-        for model in core
+        for model in models
         for field, annotation in vars(model).get("__annotations__", {}).items()
         if isinstance(annotation, str)
     )

@@ -6,7 +6,6 @@ its name is read from this module, together with the names it refers to (``proto
 Import these models from ``codex_app_bridge.protocol.v2``.
 """
 
-from __future__ import annotations
 from typing import Annotated, Any, Literal
 from codex_app_bridge.protocol._base import WireModel, is_none, is_none_or_empty
 from pydantic import Field
