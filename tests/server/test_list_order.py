@@ -39,10 +39,22 @@ def test_stored_threads_are_listed_and_paged_as_the_binary_lists_them(
             bridge.result("thread/loaded/list", {})
         listed = [shown_times(thread) for thread in bridge.result("thread/list", {})["data"]]
         pages = listed_pages(bridge, 2)
+        first_two = bridge.result("thread/list", {"limit": 2})
+        next_two = bridge.result("thread/list", {"limit": 2, "cursor": first_two["nextCursor"]})
     rows = everything["data"]
     assert listed == rows
     assert pages == [rows[0:2], rows[2:4], rows[4:6]]
     assert pages[:2] == [two["data"], then["data"]]  # the binary's first two pages
+    # a page's backwardsCursor is its first row's place in the order, the time in its name (the
+    # binary's is that row's createdAt less 1 ms: A's 19:59:59.999 where A stands at 10:00)
+    assert [first_two["backwardsCursor"], next_two["backwardsCursor"]] == [
+        "2026-12-01T12:00:00.000Z",
+        "2026-12-01T10:00:00.000Z",
+    ]
+    assert [two["backwardsCursor"], then["backwardsCursor"]] == [
+        "2026-12-01T11:59:59.999Z",
+        "2026-12-01T19:59:59.999Z",
+    ]
 
 
 @pytest.fixture
