@@ -23,6 +23,7 @@ import subprocess
 import sys
 from collections.abc import Sequence
 from pathlib import Path
+from typing import Any
 
 import orjson
 import pytest
@@ -394,14 +395,9 @@ def test_initialize_is_answered_before_the_event_loop_and_the_start_up_work(
     assert [name for name in report["at_exit"] if name in BACKGROUND] == list(BACKGROUND)
 
 
-def test_the_start_up_work_waits_for_the_requests_that_came_with_initialize(
-    tmp_path: Path,
-) -> None:
-    """A ``thread/start`` that came right behind ``initialize`` is answered before the start-up
-    work begins: its threads (the first list's read-ahead, the model source's warm-up) would
-    share the interpreter with the request's own imports (the handlers, the listener, the core
-    models), which then took longer (bench/startup.py: spawn -> ``thread/start`` 430 -> 365 ms
-    at load ~1). They begin once no request is being handled."""
+def _thread_start_behind_initialize(tmp_path: Path) -> dict[str, Any]:
+    """``AT_ANSWER_PROBE`` on ``initialize``, ``initialized`` and ``thread/start`` at once, with
+    a home whose config names a model provider: its report at the ``thread/start`` answer."""
     home = tmp_path / ".codex"
     write_codex_config(home, "http://127.0.0.1:9/v1")
     work = tmp_path / "work"
@@ -417,7 +413,19 @@ def test_the_start_up_work_waits_for_the_requests_that_came_with_initialize(
     )
     answers = [orjson.loads(line) for line in result.stdout.splitlines()]
     assert [answer.get("id") for answer in answers if "result" in answer] == [1, 2]
-    report = json.loads(result.stderr.decode().strip().splitlines()[-1])
+    report: dict[str, Any] = json.loads(result.stderr.decode().strip().splitlines()[-1])
+    return report
+
+
+def test_the_start_up_work_waits_for_the_requests_that_came_with_initialize(
+    tmp_path: Path,
+) -> None:
+    """A ``thread/start`` that came right behind ``initialize`` is answered before the start-up
+    work begins: its threads (the first list's read-ahead, the model source's warm-up) would
+    share the interpreter with the request's own imports (the handlers, the listener, the core
+    models), which then took longer (bench/startup.py: spawn -> ``thread/start`` 430 -> 365 ms
+    at load ~1). They begin once no request is being handled."""
+    report = _thread_start_behind_initialize(tmp_path)
     assert "codex_app_bridge.server._handlers_threads" in report["modules"]
     assert [name for name in report["threads"] if name in BACKGROUND] == []
 
@@ -430,22 +438,7 @@ def test_no_collection_runs_between_initialize_and_the_request_behind_it(
     ``initialize`` makes (modules, models) lives as long as the process, and about 5
     collections among it took 10-15 ms of that request's ~270 ms of CPU. The collector runs
     again after (what exists then frozen)."""
-    home = tmp_path / ".codex"
-    write_codex_config(home, "http://127.0.0.1:9/v1")
-    work = tmp_path / "work"
-    work.mkdir()
-    start = {"id": 2, "method": "thread/start", "params": {"cwd": str(work)}}
-    stdin = "\n".join(json.dumps(line) for line in (INITIALIZE, {"method": "initialized"}, start))
-    result = subprocess.run(
-        [sys.executable, "-c", AT_ANSWER_PROBE, stdin, "--codex-home", str(home)],
-        env=bridge_env({"LOG_LEVEL": "ERROR", "ANSWER_ID": "2"}),
-        capture_output=True,
-        timeout=60,
-        check=True,
-    )
-    answers = [orjson.loads(line) for line in result.stdout.splitlines()]
-    assert [answer.get("id") for answer in answers if "result" in answer] == [1, 2]
-    report = json.loads(result.stderr.decode().strip().splitlines()[-1])
+    report = _thread_start_behind_initialize(tmp_path)
     collected = report["collected"]
     assert collected["answer"] == collected["initialize"]
     assert report["collector"] is True
