@@ -161,3 +161,32 @@ async def test_each_turn_gets_the_sessions_token_total_seeded_from_its_history()
                 await done.wait()
             tg.cancel_scope.cancel()
     assert source.carried == [100, 110]
+
+
+async def test_a_parked_session_ends_its_task_and_plays_on_when_run_again() -> None:
+    # an idle loaded thread holds no task (the runtime parks its session, server._runtime)
+    source = CountingSource()
+    config = SessionConfig("thread", "m", "/", token_total=TokenUsage(total_tokens=100))
+    player = TurnPlayer(source, config)
+    done = anyio.Event()
+
+    def ready() -> None:
+        if sum(e.msg.type == "task_complete" for e in player.take_events()):
+            done.set()
+
+    with anyio.fail_after(TIMEOUT):
+        async with anyio.create_task_group() as tg:
+            tg.start_soon(player.run, ready)
+            player.submit(Submission(id="t1", op=UserInputOp(items=_text("t1"))))
+            await done.wait()
+            assert player.park()
+        # the task group ended: run returned by itself, the session still open
+        assert not any(isinstance(v, TokenUsage) for v in vars(player).values())
+        done = anyio.Event()
+        player.submit(Submission(id="t2", op=UserInputOp(items=_text("t2"))))  # waits, queued
+        assert not player.park()  # something waits: it runs on
+        async with anyio.create_task_group() as tg:
+            tg.start_soon(player.run, ready)
+            await done.wait()
+            tg.cancel_scope.cancel()
+    assert source.carried == [100, 110]

@@ -52,6 +52,7 @@ import anyio
 
 from codex_app_bridge._scriptfile import ScriptError
 from codex_app_bridge.projection import new_item_id, uuid7
+from codex_app_bridge.protocol._base import dump_json
 from codex_app_bridge.protocol.core import (
     CompactOp,
     ContextCompactionItem,
@@ -354,7 +355,9 @@ class TurnPlayer:
         self._queue = EventQueue()
         self._playing: _Playing | None = None
         self._turns = config.first_turn_index
-        self._token_total = config.token_total
+        self._token_total = None if config.token_total is None else dump_json(config.token_total)
+        """The thread's token usage so far, as JSON: a model would be six small objects kept
+        for as long as the thread is loaded; it is read once per turn (``TurnRequest``)."""
         self._ended = False
         self._played: list[str] = []
         """Ids of the turns played lately (the last ``_PLAYED_KEPT``): input steered into one of
@@ -484,7 +487,11 @@ class TurnPlayer:
             model=model,
             cwd=cwd,
             replies=Replies(turn_id),
-            token_total=self._token_total,
+            token_total=(
+                None
+                if self._token_total is None
+                else TokenUsage.model_validate_json(self._token_total)
+            ),
         )
         self._turns += 1
         self._played.append(turn_id)
@@ -544,7 +551,7 @@ class TurnPlayer:
 
     def _count_tokens(self, event: EventMsg) -> None:
         if isinstance(event, TokenCountEvent) and event.info is not None:
-            self._token_total = event.info.total_token_usage
+            self._token_total = dump_json(event.info.total_token_usage)
 
     async def _events(self, request: TurnRequest) -> AsyncGenerator[EventMsg]:
         # Wrapped so that a source failing to even begin fails on the first pull, like any other,
