@@ -83,8 +83,9 @@ def warm(layers: ConfigLayers | None = None) -> None:
         UserMessageItem(id="", content=[])
         TaskStartedEvent(turn_id="")
         TokenCountEvent()
-        # last: a thread's session builds its HTTP client when it opens, so thread/start waits
-        # for this import; what comes before is ready once thread/start is answered
+        # last: a thread's session, opened by its first turn, builds its HTTP client then
+        # (``serve`` begins this warm-up once no request is being handled: a turn/start sent
+        # right behind the thread/start answer shares the interpreter with it)
         _warm_http(tls)
     except Exception:  # a warm-up never fails the server
         logger.exception("warming the model source")
