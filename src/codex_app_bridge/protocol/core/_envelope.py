@@ -47,8 +47,14 @@ EVENT_ENVELOPE_ADAPTER: TypeAdapter[EventEnvelope] = TypeAdapter(EventEnvelope)
 
 
 def parse_event_envelope(data: bytes | str) -> EventEnvelope:
-    """Validate one JSON-encoded envelope (``pydantic.ValidationError`` when malformed)."""
-    return EVENT_ENVELOPE_ADAPTER.validate_json(data)
+    """Validate one JSON-encoded envelope (``pydantic.ValidationError`` when malformed).
+
+    Through the model's own validator, not ``EVENT_ENVELOPE_ADAPTER``: an adapter of a model
+    built before the model's validator caches the string values it parses (pydantic's JSON
+    string cache, 16,384 entries: every turn, item and thread id read), not only the keys as
+    ``CoreModel`` asks, and those strings outlive the threads they named, spread over the
+    allocator's arenas (issue 23: 400 bytes per thread played stayed after a soak's load)."""
+    return EventEnvelope.model_validate_json(data)
 
 
 def dump_event_envelope(envelope: EventEnvelope) -> bytes:
