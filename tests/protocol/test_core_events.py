@@ -53,8 +53,10 @@ from codex_app_bridge.protocol.core import (
     core_json_schemas,
     dump_event_envelope,
     dump_event_msg,
+    dump_trusted_envelope,
     parse_event_envelope,
     parse_event_msg,
+    parse_trusted_envelope,
 )
 from codex_app_bridge.protocol.core._turn_item import I64_MAX
 
@@ -1005,6 +1007,28 @@ def test_envelope_built_in_python_dumps_like_the_wire() -> None:
             "collaboration_mode_kind": "default",
         },
     }
+
+
+@pytest.mark.parametrize(
+    "raw",
+    [{"id": "turn-1", "msg": payload} for payload in ALL_EXAMPLES]
+    + [
+        {"id": "s1", "msg": {"type": "not_yet_invented", "x": [1, {"y": None}]}},
+        {"id": "s1", "msg": {"type": "task_started", "turn_id": "t"}, "trace": {"span": "a"}},
+    ],
+    ids=lambda raw: str(raw["msg"]["type"]),
+)
+def test_a_trusted_envelope_is_written_and_read_as_the_adapter_does(raw: dict[str, Any]) -> None:
+    """``dump_trusted_envelope`` / ``parse_trusted_envelope`` (a thread's history log) go
+    through each event's own model instead of the union of them all: the same bytes, the same
+    models, for every event kind, an unknown one and an envelope with a field of its own."""
+    envelope = parse_event_envelope(json.dumps(raw))
+    written = dump_trusted_envelope(envelope)
+    assert written == dump_event_envelope(envelope)
+    read = parse_trusted_envelope(written)
+    assert type(read.msg) is type(envelope.msg)
+    assert read == envelope
+    assert dump_event_envelope(read) == written
 
 
 # --- special forms ----------------------------------------------------------------------------

@@ -2,10 +2,15 @@
 
 from __future__ import annotations
 
+import json
+import subprocess
+import sys
+
 import orjson
 
 from codex_app_bridge.protocol.core import EventEnvelope, dump_event_envelope, parse_event_envelope
 from codex_app_bridge.server._history_log import HistoryLog
+from tests.conftest import bridge_env
 
 TURN = "01a2aaaa-0000-7000-8000-0000000000a1"
 USAGE = {"input_tokens": 10, "cached_input_tokens": 0, "output_tokens": 5, "total_tokens": 15}
@@ -70,3 +75,40 @@ def test_truncate_and_copy() -> None:
     log.append(_events("turn-3")[0])
     log.freeze()
     assert [e.id for e in log.events()] == [TURN, TURN, "turn-3"]
+
+
+FREEZE_PROBE = """
+import json
+from codex_app_bridge.protocol.core import (
+    EVENT_ENVELOPE_ADAPTER, EVENT_MSG_ADAPTER, EventEnvelope, validate_event_msg,
+)
+from codex_app_bridge.server._history_log import HistoryLog
+msgs = json.loads(input())
+log = HistoryLog(
+    EventEnvelope.trusted("turn-1", validate_event_msg(msg)) for msg in msgs
+)
+events = log.events()
+print(json.dumps({
+    "types": [event.msg.type for event in events],
+    "built": [EVENT_ENVELOPE_ADAPTER.pydantic_complete, EVENT_MSG_ADAPTER.pydantic_complete],
+}))
+"""
+
+
+def test_a_log_is_frozen_and_read_back_without_building_the_union_of_every_event() -> None:
+    """The adapters over every event kind are built at their first use, tens of milliseconds
+    (a first resume paid them, or a first turn's end): the log writes and reads each event with
+    its own model."""
+    msgs = [event.msg.model_dump(mode="json", by_alias=True) for event in _events(TURN)]
+    result = subprocess.run(
+        [sys.executable, "-c", FREEZE_PROBE],
+        input=json.dumps(msgs),
+        env=bridge_env(),
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=True,
+    )
+    report = json.loads(result.stdout)
+    assert report["types"] == [msg["type"] for msg in msgs]
+    assert report["built"] == [False, False]

@@ -4,6 +4,8 @@ worker thread."""
 
 from __future__ import annotations
 
+import json
+import subprocess
 import sys
 import threading
 from pathlib import Path
@@ -14,6 +16,7 @@ import pytest
 from codex_app_bridge.protocol import v2
 from codex_app_bridge.server import _warm
 from codex_app_bridge.server._apart import IMPORT_SWITCH_S
+from tests.conftest import bridge_env
 
 
 def test_every_step_runs_and_builds_the_models_of_a_resume() -> None:
@@ -21,6 +24,34 @@ def test_every_step_runs_and_builds_the_models_of_a_resume() -> None:
         step()  # a failing step would be skipped (and logged) by warm_up: here it fails
     for model in (v2.Turn, v2.Thread, v2.ThreadResumeResponse):
         assert model.__pydantic_complete__, model
+
+
+HISTORY_PROBE = """
+import json
+from codex_app_bridge.server import _warm
+from codex_app_bridge.server._stored import envelopes_of
+from codex_app_bridge.storage import parse_rollout_bytes
+from pathlib import Path
+for step in _warm.warm_up_steps():
+    step()
+lines = parse_rollout_bytes(Path("probe.jsonl"), _warm.SAMPLE_ROLLOUT).lines
+kinds = {type(envelope.msg) for envelope in envelopes_of(lines)}
+print(json.dumps(sorted(kind.__name__ for kind in kinds if not kind.__pydantic_complete__)))
+"""
+
+
+def test_the_steps_build_every_event_model_a_resumed_threads_history_log_writes() -> None:
+    """A resumed thread's history is written at once into its log, each event by its own
+    model (``HistoryLog``): a first resume built them all (about 10 ms) before the warm-up did."""
+    result = subprocess.run(
+        [sys.executable, "-c", HISTORY_PROBE],
+        env=bridge_env(),
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=True,
+    )
+    assert json.loads(result.stdout) == []
 
 
 @pytest.mark.anyio

@@ -8,7 +8,9 @@ model history), which is rarer than a turn: a loaded thread that waits, idle, ho
 in about a fifth of the memory (one buffer instead of a hundred small objects), and small objects
 made under load are what keeps the allocator's arenas resident after it (issue 23).
 
-The lines are ``dump_event_envelope`` 's and are read back with ``parse_event_envelope``: the
+The lines are ``dump_trusted_envelope`` 's and are read back with ``parse_trusted_envelope``
+(each event with its own model's serializer and validator: the union adapter of every event kind
+would be built at a first freeze, tens of milliseconds of a first resume or turn): the
 protocol's models parse what they write, losslessly (the rollout reader relies on it too).
 
 Boundary: the runtime is the only writer (``append``, ``freeze``, ``truncate``); readers get a
@@ -21,8 +23,8 @@ from collections.abc import Iterable
 
 from codex_app_bridge.protocol.core import (
     EventEnvelope,
-    dump_event_envelope,
-    parse_event_envelope,
+    dump_trusted_envelope,
+    parse_trusted_envelope,
 )
 
 __all__ = ["HistoryLog"]
@@ -52,14 +54,14 @@ class HistoryLog:
         live = self._live
         if not live:
             return
-        self._frozen.append(b"\n".join([dump_event_envelope(e) for e in live]))
+        self._frozen.append(b"\n".join([dump_trusted_envelope(e) for e in live]))
         self._frozen_count += len(live)
         self._live = []
 
     def events(self) -> list[EventEnvelope]:
         """Every event, oldest first, as new models."""
         events = [
-            parse_event_envelope(line) for chunk in self._frozen for line in chunk.split(b"\n")
+            parse_trusted_envelope(line) for chunk in self._frozen for line in chunk.split(b"\n")
         ]
         events.extend(self._live)
         return events

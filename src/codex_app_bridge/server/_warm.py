@@ -241,9 +241,20 @@ def _history_pages() -> Iterator[Callable[[], object]]:
 
 
 def _resume() -> Iterator[Callable[[], object]]:
-    """The steps of ``thread/resume`` beyond the history: its handlers and answer's models."""
+    """The steps of ``thread/resume`` beyond the history: its handlers and answer's models, and
+    the loaded thread's history log (each kind of event written and read by its own model,
+    ``HistoryLog``)."""
     yield from _module("codex_app_bridge.server._handlers_threads")
     from codex_app_bridge.protocol import v2
+    from codex_app_bridge.protocol.core import dump_trusted_envelope
+    from codex_app_bridge.server._history_log import HistoryLog
+    from codex_app_bridge.server._stored import envelopes_of
+    from codex_app_bridge.storage import parse_rollout_bytes
+
+    envelopes = envelopes_of(parse_rollout_bytes(Path("warm-up.jsonl"), SAMPLE_ROLLOUT).lines)
+    for envelope in envelopes:
+        yield partial(dump_trusted_envelope, envelope)
+    yield HistoryLog(envelopes).events
 
     for model in (v2.Turn, v2.Thread, v2.ThreadResumeResponse, v2.ThreadReadResponse):
         yield from _validators(model)

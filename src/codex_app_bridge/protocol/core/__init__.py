@@ -16,7 +16,9 @@ from codex_app_bridge.protocol.core._envelope import (
     EVENT_ENVELOPE_ADAPTER,
     EventEnvelope,
     dump_event_envelope,
+    dump_trusted_envelope,
     parse_event_envelope,
+    parse_trusted_envelope,
 )
 from codex_app_bridge.protocol.core._event_msg import (
     EVENT_MSG_ADAPTER,
@@ -595,9 +597,11 @@ __all__ = [
     "dump_event_msg",
     "dump_rollout_line",
     "dump_rollout_record",
+    "dump_trusted_envelope",
     "iter_rollout_jsonl",
     "parse_event_envelope",
     "parse_event_msg",
     "parse_rollout_line",
+    "parse_trusted_envelope",
     "validate_event_msg",
 ]
