@@ -4,8 +4,9 @@ A client's first request after ``initialize`` is often ``thread/list`` (its thre
 without params. Two things make it cheap on a server that stores threads:
 
 * What it needs is read ahead in a thread of its own (:class:`ListReadAhead`, made by ``serve``
-  as soon as it knows ``CODEX_HOME``, started once the server has answered ``initialize``,
-  ``start``): the list path's imports (the list handlers, the catalog, SQLite) and the
+  as soon as it knows ``CODEX_HOME``, ``start`` ed once the server has answered ``initialize``
+  and no request is being handled, never if a request made the catalog first): the list
+  path's imports (the list handlers, the catalog, SQLite) and the
   catalog's reads of the newest rollouts for the default first page (its rows and its
   threads, ``storage.ThreadCatalog.read_ahead``). A request that comes meanwhile waits for the
   module being imported, or for the read's step in progress (the catalog's lock), and finds
