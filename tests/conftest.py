@@ -3,7 +3,9 @@ the ``codex-app-bridge`` CLI as a subprocess from the source tree or an installe
 
 from __future__ import annotations
 
+import json
 import os
+import subprocess
 import sys
 from pathlib import Path
 from typing import Any
@@ -59,6 +61,22 @@ def bridge_env(extra: dict[str, str] | None = None) -> dict[str, str]:
     if extra:
         env.update(extra)
     return env
+
+
+def probe_json(code: str, stdin: str | None = None) -> Any:
+    """Run ``code`` in a fresh interpreter that imports the package under test (what a module
+    builds or caches once per process is seen there as a server sees it) and read back the JSON
+    it prints."""
+    result = subprocess.run(
+        [sys.executable, "-c", code],
+        input=stdin,
+        env=bridge_env(),
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=True,
+    )
+    return json.loads(result.stdout)
 
 
 SHARED_SESSION_FILES = frozenset(

@@ -9,13 +9,9 @@ is checked.
 
 from __future__ import annotations
 
-import json
-import subprocess
-import sys
-
 import pytest
 
-from tests.conftest import bridge_env
+from tests.conftest import probe_json
 
 PROBE = """
 import importlib, json, pkgutil, sys
@@ -46,15 +42,7 @@ print(json.dumps({"models": len(models), "built": built_models, "adapters": buil
 
 
 def test_importing_the_package_builds_no_model_and_no_union_adapter() -> None:
-    result = subprocess.run(
-        [sys.executable, "-c", PROBE],
-        env=bridge_env(),
-        capture_output=True,
-        text=True,
-        timeout=60,
-        check=True,
-    )
-    report = json.loads(result.stdout)
+    report = probe_json(PROBE)
     assert report["models"] > 1000
     assert (report["built"], report["adapters"]) == ([], [])
 

@@ -3,14 +3,12 @@
 from __future__ import annotations
 
 import json
-import subprocess
-import sys
 
 import orjson
 
 from codex_app_bridge.protocol.core import EventEnvelope, dump_event_envelope, parse_event_envelope
 from codex_app_bridge.server._history_log import HistoryLog
-from tests.conftest import bridge_env
+from tests.conftest import probe_json
 
 TURN = "01a2aaaa-0000-7000-8000-0000000000a1"
 USAGE = {"input_tokens": 10, "cached_input_tokens": 0, "output_tokens": 5, "total_tokens": 15}
@@ -100,15 +98,6 @@ def test_a_log_is_frozen_and_read_back_without_building_the_union_of_every_event
     (a first resume paid them, or a first turn's end): the log writes and reads each event with
     its own model."""
     msgs = [event.msg.model_dump(mode="json", by_alias=True) for event in _events(TURN)]
-    result = subprocess.run(
-        [sys.executable, "-c", FREEZE_PROBE],
-        input=json.dumps(msgs),
-        env=bridge_env(),
-        capture_output=True,
-        text=True,
-        timeout=60,
-        check=True,
-    )
-    report = json.loads(result.stdout)
+    report = probe_json(FREEZE_PROBE, json.dumps(msgs))
     assert report["types"] == [msg["type"] for msg in msgs]
     assert report["built"] == [False, False]

@@ -4,8 +4,6 @@ worker thread."""
 
 from __future__ import annotations
 
-import json
-import subprocess
 import sys
 import threading
 from pathlib import Path
@@ -16,7 +14,7 @@ import pytest
 from codex_app_bridge.protocol import v2
 from codex_app_bridge.server import _warm
 from codex_app_bridge.server._apart import IMPORT_SWITCH_S
-from tests.conftest import bridge_env
+from tests.conftest import probe_json
 
 
 def test_every_step_runs_and_builds_the_models_of_a_resume() -> None:
@@ -43,15 +41,7 @@ print(json.dumps(sorted(kind.__name__ for kind in kinds if not kind.__pydantic_c
 def test_the_steps_build_every_event_model_a_resumed_threads_history_log_writes() -> None:
     """A resumed thread's history is written at once into its log, each event by its own
     model (``HistoryLog``): a first resume built them all (about 10 ms) before the warm-up did."""
-    result = subprocess.run(
-        [sys.executable, "-c", HISTORY_PROBE],
-        env=bridge_env(),
-        capture_output=True,
-        text=True,
-        timeout=60,
-        check=True,
-    )
-    assert json.loads(result.stdout) == []
+    assert probe_json(HISTORY_PROBE) == []
 
 
 @pytest.mark.anyio
