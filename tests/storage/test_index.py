@@ -877,32 +877,6 @@ def test_a_page_read_ahead_is_what_the_first_request_finds(
     assert not (tmp_path / INDEX_FILE).exists()
 
 
-def test_a_page_and_its_threads_are_read_in_one_transaction(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    # a list of the stored threads alone shows the first rows it lists: both read at once (one
-    # refresh, one commit), as a row and a thread read apart would be
-    _varied_home(tmp_path)
-    expected = _from_scratch(tmp_path)
-    catalog = ThreadCatalog(CodexHome(tmp_path), background=False)
-    begun: list[object] = []
-    transaction = catalog.index.transaction
-
-    def counted() -> Any:
-        if not catalog.index.db.in_transaction:  # not one joining the outer one
-            begun.append(None)
-        return transaction()
-
-    monkeypatch.setattr(catalog.index, "transaction", counted)
-    rows, found = catalog.rows_fetched(EVERYTHING, limit=4, fetch=3)
-    assert len(begun) == 1
-    assert [_row(row) for row in rows] == expected["rows"][:4]
-    assert {t: _stored(stored) for t, stored in found.items()} == {
-        row[0]: expected["threads"][row[0]] for row in expected["rows"][:3]
-    }
-    catalog.close()
-
-
 def test_the_background_lists_every_directory_and_the_next_process_keeps_it(
     tmp_path: Path, reads: list[str]
 ) -> None:

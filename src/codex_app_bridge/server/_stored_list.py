@@ -182,19 +182,20 @@ class StoredThreadList:
         """Stored threads but ``skip`` (those this process knows), as ``thread/list`` filters and
         sorts them (``storage.ThreadCatalog.rows``): at most ``limit``, in order, from
         ``after``; and the first ``fetch`` of them as they are now, by id (for :meth:`page`),
-        read in the same worker call and catalog transaction (``rows_fetched``): a list of
-        stored threads alone hops to a worker once and refreshes the index once."""
+        read in the same worker call: a list of stored threads alone hops to a worker once."""
 
         def work() -> tuple[list[ThreadRow], dict[str, StoredThread]]:
-            return self.catalog.rows_fetched(
+            rows = self.catalog.rows(
                 where,
                 by_updated=by_updated,
                 descending=descending,
                 after=after,
                 limit=limit,
                 skip=skip,
-                fetch=fetch,
             )
+            if not fetch or not rows:
+                return rows, {}
+            return rows, self.catalog.find_many(row.thread_id for row in rows[:fetch])
 
         return await self._read(work)
 

@@ -713,29 +713,6 @@ class ThreadCatalog:
         work = self._rows(where, by_updated, descending, after, limit, skip)
         return self._run(work)
 
-    def rows_fetched(
-        self,
-        where: RowFilter,
-        *,
-        by_updated: bool = False,
-        descending: bool = True,
-        after: tuple[int, str | None] | None = None,
-        limit: int | None = None,
-        skip: frozenset[str] = frozenset(),
-        fetch: int,
-    ) -> tuple[list[ThreadRow], dict[str, StoredThread]]:
-        """:meth:`rows`, and the first ``fetch`` of those threads as :meth:`find_many` finds
-        them, in one transaction (one refresh: a page's rows and its threads as they are at
-        the same moment, for a list that shows the stored threads alone)."""
-        rows_of = self._rows(where, by_updated, descending, after, limit, skip)
-
-        def work() -> tuple[list[ThreadRow], dict[str, StoredThread]]:
-            rows = rows_of()
-            ids = list(dict.fromkeys(row.thread_id for row in rows[:fetch]))
-            return rows, self._stored_many(ids) if ids else {}
-
-        return self._run(work)
-
     def _rows(
         self,
         where: RowFilter,
