@@ -308,15 +308,16 @@ class Inbox:
             self._wake.set()
 
     async def next(self) -> Submission:
-        """The oldest submission queued, once there is one."""
-        while not self._pending:
-            self._wake = anyio.Event()
-            await self._wake.wait()
-            self._wake = None
-        return self._pending.pop(0)
+        """The oldest submission queued, once there is one (for a session that never calls
+        ``park``)."""
+        submission = await self.next_or_park()
+        if submission is None:
+            raise RuntimeError(f"{self._label}: parked, but its session does not park")
+        return submission
 
     async def next_or_park(self) -> Submission | None:
-        """``next``, or ``None`` once ``park`` was called (before anything else is taken)."""
+        """The oldest submission queued, once there is one; or ``None`` once ``park`` was
+        called (before anything else is taken)."""
         while True:
             if self._parking:
                 self._parking = False
