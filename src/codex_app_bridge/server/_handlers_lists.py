@@ -26,7 +26,6 @@ Boundary: what a request means and answers; the threads are the registry's.
 from __future__ import annotations
 
 from collections.abc import Callable
-from datetime import UTC, datetime
 from operator import attrgetter
 from typing import TYPE_CHECKING, Any, Final, Literal, NamedTuple, Protocol, cast
 
@@ -209,11 +208,6 @@ class ThreadListParamsSpec:
         return ThreadListQuery(*(getattr(params, name) for name in ThreadListQuery._fields))
 
 
-def _iso(seconds: int) -> str:
-    moment = datetime.fromtimestamp(seconds, UTC)
-    return f"{moment:%Y-%m-%dT%H:%M:%S}.000Z"
-
-
 def _created_stamp(row: ThreadRow) -> str:
     """A ``created_at`` cursor's time: the row's key, the time in its rollout's name (as
     0.163.0's cursors hold it), not ``createdAt``."""
@@ -230,7 +224,10 @@ def _name_key_of(record: ThreadRecord) -> int:
 def _loaded_row(record: ThreadRecord, shared: SharedThreads | None) -> ThreadRow:
     """A loaded thread as ``thread/list`` filters and sorts it, like a stored one (archived
     only in a cluster, where another server may have archived it: ``SharedThreads``)."""
-    created, updated = _iso(record.created_at), _iso(record.updated_at)
+    created, updated = (
+        key_stamp(record.created_at * 1_000_000),
+        key_stamp(record.updated_at * 1_000_000),
+    )
     return ThreadRow(
         thread_id=record.id,
         archived=shared is not None and shared.is_archived(record.id),

@@ -21,6 +21,7 @@ from codex_app_bridge.storage._catalog import (
     StoredThread,
     ThreadCatalog,
     ThreadRow,
+    key_stamp,
     parse_rollout_timestamp,
     timestamp_micros,
 )
@@ -41,7 +42,6 @@ from codex_app_bridge.storage._paging import (
     InvalidCursor,
     Page,
     cursor_position,
-    key_stamp,
     page_threads,
 )
 from codex_app_bridge.storage._policy import PERSISTED_EVENT_TYPES, is_persisted_event_type

@@ -65,6 +65,7 @@ __all__ = [
     "StoredThread",
     "ThreadCatalog",
     "ThreadRow",
+    "key_stamp",
     "parse_rollout_timestamp",
     "timestamp_micros",
 ]
@@ -332,11 +333,12 @@ def _git_info_of(record: dict[str, Any]) -> dict[str, str | None] | None:
     }
 
 
-def _micros_stamp(mtime_ns: int) -> str:
-    seconds, nanos = divmod(mtime_ns, 1_000_000_000)
-    return rollout_timestamp(
-        datetime.fromtimestamp(seconds, UTC).replace(microsecond=nanos // 1000)
-    )
+def key_stamp(key: int) -> str:
+    """A time in micros (a sort key, a file's modification time) as a rollout line's timestamp
+    and a cursor hold it (RFC 3339, UTC, milliseconds): what :func:`timestamp_micros` reads
+    back (a ``created_at`` order's keys are whole seconds: the time in a rollout's name)."""
+    seconds, micros = divmod(key, 1_000_000)
+    return rollout_timestamp(datetime.fromtimestamp(seconds, UTC).replace(microsecond=micros))
 
 
 # ---------------------------------------------------------------------------- the catalog
@@ -631,7 +633,7 @@ class ThreadCatalog:
             before = old.get(thread_id)
             if before is not None and before[0] == file.rel and before[1] > mtime_ns:
                 mtime_ns = before[1]  # a stat saw it newer than its fold
-            updated = _micros_stamp(mtime_ns)
+            updated = key_stamp(mtime_ns // 1000)
             rows.append(
                 (
                     thread_id,
@@ -671,7 +673,7 @@ class ThreadCatalog:
         ).fetchall():
             mtime_ns = now.get(current)  # None: gone since the refresh, the next one drops it
             if mtime_ns is not None and mtime_ns != seen:
-                stamp = _micros_stamp(mtime_ns)
+                stamp = key_stamp(mtime_ns // 1000)
                 updates.append((stamp, timestamp_micros(stamp), mtime_ns, thread_id))
         db.executemany(
             "UPDATE threads SET updated_at = ?, updated_key = ?, mtime_ns = ? WHERE thread_id = ?",
@@ -808,7 +810,7 @@ class ThreadCatalog:
             archived=file.archived,
             meta_fields=meta,
             created_at=cast("str", meta["timestamp"]),
-            updated_at=_micros_stamp(facts.mtime_ns),
+            updated_at=key_stamp(facts.mtime_ns // 1000),
             preview=summary.preview or "",
             model=summary.model,
             reasoning_effort=summary.effort,

@@ -13,13 +13,12 @@ Boundary: pure.
 
 from __future__ import annotations
 
-import time
 from collections.abc import Callable, Sequence
 from typing import Generic, Literal, NamedTuple, TypeVar
 
 from codex_app_bridge.storage._catalog import parse_rollout_timestamp, timestamp_micros
 
-__all__ = ["InvalidCursor", "Page", "cursor_position", "key_stamp", "page_threads"]
+__all__ = ["InvalidCursor", "Page", "cursor_position", "page_threads"]
 
 T = TypeVar("T")
 
@@ -36,14 +35,6 @@ class Page(NamedTuple, Generic[T]):
     rows: list[T]
     next_cursor: str | None
     backwards_cursor: str | None
-
-
-def key_stamp(key: int) -> str:
-    """A sort key in micros as a cursor holds it (RFC 3339, UTC, milliseconds): what
-    :func:`cursor_position` reads back to the key (a ``created_at`` order's keys are whole
-    seconds: the time in a rollout's name)."""
-    seconds, micros = divmod(key, 1_000_000)
-    return time.strftime("%Y-%m-%dT%H:%M:%S", time.gmtime(seconds)) + f".{micros // 1000:03d}Z"
 
 
 def cursor_position(cursor: str) -> tuple[int, str | None]:
