@@ -50,6 +50,8 @@ from codex_app_bridge.server._server import wait_idle
 if TYPE_CHECKING:
     from pydantic import BaseModel
 
+    from codex_app_bridge.protocol.core import EventEnvelope, RolloutLine
+
 __all__ = ["IMPORTED_APART", "SAMPLE_ROLLOUT", "warm_up", "warm_up_steps"]
 
 logger = logging.getLogger(__name__)
@@ -218,6 +220,16 @@ def _validators(model: type[BaseModel]) -> Iterator[Callable[[], object]]:
         yield each.model_rebuild
 
 
+_SAMPLE_PATH: Final = Path("warm-up.jsonl")
+
+
+def _sample_lines() -> list[RolloutLine]:
+    """:data:`SAMPLE_ROLLOUT` read as a stored rollout is."""
+    from codex_app_bridge.storage import parse_rollout_bytes
+
+    return parse_rollout_bytes(_SAMPLE_PATH, SAMPLE_ROLLOUT).lines
+
+
 def _history_pages() -> Iterator[Callable[[], object]]:
     """The steps of ``thread/turns/list`` over a stored rollout: read, paged, written."""
     yield from _module("codex_app_bridge.server._handlers_pages")
@@ -228,10 +240,9 @@ def _history_pages() -> Iterator[Callable[[], object]]:
     from codex_app_bridge.storage import parse_rollout_bytes
 
     yield lambda: None  # the imports above were this step
-    path = Path("warm-up.jsonl")
     for raw in SAMPLE_ROLLOUT.split(b"\n"):  # each kind of line's validator, one per step
-        yield partial(parse_rollout_bytes, path, raw)
-    lines = parse_rollout_bytes(path, SAMPLE_ROLLOUT).lines
+        yield partial(parse_rollout_bytes, _SAMPLE_PATH, raw)
+    lines = _sample_lines()
     yield partial(envelopes_of, lines)
     pages = HistoryPages(_THREAD, positioned_events(lines))
     yield lambda: None
@@ -246,15 +257,14 @@ def _resume() -> Iterator[Callable[[], object]]:
     ``HistoryLog``)."""
     yield from _module("codex_app_bridge.server._handlers_threads")
     from codex_app_bridge.protocol import v2
-    from codex_app_bridge.protocol.core import dump_trusted_envelope
-    from codex_app_bridge.server._history_log import HistoryLog
+    from codex_app_bridge.protocol.core import dump_trusted_envelope, parse_trusted_envelope
     from codex_app_bridge.server._stored import envelopes_of
-    from codex_app_bridge.storage import parse_rollout_bytes
 
-    envelopes = envelopes_of(parse_rollout_bytes(Path("warm-up.jsonl"), SAMPLE_ROLLOUT).lines)
-    for envelope in envelopes:
-        yield partial(dump_trusted_envelope, envelope)
-    yield HistoryLog(envelopes).events
+    def round_trip(envelope: EventEnvelope) -> object:  # as a history log writes and reads it
+        return parse_trusted_envelope(dump_trusted_envelope(envelope))
+
+    for envelope in envelopes_of(_sample_lines()):  # each kind's model, one per step
+        yield partial(round_trip, envelope)
 
     for model in (v2.Turn, v2.Thread, v2.ThreadResumeResponse, v2.ThreadReadResponse):
         yield from _validators(model)
