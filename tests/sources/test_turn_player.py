@@ -142,51 +142,53 @@ class CountingSource:
         yield TaskCompleteEvent(turn_id=request.turn_id, last_agent_message=None)
 
 
+class CountedTurns:
+    """A player over a ``CountingSource`` whose thread has used 100 tokens, and the end of the
+    turn it plays (``ready`` sets ``done`` at a ``task_complete``; ``submit`` renews it)."""
+
+    def __init__(self) -> None:
+        self.source = CountingSource()
+        config = SessionConfig("thread", "m", "/", token_total=TokenUsage(total_tokens=100))
+        self.player = TurnPlayer(self.source, config)
+        self.done = anyio.Event()
+
+    def ready(self) -> None:
+        if sum(e.msg.type == "task_complete" for e in self.player.take_events()):
+            self.done.set()
+
+    def submit(self, turn_id: str) -> None:
+        self.done = anyio.Event()
+        self.player.submit(Submission(id=turn_id, op=UserInputOp(items=_text(turn_id))))
+
+
 async def test_each_turn_gets_the_sessions_token_total_seeded_from_its_history() -> None:
-    source = CountingSource()
-    config = SessionConfig("thread", "m", "/", token_total=TokenUsage(total_tokens=100))
-    player = TurnPlayer(source, config)
-    done = anyio.Event()
-
-    def ready() -> None:
-        if sum(e.msg.type == "task_complete" for e in player.take_events()):
-            done.set()
-
+    turns = CountedTurns()
     with anyio.fail_after(TIMEOUT):
         async with anyio.create_task_group() as tg:
-            tg.start_soon(player.run, ready)
+            tg.start_soon(turns.player.run, turns.ready)
             for turn_id in ("t1", "t2"):
-                done = anyio.Event()
-                player.submit(Submission(id=turn_id, op=UserInputOp(items=_text(turn_id))))
-                await done.wait()
+                turns.submit(turn_id)
+                await turns.done.wait()
             tg.cancel_scope.cancel()
-    assert source.carried == [100, 110]
+    assert turns.source.carried == [100, 110]
 
 
 async def test_a_parked_session_ends_its_task_and_plays_on_when_run_again() -> None:
     # an idle loaded thread holds no task (the runtime parks its session, server._runtime)
-    source = CountingSource()
-    config = SessionConfig("thread", "m", "/", token_total=TokenUsage(total_tokens=100))
-    player = TurnPlayer(source, config)
-    done = anyio.Event()
-
-    def ready() -> None:
-        if sum(e.msg.type == "task_complete" for e in player.take_events()):
-            done.set()
-
+    turns = CountedTurns()
+    player = turns.player
     with anyio.fail_after(TIMEOUT):
         async with anyio.create_task_group() as tg:
-            tg.start_soon(player.run, ready)
-            player.submit(Submission(id="t1", op=UserInputOp(items=_text("t1"))))
-            await done.wait()
+            tg.start_soon(player.run, turns.ready)
+            turns.submit("t1")
+            await turns.done.wait()
             assert player.park()
         # the task group ended: run returned by itself, the session still open
         assert not any(isinstance(v, TokenUsage) for v in vars(player).values())
-        done = anyio.Event()
-        player.submit(Submission(id="t2", op=UserInputOp(items=_text("t2"))))  # waits, queued
+        turns.submit("t2")  # waits, queued
         assert not player.park()  # something waits: it runs on
         async with anyio.create_task_group() as tg:
-            tg.start_soon(player.run, ready)
-            await done.wait()
+            tg.start_soon(player.run, turns.ready)
+            await turns.done.wait()
             tg.cancel_scope.cancel()
-    assert source.carried == [100, 110]
+    assert turns.source.carried == [100, 110]
