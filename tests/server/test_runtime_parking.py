@@ -231,6 +231,21 @@ async def test_an_interrupt_while_the_runtime_winds_down_is_answered_and_changes
         assert harness.kinds("t2") == ["task_started", "task_complete"]
 
 
+async def test_a_turn_started_and_interrupted_while_the_runtime_winds_down_is_aborted() -> None:
+    async with _parking_runtime() as harness:
+        await _winding_down(harness)
+        connection = _Reply()
+        harness.turn("t2", "wait")
+        harness.runtime.interrupt(DeferredReply(cast(Any, connection), 7))
+        harness.session.release.set()
+        await harness.settled()
+        assert harness.kinds("t2") == ["task_started", "turn_aborted"]
+        assert len(connection.sent) == 1
+        assert harness.source.played == ["t1: one", "t2: wait"]
+        await harness.play("t3", "three")
+        assert len(harness.sessions) == 1  # the session was interrupted, not dropped
+
+
 async def test_a_stop_while_the_runtime_winds_down_ends_it_cleanly() -> None:
     async with _parking_runtime() as harness:
         await _winding_down(harness)
@@ -288,3 +303,34 @@ async def test_a_stop_while_the_previous_turn_cleans_up_ends_the_runtime() -> No
         await harness.settled()
         assert harness.runtime.ended
         assert harness.kinds("shutdown") == ["shutdown_complete"]
+
+
+async def test_a_turn_started_and_interrupted_at_once_on_a_parked_runtime_is_aborted() -> None:
+    # both are submitted before the runtime's task and its session's have run again: the
+    # interrupt waits in the session's queue behind the turn it is for
+    async with _parking_runtime() as harness:
+        await harness.play("t1", "one")
+        connection = _Reply()
+        harness.turn("t2", "wait")
+        harness.runtime.interrupt(DeferredReply(cast(Any, connection), 7))
+        await harness.settled()
+        assert harness.kinds("t2") == ["task_started", "turn_aborted"]
+        assert len(connection.sent) == 1
+        assert len(harness.sessions) == 1
+
+
+async def test_input_steered_at_once_into_a_turn_on_a_parked_runtime_enters_that_turn() -> None:
+    async with _parking_runtime() as harness:
+        await harness.play("t1", "one")
+        harness.turn("t2", "two")
+        harness.runtime.steer([TextUserInput(text="more")])
+        await harness.settled()
+        assert harness.source.played == ["t1: one", "t2: two"]
+        assert harness.kinds("t2") == [
+            "task_started",
+            "item_started",
+            "item_completed",
+            "task_complete",
+        ]
+        steered = next(e.msg for e in harness.seen if e.msg.type == "item_completed")
+        assert "more" in steered.model_dump_json()

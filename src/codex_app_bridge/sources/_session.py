@@ -31,8 +31,10 @@ fakes) are adapted by ``TurnPlayer``, which plays Codex core's part: a ``user_tu
 next event), an answer op (``exec_approval``, ``patch_approval``, ``user_input_answer``, ...) goes
 to the playing turn's ``TurnRequest.replies`` (a source that asked awaits it there; one that
 arrives while no turn plays is dropped), ``interrupt`` stops pulling at once and ends the turn
-with ``turn_aborted``, a turn that stops without a terminal event or raises ends ``failed`` (an
-``error`` event, then a failed ``task_complete``), and ``shutdown`` ends the session with
+with ``turn_aborted`` (ops queued behind a turn's ``user_turn`` before the session's task took
+it, a parked one's, act on that turn the same way: ``Inbox.started``), a turn that stops
+without a terminal event or raises ends ``failed`` (an ``error`` event, then a failed
+``task_complete``), and ``shutdown`` ends the session with
 ``shutdown_complete``. A turn is over at its terminal event: the source's iterator is then closed
 (its clean-up ends before the next turn plays), and what is submitted meanwhile is taken as
 after the turn (user input starts the next one, as in core).
@@ -290,22 +292,24 @@ class Inbox:
 
     def submit(self, submission: Submission, running: RunningTurn | None) -> None:
         op = submission.op
-        if running is not None:
-            if isinstance(op, InterruptOp):
-                running.interrupted = True
-                running.scope.cancel()
-                return
-            if isinstance(op, UserInputOp | UserTurnOp):
-                running.steers.append(list(op.items))
-                return
-            if running.replies.put(op):
-                return
+        if running is not None and _act_on(running, submission):
+            return
         if isinstance(op, ANSWER_OP_TYPES):
             logger.debug("%s: dropping %s: no turn is running", self._label, op.type)
             return
         self._pending.append(submission)
         if self._wake is not None:
             self._wake.set()
+
+    def started(self, running: RunningTurn) -> None:
+        """The session's task has taken a submission that starts a turn: what was queued behind
+        it was sent for that turn (the runtime saw it running as soon as it asked; the session's
+        task had not run yet, e.g. a parked one), so it acts on it now as ``submit`` would have,
+        in order, up to the first that waits for the turn's end or the interrupt that ends it."""
+        while self._pending and not running.interrupted:
+            if not _act_on(running, self._pending[0]):
+                return
+            del self._pending[0]
 
     async def next(self) -> Submission:
         """The oldest submission queued, once there is one (for a session that never calls
@@ -327,6 +331,20 @@ class Inbox:
             self._wake = anyio.Event()
             await self._wake.wait()
             self._wake = None
+
+
+def _act_on(running: RunningTurn, submission: Submission) -> bool:
+    """Do what core does at once with ``submission`` while a turn runs; ``False``: it waits
+    for the turn's end."""
+    op = submission.op
+    if isinstance(op, InterruptOp):
+        running.interrupted = True
+        running.scope.cancel()
+        return True
+    if isinstance(op, UserInputOp | UserTurnOp):
+        running.steers.append(list(op.items))
+        return True
+    return running.replies.put(op)
 
 
 def open_session(source: EventSource | TurnSource, config: SessionConfig) -> CoreSession:
@@ -500,6 +518,7 @@ class TurnPlayer:
             del self._played[0]
         playing = _Playing(turn_id, request.started_at_ms, anyio.CancelScope(), [], request.replies)
         self._playing = playing
+        self._inbox.started(playing)
         failure: str | None = None
         ended = False
         queue = self._queue
