@@ -10,13 +10,17 @@ from __future__ import annotations
 
 import json
 import tempfile
-from collections.abc import Awaitable, Callable, Sequence
+from collections.abc import AsyncGenerator, Awaitable, Callable, Sequence
+from contextlib import asynccontextmanager
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 import anyio
 
+from codex_app_bridge._clock import SeededClock, use_clock
+from codex_app_bridge.agent import ModelSource
+from codex_app_bridge.config import load_layers
 from codex_app_bridge.conformance.mock_responses import MockResponses
 from codex_app_bridge.conformance.real_codex import (
     StdioPeer,
@@ -25,7 +29,9 @@ from codex_app_bridge.conformance.real_codex import (
     default_server_request_handler,
     write_codex_config,
 )
+from codex_app_bridge.server import BridgeServer
 from tests.conftest import bridge_env
+from tests.e2e._harness import Session, open_bridge
 
 CAPTURES = Path(__file__).resolve().parents[1] / "data" / "captures"
 TIMEOUT = 60.0
@@ -172,3 +178,25 @@ def masked_turn(messages: list[JsonObject]) -> list[JsonObject]:
         {"method": m["method"], "params": mask(m.get("params"))}
         for m in turn_notifications(messages)
     ]
+
+
+@asynccontextmanager
+async def model_bridge(
+    tmp_path: Path, scenario: str, *, limit: float = TIMEOUT, **params: Any
+) -> AsyncGenerator[tuple[BridgeServer, Session, MockResponses]]:
+    """An in-memory bridge in this event loop whose threads' turns go to the mock Responses
+    API (``scenario``, ``params``), ids and times seeded, a client connected and initialized;
+    the thread's cwd is ``tmp_path / "work"``; ``limit``: seconds the whole of it may take."""
+    home, work = tmp_path / "home", tmp_path / "work"
+    work.mkdir(exist_ok=True)
+    with MockResponses() as mock, use_clock(SeededClock(0)), anyio.fail_after(limit):
+        mock.set_scenario(scenario, **params)
+        write_codex_config(home, mock.base_url)
+        layers = load_layers(home, system_config=tmp_path / "etc" / "config.toml")
+        source = ModelSource(layers, codex_home=str(home))
+        async with open_bridge("memory", source=source, config=layers) as bridge:
+            assert bridge.server is not None
+            bridge.server.default_cwd = str(work)
+            client = await bridge.connect()
+            await client.initialize()
+            yield bridge.server, client, mock

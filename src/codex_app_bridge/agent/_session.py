@@ -431,6 +431,7 @@ class ModelSession:
             return
         turn = _Turn(turn_id, started, settings, replies=Replies(turn_id))
         self._turn = turn
+        self._inbox.started(turn)
         try:
             await self._run_turn(turn, list(op.items))
         finally:
