@@ -26,6 +26,11 @@ are cancelled), calls left without output get core's aborted output, the ``<turn
 user message is recorded, the pending rate limits go out as ``token_count``, then
 ``turn_aborted``.
 
+Parking (``sources.ParkableSession``): while the thread is idle and its machine tools hold
+nothing alive (``MachineTools.idle``), ``run`` returns at the runtime's ``park`` and is run
+again for the next submission; history, token totals, settings and turn numbering are the
+session's own and stay as they were.
+
 Every ``ResponseItem`` recorded in history is also yielded as ``raw_response_item`` at that
 point (storage writes them as rollout ``response_item`` lines). History lives here, in memory,
 starting from ``SessionConfig.prior_items``.
@@ -331,6 +336,9 @@ class ModelSession:
         """Why this session cannot run turns (its config): each turn fails with it."""
         self._machine: MachineTools | None = None
         """The thread's command sessions and patch tools, while ``run`` runs."""
+        self._tools: MachineTools | None = None
+        """The same, kept while the session is parked if the user approved something for the
+        session in them (else made anew at the next ``run``)."""
 
     # --- the contract -----------------------------------------------------------------------
 
@@ -342,17 +350,37 @@ class ModelSession:
 
     async def run(self, ready: Callable[[], None]) -> None:
         self._queue.attach(ready)
+        tools = self._tools if self._tools is not None else self._source.machine_tools()
         try:
-            async with self._source.machine_tools() as machine:
+            async with tools as machine:
                 self._machine = machine
                 await self._loop()
         finally:
             self._machine = None
             self._queue.release()
+        if not self._ended and tools.approved:
+            self._tools = tools  # parked: the next ``run`` enters them again
+        else:
+            self._tools = None
+
+    def park(self) -> bool:
+        """Let the session's task go while the thread is idle (``ParkableSession``): no turn
+        plays, nothing waits, the session has not ended, and its machine tools are idle (a
+        command left running for a later ``write_stdin``, or its unread output, keeps the
+        task: leaving the tools' block would kill it)."""
+        if self._ended or self._turn is not None or self._inbox.pending:
+            return False
+        machine = self._machine
+        if machine is not None and not machine.idle:
+            return False
+        self._inbox.park()
+        return True
 
     async def _loop(self) -> None:
         while not self._ended:
-            submission = await self._inbox.next()
+            submission = await self._inbox.next_or_park()
+            if submission is None:
+                return  # parked: the runtime runs the session again for its next submission
             op = submission.op
             if isinstance(op, UserTurnOp | UserInputOp):
                 await self._play(submission.id, op)

@@ -25,6 +25,10 @@ at most 8 KiB each, as core) and kept bounded (1 MiB per call for the model, 1 M
 megabyte. Sessions survive the turn's end and an
 interrupt (0.163.0); ``aclose`` (unload) and the server's exit kill them, whole process groups.
 At most 64 sessions live; the least recently used beyond that are killed.
+
+A thread whose tools are ``idle`` (no session kept, none of their tasks running) may leave the
+``async with`` block while it waits (a parked session) and enter it again for its next turn:
+nothing is killed then, and what the user approved for the session stays.
 """
 
 from __future__ import annotations
@@ -355,6 +359,8 @@ class MachineTools:
         self.approvals = SessionApprovals()
         self.sessions: dict[int, _Session] = {}
         self._group: TaskGroup | None = None
+        self._live = 0
+        """Tasks of the group still running (a command session's output pump and exit watch)."""
         self._closed = False
         self.handlers: dict[str, Handler] = {
             "exec_command": self.exec_command,
@@ -363,7 +369,21 @@ class MachineTools:
             "view_image": self.view_image,
         }
 
+    @property
+    def idle(self) -> bool:
+        """Nothing of the thread's lives here: no command session is kept (running, or ended
+        with output the model has not read) and no task of one runs. Leaving the ``async
+        with`` block then kills nothing and loses nothing; it may be entered again."""
+        return not self.sessions and not self._live
+
+    @property
+    def approved(self) -> bool:
+        """The user approved something for the rest of the session (kept here)."""
+        approvals = self.approvals
+        return bool(approvals.commands or approvals.prefixes or approvals.paths)
+
     async def __aenter__(self) -> Self:
+        self._closed = False
         self._group = anyio.create_task_group()
         await self._group.__aenter__()
         return self
@@ -591,9 +611,16 @@ class MachineTools:
         group = self._group
         if group is None:
             raise RuntimeError("MachineTools is used outside its async with block")
-        group.start_soon(session.pump)
-        group.start_soon(session.watch)
+        group.start_soon(self._counted, session.pump)
+        group.start_soon(self._counted, session.watch)
         return await self._collect(session, yield_ms / 1000, max_tokens, time.monotonic())
+
+    async def _counted(self, task: Callable[[], Awaitable[None]]) -> None:
+        self._live += 1
+        try:
+            await task()
+        finally:
+            self._live -= 1
 
     async def _collect(
         self, session: _Session, wait_s: float, max_tokens: int, started: float
