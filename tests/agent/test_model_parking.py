@@ -15,7 +15,7 @@ import pytest
 
 from codex_app_bridge.agent._session import ModelSession
 from codex_app_bridge.protocol.core import TextUserInput
-from codex_app_bridge.server._runtime import TurnOrder
+from codex_app_bridge.server._runtime import ThreadRuntime, TurnOrder
 from tests.agent._harness import model_bridge
 from tests.e2e._harness import is_turn_completed
 
@@ -120,8 +120,27 @@ async def test_a_command_left_running_keeps_the_model_thread_from_parking_until_
         assert not _thread_tasks(thread_id)
 
 
+def _start_held(runtime: ThreadRuntime, kind: str, cwd: Path) -> None:
+    """Start, as a turn of ``kind``, something that runs until it is interrupted."""
+    if kind == "turn":
+        order = TurnOrder(
+            "turn-held",
+            [TextUserInput(text="hold on")],
+            cwd=str(cwd),
+            model="mock-model",
+            approval_policy="never",
+            sandbox_policy={"type": "dangerFullAccess"},
+        )
+        runtime.start_turn(order)
+    elif kind == "shell command":
+        runtime.shell_command("turn-held", "sleep 60", None)
+    else:
+        runtime.compact("turn-held")
+
+
+@pytest.mark.parametrize("kind", ["turn", "shell command", "compaction"])
 async def test_a_turn_started_and_interrupted_at_once_on_a_parked_model_thread_is_aborted(
-    tmp_path: Path,
+    tmp_path: Path, kind: str
 ) -> None:
     # both reach the session's queue before its task runs again: the interrupt acts on the
     # turn as it starts (without it, the turn ran until the runtime's grace ran out and the
@@ -135,16 +154,8 @@ async def test_a_turn_started_and_interrupted_at_once_on_a_parked_model_thread_i
         await client.run_turn(thread_id, "first")
         await _all_blocked()
         assert not runtime.running
-        mock.set_scenario("hold")
-        order = TurnOrder(
-            "turn-held",
-            [TextUserInput(text="hold on")],
-            cwd=str(tmp_path / "work"),
-            model="mock-model",
-            approval_policy="never",
-            sandbox_policy={"type": "dangerFullAccess"},
-        )
-        runtime.start_turn(order)
+        mock.set_scenario("hold")  # a model request is answered in part, never ended
+        _start_held(runtime, kind, tmp_path / "work")
         runtime.interrupt(None)
         messages = await client.until(is_turn_completed("turn-held"))
         assert messages[-1]["params"]["turn"]["status"] == "interrupted"

@@ -24,7 +24,9 @@ Items completed before a failure stay recorded and are part of the retry's input
 Interrupt: the turn's cancel scope is cancelled at once (the HTTP stream closes, running tools
 are cancelled), calls left without output get core's aborted output, the ``<turn_aborted>``
 user message is recorded, the pending rate limits go out as ``token_count``, then
-``turn_aborted``.
+``turn_aborted``. Ops queued behind what starts a turn (``user_turn``, ``compact``,
+``run_user_shell_command``) before the session's task took it act on that turn as it starts
+(``Inbox.started``): an interrupt sent at once to a parked session aborts it there.
 
 Parking (``sources.ParkableSession``): while the thread is idle and its machine tools hold
 nothing alive (``MachineTools.idle``), ``run`` returns at the runtime's ``park`` and is run
@@ -687,6 +689,7 @@ class ModelSession:
             return
         turn = _Turn(turn_id, now_ms(), self.settings, replies=Replies(turn_id))
         self._turn = turn
+        self._inbox.started(turn)
         try:
             self.emit(turn_id, self._task_started(turn_id, turn.started_at_ms, turn.config))
             sandbox = SandboxPolicy.from_wire(self.settings.sandbox_policy())
@@ -726,6 +729,7 @@ class ModelSession:
     async def _compact(self, turn_id: str) -> None:
         turn = _Turn(turn_id, now_ms(), self.settings, replies=Replies(turn_id))
         self._turn = turn
+        self._inbox.started(turn)
         try:
             await self._run_compaction(turn)
         finally:
