@@ -13,11 +13,17 @@ import gc
 import tracemalloc
 from collections.abc import Awaitable, Callable
 from pathlib import Path
+from types import SimpleNamespace
+from typing import TYPE_CHECKING, cast
 
 import anyio
 
+from codex_app_bridge.agent._session import ModelSession
 from codex_app_bridge.testing import in_process_bridge
 from tests.agent._harness import model_bridge
+
+if TYPE_CHECKING:
+    from codex_app_bridge.config import EffectiveConfig
 
 THREADS = 60
 PROMPT = "alpha beta gamma delta " * 10
@@ -31,7 +37,8 @@ session let their tasks go (``ParkableSession``)."""
 IDLE_MODEL_THREAD_BYTES = 44 * 1024
 """A model-backed thread holds more (its session keeps the model's history, its settings and
 prompt pieces): 55 KiB while its session's task, and the machine tools it held open, stayed for
-the thread's life; 32 KiB once it parks (``ModelSession.park``)."""
+the thread's life; 32 KiB once it parks (``ModelSession.park``); 29 KiB once the context key
+it keeps holds its approval policy as text, not as orjson's bytes (below)."""
 
 
 async def _held_per_thread(one: Callable[[], Awaitable[None]]) -> float:
@@ -91,3 +98,16 @@ def test_an_idle_loaded_model_thread_holds_little(tmp_path: Path) -> None:
     held = _idle_model_thread_bytes(tmp_path)
     print(f"idle loaded model thread: {held:.0f} bytes")
     assert held < IDLE_MODEL_THREAD_BYTES, f"an idle loaded model thread holds {held:.0f} bytes"
+
+
+def test_a_model_sessions_context_key_keeps_no_serializer_buffer() -> None:
+    # the bytes orjson returns keep the whole buffer it wrote into (4 KiB for a policy name),
+    # and a model session keeps its context key for as long as its thread is loaded
+    settings = cast("EffectiveConfig", SimpleNamespace(approval_policy="never", sandbox_mode="x"))
+    tracemalloc.start()
+    try:
+        keys = [ModelSession._key(settings, "/work") for _ in range(100)]  # pyright: ignore[reportPrivateUsage]
+        held, _ = tracemalloc.get_traced_memory()
+    finally:
+        tracemalloc.stop()
+    assert held / len(keys) < 512, f"a context key holds {held / len(keys):.0f} bytes"

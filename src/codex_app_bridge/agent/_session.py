@@ -410,7 +410,9 @@ class ModelSession:
     @staticmethod
     def _key(settings: EffectiveConfig, cwd: str) -> tuple[Any, ...]:
         policy = settings.approval_policy
-        return (cwd, settings.sandbox_mode, orjson.dumps(policy))
+        # as text: the bytes orjson returns keep the whole buffer it wrote into (4 KiB for a
+        # policy name, for as long as the thread is loaded)
+        return (cwd, settings.sandbox_mode, orjson.dumps(policy).decode())
 
     def _turn_settings(self, op: UserTurnOp | UserInputOp) -> EffectiveConfig:
         from codex_app_bridge.config import apply_turn_overrides
