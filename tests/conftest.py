@@ -1,5 +1,6 @@
-"""Shared fixtures: the anyio backend, paths to the captured real-server traffic, and how to run
-the ``codex-app-bridge`` CLI as a subprocess from the source tree or an installed package."""
+"""Shared fixtures: the anyio backend, paths to the captured real-server traffic, how to run
+the ``codex-app-bridge`` CLI as a subprocess from the source tree or an installed package, and
+how to wait until every task of the test's event loop waits (``all_blocked``)."""
 
 from __future__ import annotations
 
@@ -10,6 +11,8 @@ import sys
 from pathlib import Path
 from typing import Any
 
+import anyio
+import anyio.lowlevel
 import pytest
 from hypothesis import HealthCheck, settings
 
@@ -44,6 +47,16 @@ settings.load_profile(
 @pytest.fixture
 def anyio_backend() -> str:
     return "asyncio"
+
+
+async def all_blocked() -> None:
+    """``anyio.wait_all_tasks_blocked``, and again after the callbacks of tasks that just
+    finished have run (a task group hears that its child ended through one: until it has run,
+    a parent waiting for its children looks blocked)."""
+    for _ in range(3):
+        await anyio.wait_all_tasks_blocked()
+        await anyio.lowlevel.checkpoint()
+    await anyio.wait_all_tasks_blocked()
 
 
 def bridge_command() -> list[str]:

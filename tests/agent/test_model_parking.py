@@ -9,14 +9,13 @@ import asyncio
 from pathlib import Path
 from typing import Any
 
-import anyio
-import anyio.lowlevel
 import pytest
 
 from codex_app_bridge.agent._session import ModelSession
 from codex_app_bridge.protocol.core import TextUserInput
 from codex_app_bridge.server._runtime import ThreadRuntime, TurnOrder
 from tests.agent._harness import model_bridge
+from tests.conftest import all_blocked
 from tests.e2e._harness import is_turn_completed
 
 pytestmark = pytest.mark.anyio
@@ -28,14 +27,6 @@ JsonObject = dict[str, Any]
 
 def _thread_tasks(thread_id: str) -> list[asyncio.Task[object]]:
     return [t for t in asyncio.all_tasks() if t.get_name() == f"thread {thread_id}"]
-
-
-async def _all_blocked() -> None:
-    """``wait_all_tasks_blocked``, again after the callbacks of tasks that just finished."""
-    for _ in range(3):
-        await anyio.wait_all_tasks_blocked()
-        await anyio.lowlevel.checkpoint()
-    await anyio.wait_all_tasks_blocked()
 
 
 async def _two_turns(tmp_path: Path) -> tuple[list[JsonObject], list[JsonObject], list[bool]]:
@@ -51,7 +42,7 @@ async def _two_turns(tmp_path: Path) -> tuple[list[JsonObject], list[JsonObject]
             _, messages = await client.run_turn(thread_id, text)
             assert messages[-1]["params"]["turn"]["status"] == "completed", messages[-1]
             usage += [m for m in messages if m.get("method") == "thread/tokenUsage/updated"]
-            await _all_blocked()
+            await all_blocked()
             assert record.runtime is not None
             running.append(record.runtime.running or bool(_thread_tasks(thread_id)))
         return [r["body"] for r in mock.model_requests()], usage, running
@@ -99,11 +90,11 @@ async def test_a_command_left_running_keeps_the_model_thread_from_parking_until_
         assert runtime is not None
         _, messages = await client.run_turn(thread_id, "start it")
         assert messages[-1]["params"]["turn"]["status"] == "completed"
-        await _all_blocked()
+        await all_blocked()
         assert runtime.running  # a command session lives: leaving its tools would kill it
         (tmp_path / "work" / "stop").touch()
         await client.until(_is_command_completed)  # it ran to its end, nobody killed it
-        await _all_blocked()
+        await all_blocked()
         assert runtime.running  # its output waits for the model's write_stdin
         mock.set_scenario("steps", steps=[{"stdin": ""}], text="Read it.")
         _, messages = await client.run_turn(thread_id, "read it")
@@ -115,7 +106,7 @@ async def test_a_command_left_running_keeps_the_model_thread_from_parking_until_
         ]
         assert "finished" in outputs[-1]
         assert "exited with code 0" in outputs[-1]
-        await _all_blocked()
+        await all_blocked()
         assert not runtime.running
         assert not _thread_tasks(thread_id)
 
@@ -152,7 +143,7 @@ async def test_a_turn_started_and_interrupted_at_once_on_a_parked_model_thread_i
         runtime = record.runtime
         assert runtime is not None
         await client.run_turn(thread_id, "first")
-        await _all_blocked()
+        await all_blocked()
         assert not runtime.running
         mock.set_scenario("hold")  # a model request is answered in part, never ended
         _start_held(runtime, kind, tmp_path / "work")
@@ -163,7 +154,7 @@ async def test_a_turn_started_and_interrupted_at_once_on_a_parked_model_thread_i
             e.msg.model_dump_json() for e in record.history if e.msg.type == "raw_response_item"
         ]
         assert "<turn_aborted>" in recorded[-1]  # the session ended it, as core does
-        await _all_blocked()
+        await all_blocked()
         assert not runtime.running
 
 
@@ -189,7 +180,7 @@ async def test_what_the_user_approved_for_the_session_outlives_a_park(tmp_path: 
         await client.send({"id": asked["id"], "result": {"decision": "acceptForSession"}})
         ended = (await client.until(_asks_or_ends))[-1]
         assert ended["params"]["turn"]["status"] == "completed"
-        await _all_blocked()
+        await all_blocked()
         assert not runtime.running
         mock.set_scenario("steps", steps=[{"cmd": "touch approved"}])
         await client.start_turn(thread_id, "again")

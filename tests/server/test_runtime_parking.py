@@ -13,7 +13,6 @@ from dataclasses import dataclass, field
 from typing import Any, cast
 
 import anyio
-import anyio.lowlevel
 import pytest
 
 from codex_app_bridge.listener import ListenerHub
@@ -35,6 +34,7 @@ from codex_app_bridge.sources import (
     input_text,
 )
 from codex_app_bridge.sources._base import task_started_event
+from tests.conftest import all_blocked
 
 pytestmark = pytest.mark.anyio
 
@@ -137,7 +137,7 @@ class Harness:
 
     async def settled(self) -> None:
         """Everything has run that can: the runtime is parked (or ended) and holds no task."""
-        await _all_blocked()
+        await all_blocked()
         assert not self.runtime.running
         assert not _runtime_tasks()
 
@@ -145,16 +145,6 @@ class Harness:
         self.turn(turn_id, text)
         await self.settled()
         assert self.kinds(turn_id)[-1] == "task_complete"
-
-
-async def _all_blocked() -> None:
-    """``wait_all_tasks_blocked``, and again after the callbacks of tasks that just finished
-    have run (a task group learns that its child ended through one: until it has run, a
-    parent waiting for its children looks blocked)."""
-    for _ in range(3):
-        await anyio.wait_all_tasks_blocked()
-        await anyio.lowlevel.checkpoint()
-    await anyio.wait_all_tasks_blocked()
 
 
 def _runtime_tasks() -> list[asyncio.Task[Any]]:
@@ -199,7 +189,7 @@ async def _winding_down(harness: Harness) -> None:
     harness.turn("t1", "one")
     harness.session.hold = True
     await harness.session.returned.wait()
-    await _all_blocked()
+    await all_blocked()
     assert harness.kinds("t1")[-1] == "task_complete"
     assert harness.runtime.running  # the task has not ended yet
 
@@ -269,19 +259,25 @@ async def test_a_turn_then_a_stop_while_the_runtime_winds_down_play_in_order() -
         assert harness.kinds("shutdown") == ["shutdown_complete"]
 
 
+async def _cleaning_up(harness: Harness) -> anyio.Event:
+    """Play a turn and hold its source in its clean-up: the session has said it parks (the
+    turn's terminal event is out) while its task still closes the source, and the runtime has
+    parked and waits for that task. Returns the gate that ends the clean-up."""
+    gate = anyio.Event()
+    harness.source.clean_gate = gate
+    harness.turn("t1", "one")
+    await harness.source.cleaning.wait()
+    await all_blocked()
+    assert harness.kinds("t1") == ["task_started", "task_complete"]
+    assert harness.runtime.running  # waiting for the session's task
+    return gate
+
+
 async def test_a_turn_started_while_the_previous_one_cleans_up_plays_once_after_it() -> None:
-    # the session says it parks as soon as the turn's terminal event is out, while its task
-    # still closes the turn's source: the runtime parks, and the next turn arrives meanwhile
     async with _parking_runtime() as harness:
-        gate = anyio.Event()
-        harness.source.clean_gate = gate
-        harness.turn("t1", "one")
-        await harness.source.cleaning.wait()
-        await _all_blocked()
-        assert harness.kinds("t1") == ["task_started", "task_complete"]
-        assert harness.runtime.running  # waiting for the session's task
+        gate = await _cleaning_up(harness)
         harness.turn("t2", "two")
-        await _all_blocked()
+        await all_blocked()
         assert harness.source.played == ["t1: one"]  # not before t1's clean-up is over
         gate.set()
         await harness.settled()
@@ -293,11 +289,7 @@ async def test_a_turn_started_while_the_previous_one_cleans_up_plays_once_after_
 
 async def test_a_stop_while_the_previous_turn_cleans_up_ends_the_runtime() -> None:
     async with _parking_runtime() as harness:
-        gate = anyio.Event()
-        harness.source.clean_gate = gate
-        harness.turn("t1", "one")
-        await harness.source.cleaning.wait()
-        await _all_blocked()
+        gate = await _cleaning_up(harness)
         harness.runtime.stop()
         gate.set()
         await harness.settled()
