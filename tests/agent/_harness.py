@@ -4,6 +4,9 @@ real server would: a ``CODEX_HOME/config.toml`` naming the mock provider.
 ``run_turns(scenario, turns, ...)`` spawns the bridge (or ``command``) on stdio with a fresh CODEX_HOME, starts
 a thread, runs each turn until ``turn/completed`` (60 s hang guard) and returns what the server
 wrote, what the mock received and the server's stderr. Nothing waits on the clock.
+``model_bridge(tmp_path, scenario, ...)`` is the same in this event loop: an in-memory bridge
+whose model source calls the mock, for tests that look at the server's own objects (its
+threads' runtimes and tasks, what they hold).
 """
 
 from __future__ import annotations
