@@ -19,6 +19,11 @@ response ``{"id","result"}``, error ``{"error":{code,message[,data]},"id"}``, no
 results may be pre-encoded (``bytes`` or ``orjson.Fragment``) so that a notification fanned out to
 many connections is encoded once.
 
+An encoded message that is *kept* (queued behind a congested writer, pending until a client
+answers, stored per thread) is kept as ``right_sized(data)``: orjson (3.13) returns its bytes in
+the buffer it wrote into, at least 4 KiB and up to about eight times the text for long strings,
+so a kept 100-byte notification would hold 4 KiB. What is written at once is not copied.
+
 No I/O and no dispatch here: the rpc layer uses these shapes.
 """
 
@@ -54,6 +59,7 @@ __all__ = [
     "encode_server_request",
     "is_request_id",
     "now_ms",
+    "right_sized",
 ]
 
 JsonValue: TypeAlias = "bool | int | float | str | list[JsonValue] | dict[str, JsonValue] | None"
@@ -212,6 +218,13 @@ def _embed(value: object) -> object:
     if isinstance(value, bytes):
         return orjson.Fragment(value)
     return value
+
+
+def right_sized(data: bytes) -> bytes:
+    """``data`` in an allocation of its own length, for encoded JSON that outlives the call that
+    made it (see the module docstring). ``bytes(data)`` and ``data[:]`` would return the same
+    object; a copy through a ``memoryview`` is one ``memcpy``."""
+    return bytes(memoryview(data))
 
 
 def encode_response(request_id: RequestId, result: object) -> bytes:
