@@ -11,8 +11,9 @@ that it shows what a live client sees:
 * ``raise_(envelope)``: a core event that asks (``REQUEST_EVENT_TYPES``) goes through the
   listener (status flags, the synthetic ``item/started``), gets the next id of the process-wide
   counter (``rpc.ServerRequests``: integers from 0), and is encoded once and offered to every
-  connection subscribed to the thread at that moment. It stays pending, with its bytes, until
-  answered or cleaned up.
+  connection subscribed to the thread at that moment. It stays pending, with its bytes (copied to
+  their own size, ``right_sized``: an approval may wait for hours, and orjson's buffer is at
+  least 4 KiB), until answered or cleaned up.
 * An answer (a ``result`` or an ``error`` from any connection; the first one wins, a later one
   finds no request and is logged by the connection) is handed over synchronously by the rpc
   layer: the listener sends ``serverRequest/resolved`` to everyone subscribed, the status
@@ -50,7 +51,12 @@ from codex_app_bridge.listener._requests import (
     unraisable_answer,
 )
 from codex_app_bridge.protocol.core import EventEnvelope, Op, Submission
-from codex_app_bridge.protocol.jsonrpc import ErrorResponse, Response, encode_server_request
+from codex_app_bridge.protocol.jsonrpc import (
+    ErrorResponse,
+    Response,
+    encode_server_request,
+    right_sized,
+)
 from codex_app_bridge.rpc.answers import ServerRequests
 from codex_app_bridge.rpc.outbox import Outbox
 from codex_app_bridge.sources import TURN_END_TYPES, TURN_START_TYPES
@@ -115,7 +121,7 @@ class PendingRequests:
             return
         request_id = self._registry.register(self._answered)
         params = orjson.dumps(raised.params_data())
-        data = encode_server_request(request_id, raised.method, params)
+        data = right_sized(encode_server_request(request_id, raised.method, params))
         key = request_key(envelope.msg, envelope.id)
         self._pending[request_id] = _Pending(request_id, raised, data, key)
         reached = self._listener.offer_request(data)
