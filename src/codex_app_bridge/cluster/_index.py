@@ -27,6 +27,7 @@ from typing import TYPE_CHECKING, Final
 import orjson
 
 from codex_app_bridge.cluster._meta import row_of_meta
+from codex_app_bridge.protocol.jsonrpc import right_sized
 
 if TYPE_CHECKING:
     from codex_app_bridge.storage import RowFilter, ThreadRow
@@ -121,7 +122,8 @@ class ThreadIndex:
                 raise ValueError(f"layout {head.get('version')!r}")
             sequence = int(head["sequence"])
             created, updated = head["floors"]
-            entries = [(entry["id"], orjson.dumps(entry)) for entry in head["entries"]]
+            # kept, one per thread: at their own size, not in orjson's buffers of 4 KiB or more
+            entries = [(e["id"], right_sized(orjson.dumps(e))) for e in head["entries"]]
         except (KeyError, TypeError, AttributeError, ValueError) as exc:
             raise ValueError(f"not a thread index head: {exc}") from None
         self._floors = (created, updated)
