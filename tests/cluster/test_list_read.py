@@ -7,6 +7,7 @@ Two nodes in the test's event loop, joined to a real ``nats-server -js`` (``conf
 
 from __future__ import annotations
 
+import tracemalloc
 from collections.abc import Callable
 from typing import Any
 
@@ -271,3 +272,28 @@ async def test_a_thread_is_archived_and_unarchived_from_any_node(nats_server: Na
                 assert "error" in missing
                 unknown = await bob.call("thread/archive", {"threadId": kept[:-4] + "0000"})
                 assert "error" in unknown
+
+
+async def test_a_node_keeps_the_entry_it_wrote_for_a_thread_at_its_own_size(
+    nats_server: NatsServer,
+) -> None:
+    """A node keeps, per thread, the metadata entry it last wrote (its own change is no news to
+    it): in an allocation of the entry's length, not in orjson's buffer of at least 4 KiB."""
+    with anyio.fail_after(TIMEOUT * 2):
+        async with open_client(nats_server.url, "node-a", client="alice") as (alice, node):
+            thread_id = await alice.start_thread()
+            tracemalloc.start()
+            try:
+                await alice.run_turn(thread_id, "a thread whose entry is kept")
+                await alice.drain_pending()
+                await node.flush()
+                ours = node._ours  # pyright: ignore[reportPrivateUsage]
+                entry = ours[thread_id]
+                size = len(entry)
+                ours[thread_id] = b""  # the entry's last reference is now this test's
+                before, _ = tracemalloc.get_traced_memory()
+                del entry
+                after, _ = tracemalloc.get_traced_memory()
+            finally:
+                tracemalloc.stop()
+    assert before - after < size + 64, (before - after, size)

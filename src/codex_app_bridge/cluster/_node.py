@@ -84,6 +84,7 @@ from codex_app_bridge.protocol.core import (
     dump_event_envelope,
     parse_event_envelope,
 )
+from codex_app_bridge.protocol.jsonrpc import right_sized
 from codex_app_bridge.server._runtime import HISTORY_EVENT_TYPES
 from codex_app_bridge.sources import TURN_END_TYPES, TURN_START_TYPES
 
@@ -262,7 +263,8 @@ class ClusterNode:
         self._archived: dict[str, bool] = {}
         """Owned threads -> their archive state as their entry last read has it."""
         self._ours: dict[str, bytes] = {}
-        """Thread id -> the entry this node last wrote (its own change is no news to it)."""
+        """Thread id -> the entry this node last wrote (its own change is no news to it), kept
+        at its own size (``right_sized``: orjson's buffer is at least 4 KiB a thread)."""
         self._notify: Callable[[str, dict[str, Any]], None] | None = None
         self._complete = anyio.Event()
         self._backfilling = False
@@ -786,7 +788,7 @@ class ClusterNode:
             if isinstance(value, bool) and bool(meta.get(field)) == value:
                 return False
             meta[field] = value
-            data = self._ours[thread_id] = orjson.dumps(meta)
+            data = self._ours[thread_id] = right_sized(orjson.dumps(meta))
             try:
                 await kv.update(thread_id, data, last=entry.revision)
             except KeyWrongLastSequenceError:
@@ -846,7 +848,8 @@ class ClusterNode:
         for _ in range(FENCE_TRIES):
             revision = self._revisions.get(thread_id)
             archived = self._archived.get(thread_id, False)
-            data = self._ours[thread_id] = meta_of_record(record, self.name, archived=archived)
+            data = meta_of_record(record, self.name, archived=archived)
+            data = self._ours[thread_id] = right_sized(data)
             try:
                 if revision is None:
                     written = await kv.create(thread_id, data)
