@@ -5,6 +5,7 @@ as 0.163.0; it can be read, not driven, and ``thread/resume`` loads it again."""
 from __future__ import annotations
 
 import gc
+import threading
 import weakref
 from collections.abc import AsyncIterator, Callable, Iterable
 from contextlib import asynccontextmanager
@@ -12,6 +13,7 @@ from pathlib import Path
 from typing import cast
 
 import anyio
+import anyio.to_thread
 import orjson
 import pytest
 
@@ -270,6 +272,45 @@ def _told_of_releases(bridge: Bridge) -> anyio.Event:
 
     unloader.release = release_then_tell
     return released
+
+
+async def test_the_release_leaves_no_worker_thread_nor_a_time_made_under_load(
+    tmp_path: Path,
+) -> None:
+    # issue 23's soak: anyio stops an idle worker only at a later call that wants one, never
+    # the one it takes, so the worker that ran the release's shedding, made under load,
+    # outlived every release; it and the unloader's last unload time (a float) were among the
+    # few blocks left in otherwise empty 1 MiB arenas of the allocator
+    async with two_clients(codex_home=tmp_path / "home") as (bridge, client, watcher):
+        server = bridge.server
+        assert server is not None
+        unloader = server.idle_unloader
+        assert unloader is not None
+        floats_kept = {id(value) for value in vars(unloader).values() if type(value) is float}
+        released = _told_of_releases(bridge)
+        thread_id = await client.start_thread()
+        await client.run_turn(thread_id, "some work")
+        both = threading.Barrier(2, timeout=30)
+        async with anyio.create_task_group() as group:  # two workers at once, as under load
+            for _ in range(2):
+                group.start_soon(anyio.to_thread.run_sync, both.wait)
+        assert len(_workers()) >= 2
+        await unload(client, watcher, thread_id)
+        with anyio.fail_after(60):
+            await released.wait()
+        for worker in _workers():  # stopped threads end at once; the join only waits for that
+            worker.join(5)
+        assert _workers() == []
+        new = {id(v) for v in vars(unloader).values() if type(v) is float} - floats_kept
+        assert new == set()
+        # the next call that wants a worker gets a new one
+        assert await anyio.to_thread.run_sync(lambda: threading.current_thread().name) == (
+            "AnyIO worker thread"
+        )
+
+
+def _workers() -> list[threading.Thread]:
+    return [t for t in threading.enumerate() if t.name == "AnyIO worker thread" and t.is_alive()]
 
 
 async def test_nothing_of_a_resumed_then_unloaded_thread_stays_in_a_table(tmp_path: Path) -> None:
