@@ -22,11 +22,13 @@ anyio stops a worker thread only once it has been idle 10 s, at the next call th
 released sooner, what they hold (the last threads' events, the idle workers' threads, locks and
 queues, made under load) is freed after the release into the interpreter's free lists, or
 stays, and keeps the allocator's arenas the load filled resident. First the stored threads'
-catalog sheds what it keeps between requests (``ThreadCatalog.shed``, in a worker thread, the
-call that stops the idle workers: parsed rollouts, the notes of the server's writes,
-SQLite's page cache), then ``_gc.release_memory`` (the interpreter's attribute cache emptied, a
-full collection, then glibc's ``malloc_trim``). The catalog goes first because what it keeps was allocated under load, spread
-over the allocator's arenas: while it lives, those arenas stay, however empty.
+catalog sheds what it keeps between requests (``ThreadCatalog.shed``, in a worker thread:
+parsed rollouts, the notes of the server's writes, SQLite's page cache), then anyio's idle
+worker threads are stopped (``stop_idle_workers``: anyio never stops the one its last call
+took), then ``_gc.release_memory`` (the interpreter's attribute cache emptied, a full
+collection, the package's empty maps shrunk, then glibc's ``malloc_trim``). The catalog and the
+workers go first because what they keep was allocated under load, spread over the allocator's
+arenas: while it lives, those arenas stay, however empty.
 """
 
 from __future__ import annotations
