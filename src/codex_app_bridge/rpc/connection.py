@@ -38,13 +38,14 @@ never with a per-message await: ``offer`` puts bytes in the stream at once, or, 
 full, behind it in the connection's *backlog*, which one task moves into the stream as the writer
 makes room (in order; a message never overtakes another). The backlog's byte budget is
 ``outbound_budget``, counted by length; a message enters the backlog as an exact-size copy
-(``protocol.jsonrpc.right_sized``; coalesced batches, joined, are exact already), as an orjson
-result sits in a buffer of at least 4 KiB: two thousand queued 230-byte notifications held 8.2 MB
-for a count of 0.46 MB (0.55 MB copied). What goes to the stream at once is not copied (the hot
-path): the stream holds at most ``OUTBOUND_QUEUE_CAPACITY`` items as they were encoded. Policy
-``BACKPRESSURE`` (stdio, memory; budget ``OUTBOUND_HIGH_WATER``) keeps everything and reports the
-connection ``congested`` while the backlog holds more than the budget:
-producers (the thread runtimes, the request path) ``await wait_writable()`` only then, and the
+(``protocol.jsonrpc.right_sized``; coalesced batches, joined, and delta lines, built from their
+parts, are exact already: ``OutboundNotification.exact``), as an orjson result sits in a buffer of
+at least 4 KiB: two thousand queued 230-byte notifications held 8.2 MB for a count of 0.46 MB (0.55
+MB copied). What goes to the stream at once is not copied (the hot path): the stream holds at most
+``OUTBOUND_QUEUE_CAPACITY`` items as they were encoded. Policy ``BACKPRESSURE`` (stdio, memory;
+budget ``OUTBOUND_HIGH_WATER``) keeps everything and reports the connection ``congested`` while the
+backlog holds more than the budget: producers (the thread runtimes, the request path) ``await
+wait_writable()`` only then, and the
 request path waiting is what stops reading, so a client that writes thousands of requests before
 reading any answer gets them all as long as they fit the budget. ``DISCONNECT_SLOW`` (unix socket,
 websocket; budget ``SOCKET_OUTBOUND_BUDGET``) is ``congested`` past an eighth of its budget (at
@@ -290,7 +291,7 @@ class Connection:
         """Queue a notification now, without waiting (opt-out applies); False if not queued."""
         if notification.method in self._opt_out:
             return False
-        return self.offer(notification.data)
+        return self.offer(notification.data, notification.exact)
 
     @property
     def congested(self) -> bool:
@@ -308,12 +309,13 @@ class Connection:
     def backlog_bytes(self) -> int:
         return self._backlog_bytes
 
-    def offer(self, data: bytes) -> bool:
+    def offer(self, data: bytes, exact: bool = False) -> bool:
         """Queue one encoded message without waiting; False if the connection is gone.
 
         In the outbound stream at once when it has room, else in the backlog behind it (see the
         module docstring); a ``DISCONNECT_SLOW`` connection whose backlog passes its budget is
-        closed.
+        closed. ``exact``: ``data``'s allocation is its length (``OutboundNotification.exact``),
+        so it is not copied when it waits.
         """
         if self._closed:
             logger.debug("dropping message for disconnected connection %s", self._connection_id)
@@ -327,7 +329,7 @@ class Connection:
                 self._flush_scheduled = True
                 asyncio.get_running_loop().call_soon(self.flush)
             return True
-        return self._put(data)
+        return self._put(data, exact)
 
     def flush(self) -> None:
         """Hand the messages coalesced so far to the outbound stream, as one item."""
@@ -346,9 +348,9 @@ class Connection:
             return self._put(data)
         data = b"\n".join(pending)
         pending.clear()
-        return self._put(data, exact=True)
+        return self._put(data, True)
 
-    def _put(self, data: bytes, *, exact: bool = False) -> bool:
+    def _put(self, data: bytes, exact: bool = False) -> bool:
         """``data`` to the stream, or behind it; ``exact``: its allocation is its length."""
         if not self._backlog:
             try:

@@ -16,7 +16,7 @@ kinds the slow connection is disconnected at once, so one slow client never slow
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Protocol, TypeAlias
+from typing import ClassVar, Protocol, TypeAlias
 
 import orjson
 
@@ -34,13 +34,26 @@ class OutboundNotification:
 
     method: str
     data: bytes
+    exact: ClassVar[bool] = True
+    """Whether ``data`` sits in an allocation of its own length, as a delta line joined from its
+    parts does. ``encode``'s (orjson's result, in a buffer of at least 4 KiB) does not: a
+    connection that must queue one copies it to its size (``protocol.jsonrpc.right_sized``). A
+    class attribute, not a field: a frozen dataclass's field costs ~70 ns a construction, once
+    per delta."""
 
     @classmethod
     def encode(
         cls, method: str, params: EncodedParams, *, emitted_at_ms: int | None = None
     ) -> OutboundNotification:
         """``{"method","params","emittedAtMs"}``; ``emittedAtMs`` defaults to now."""
-        return cls(method, encode_notification(method, params, emitted_at_ms=emitted_at_ms))
+        return _Encoded(method, encode_notification(method, params, emitted_at_ms=emitted_at_ms))
+
+
+class _Encoded(OutboundNotification):
+    """A notification as orjson wrote it (``OutboundNotification.encode``): not ``exact``."""
+
+    __slots__ = ()
+    exact: ClassVar[bool] = False
 
 
 class Outbox(Protocol):
