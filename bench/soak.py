@@ -138,7 +138,8 @@ def pct(values: list[float], q: float) -> float:
     return ordered[min(len(ordered) - 1, int(q * len(ordered)))] * 1000
 
 
-def start_server(idle_unload: float, home: str) -> subprocess.Popen[bytes]:
+def start_server(idle_unload: float, home: str, allocator: str | None) -> subprocess.Popen[bytes]:
+    chosen = [] if allocator is None else ["--allocator", allocator]
     return subprocess.Popen(
         bridge_argv(
             "serve",
@@ -150,6 +151,7 @@ def start_server(idle_unload: float, home: str) -> subprocess.Popen[bytes]:
             home,
             "--idle-unload",
             str(idle_unload),
+            *chosen,
         ),
         stdin=subprocess.DEVNULL,
         stdout=subprocess.DEVNULL,
@@ -181,9 +183,15 @@ def main() -> int:
         help="seconds with no thread loaded before the figures (the server gives memory back "
         "after RELEASE_QUIET)",
     )
+    parser.add_argument(
+        "--allocator",
+        choices=("python", "system"),
+        default=None,
+        help="the server's --allocator (default: the server's own, system for a websocket)",
+    )
     args = parser.parse_args()
     home = tempfile.mkdtemp(prefix="cab-soak-")
-    process = start_server(args.idle_unload, home)
+    process = start_server(args.idle_unload, home, args.allocator)
     try:
         url = server_url(process)
         return asyncio.run(soak(url, process, args))

@@ -5,7 +5,9 @@ from __future__ import annotations
 
 import argparse
 import os
+import platform
 import subprocess
+import sys
 from pathlib import Path
 
 import anyio
@@ -18,7 +20,7 @@ from websockets.exceptions import InvalidStatus
 from codex_app_bridge.cli import build_parser
 from codex_app_bridge.cli._serve import StartError, serve_settings
 from tests.conftest import bridge_command, bridge_env
-from tests.transport._serving import listening_url, serving
+from tests.transport._serving import listening_url, serve_process, serving
 
 TIMEOUT = 60
 INIT = {"id": 1, "method": "initialize", "params": {"clientInfo": {"name": "t", "version": "1"}}}
@@ -150,3 +152,53 @@ def test_allow_unauthenticated_accepts_a_non_loopback_address_with_a_warning(
     with pytest.raises(StartError):
         serve_settings(_args("--listen", "ws://10.0.0.1:4500"))
     assert serve_settings(_args("--outbound-budget", "2M")).outbound_budget == 2 << 20
+
+
+_GLIBC = sys.platform.startswith("linux") and platform.libc_ver()[0] == "glibc"
+
+
+@pytest.mark.skipif(not _GLIBC, reason="the system allocator is used with glibc only")
+@pytest.mark.anyio
+@pytest.mark.parametrize(
+    ("args", "system"),
+    [
+        (["--listen", "ws://127.0.0.1:0"], True),
+        (["--listen", "ws://127.0.0.1:0", "--allocator", "python"], False),
+    ],
+    ids=["default", "python"],
+)
+async def test_a_listening_server_runs_under_the_system_allocator(
+    args: list[str], system: bool
+) -> None:
+    # issue 23's soak: under CPython's allocator the arenas a busy spell filled stayed resident
+    # after it, held by a few blocks each; a socket server runs under glibc's malloc instead
+    async with serve_process(args) as (process, banner):
+        # the environment it was (last) started with
+        initial = (await anyio.Path(f"/proc/{process.pid}/environ").read_bytes()).split(b"\0")
+        assert (b"PYTHONMALLOC=malloc" in initial) is system
+        async with connect(listening_url(banner)) as ws:
+            await ws.send(orjson.dumps(INIT), text=True)
+            with anyio.fail_after(TIMEOUT):
+                assert orjson.loads(await ws.recv())["id"] == 1
+
+
+@pytest.mark.parametrize(
+    ("args", "system"),
+    [
+        ([], False),
+        (["--listen", "unix://"], True),
+        (["--listen", "ws://127.0.0.1:0"], True),
+        (["--allocator", "system"], True),
+        (["--listen", "unix://", "--allocator", "python"], False),
+    ],
+)
+def test_the_allocator_is_the_systems_for_a_socket_listener_unless_told(
+    args: list[str], system: bool, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import codex_app_bridge._gc as gc_module
+    from codex_app_bridge.cli._serve import _prepare_process  # pyright: ignore[reportPrivateUsage]
+
+    calls: list[bool] = []
+    monkeypatch.setattr(gc_module, "use_system_allocator", lambda: calls.append(True) or True)
+    _prepare_process(build_parser().parse_args(["serve", *args]))
+    assert calls == ([True] if system else [])

@@ -144,6 +144,9 @@ def main(argv: Sequence[str] | None = None) -> int:
         parser.print_help(sys.stderr)
         return 2
     if argv is None:  # this process's own command (not a caller embedding ``main``)
+        prepare = getattr(args, "prepare_process", None)
+        if prepare is not None:  # may start the process again (``serve --allocator``)
+            prepare(args)
         tune_collector()  # the command's modules are loaded now
     try:
         result: int = handler(args)
