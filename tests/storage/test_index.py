@@ -18,6 +18,7 @@ import textwrap
 import time
 from datetime import UTC, datetime, timedelta, timezone, tzinfo
 from pathlib import Path
+from types import SimpleNamespace
 from typing import Any
 
 import orjson
@@ -480,6 +481,41 @@ def test_a_busy_server_lists_the_directory_it_writes_in_once_per_interval(
     )
     assert catalog.find(_thread_id(9)) is not None
     assert listed == [str(day.relative_to(tmp_path))]
+    _assert_current(catalog, tmp_path)
+
+
+def test_a_directory_whose_listing_is_long_is_listed_again_less_often(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # issue 23's soak: today's directory of a busy server grew to 45,000 rollouts, and its
+    # listing once a second (a change in the server's own timestamp tick) took a third of the
+    # process's time by the tenth minute; the interval now grows with what a listing takes
+    catalog = ThreadCatalog(CodexHome(tmp_path))
+    now = [time.time_ns() + 10 * index_module.RACY_NS]  # its parents' creation: not racy
+    catalog.index.clock_ns = lambda: now[0]
+    ticks = [0]
+
+    def perf_counter_ns() -> int:  # each listing "takes" a tenth of a second
+        ticks[0] += 100_000_000
+        return ticks[0]
+
+    clock = SimpleNamespace(**vars(time))  # the index's ``time``, its listing's timer replaced
+    clock.perf_counter_ns = perf_counter_ns
+    monkeypatch.setattr(index_module, "time", clock)
+    interval = 20 * 100_000_000  # RELIST_SHARE times the listing: twice RELIST_NS
+    day = _write_thread(catalog, tmp_path, 0, created=START).parent
+    assert catalog.find(_thread_id(0)) is not None
+    _write_thread(catalog, tmp_path, 1, created=START + timedelta(minutes=1))
+    assert catalog.find(_thread_id(1)) is not None
+    ours = day.stat().st_mtime_ns
+    # another process's thread in the same timestamp tick as the server's last change
+    _write_thread(None, tmp_path, 2, created=START + timedelta(minutes=2))
+    os.utime(day, ns=(ours, ours))
+    assert catalog.find(_thread_id(2)) is None
+    now[0] += index_module.RELIST_NS
+    assert catalog.find(_thread_id(2)) is None  # a short listing's interval is not enough
+    now[0] += interval - index_module.RELIST_NS
+    assert catalog.find(_thread_id(2)) is not None
     _assert_current(catalog, tmp_path)
 
 

@@ -13,11 +13,12 @@ past what it checked:
   would not move its time). A directory the server's own notes changed since it was listed
   (it creates, moves or removes rollouts there: today's directory on a busy server) is listed
   again, while its modification time is not later than the server's last change there, at
-  most once per :data:`RELIST_NS`: what the server did there is known from its notes, and a
-  listing costs as many entries as the directory holds (a busy server would list the whole
-  day's directory for every request). A change made there by someone else moves the time past
-  the server's own and is listed at once, unless it fell in the same timestamp tick: then it
-  is seen within :data:`RELIST_NS`. When a note was lost (the queue overflowed, a transaction
+  most once per :data:`RELIST_NS` (or :data:`RELIST_SHARE` times what its last listing took,
+  if longer): what the server did there is known from its notes, and a listing costs as many
+  entries as the directory holds (a busy server would list the whole day's directory for every
+  request). A change made there by someone else moves the time past the server's own and is
+  listed at once, unless it fell in the same timestamp tick: then it is seen within that
+  interval. When a note was lost (the queue overflowed, a transaction
   rolled back), nothing is taken from the notes: every changed directory is listed.
 * **Day directories** (``sessions/YYYY/MM/DD``) seen for the first time are not listed by the
   refresh: they are kept :data:`UNLISTED` until a listing needs them, newest first
@@ -88,7 +89,14 @@ RACY_NS: Final = 2_000_000_000
 """A directory modified this close to its listing is listed again next time."""
 RELIST_NS: Final = 1_000_000_000
 """A directory whose changes since its listing the server's notes tell is listed again at most
-this often (see the module docstring)."""
+this often (see the module docstring), or less often for a directory whose listing is long
+(:data:`RELIST_SHARE`)."""
+RELIST_SHARE: Final = 20
+"""Such a directory is listed again at most once per this many times its last listing took, so
+that relisting it takes at most a twentieth of the index's time however many files it holds
+(issue 23's soak: today's directory of a busy server grew to 45,000 rollouts, and listing it
+every second took a third of the process's time by the tenth minute, the requests' p99 rising
+with it)."""
 INDEX_VERSION: Final = "5"
 """Bumped whenever the schema, or what a fold or a row computes, changes: an index of another
 version is built again."""
@@ -227,6 +235,9 @@ class RolloutIndex:
             log: deque(maxlen=_MAX_NOTES) for log in LOGS
         }
         self._touched: dict[str, int] = {}
+        self._relist_ns: dict[str, int] = {}
+        """Each listed directory's interval between two listings the notes make needless
+        (:data:`RELIST_NS`, :data:`RELIST_SHARE`)."""
         """Directories the applied notes changed since they were listed: when, at the latest
         (nanoseconds: a modification time up to this one may be the server's own)."""
         self._notes_lost = False
@@ -608,7 +619,7 @@ class RolloutIndex:
             told = (
                 entry is not None
                 and stat.st_mtime_ns <= self._touched.get(rel, -1)
-                and self.clock_ns() - entry[2] < RELIST_NS
+                and self.clock_ns() - entry[2] < self._relist_ns.get(rel, RELIST_NS)
             )
             if told:  # the notes tell what the server did there; a later walk lists it
                 self._walk_settled = False
@@ -656,6 +667,7 @@ class RolloutIndex:
 
     def _list(self, rel_dir: str, mtime_ns: int, changed: set[str]) -> list[str]:
         listed_ns = self.clock_ns()
+        started = time.perf_counter_ns()
         self._touched.pop(rel_dir, None)
         subdirs: list[str] = []
         names: dict[str, RolloutName] = {}
@@ -703,6 +715,8 @@ class RolloutIndex:
         db.executemany("DELETE FROM files WHERE rel = ?", [(rel,) for rel in gone])
         changed.update(present[rel] for rel in gone)
         self._insert(added, changed)
+        took = time.perf_counter_ns() - started
+        self._relist_ns[rel_dir] = max(RELIST_NS, RELIST_SHARE * took)
         return sorted(subdirs)
 
     def _insert(
@@ -750,6 +764,7 @@ class RolloutIndex:
         db.execute("DELETE FROM files WHERE dir = ? OR dir LIKE ? ESCAPE '\\'", (rel_dir, pattern))
         db.execute("DELETE FROM dirs WHERE rel = ? OR rel LIKE ? ESCAPE '\\'", (rel_dir, pattern))
         self._unlisted = None
+        self._relist_ns.pop(rel_dir, None)
 
     # ------------------------------------------------------------------ this server's writes
 
