@@ -29,6 +29,7 @@ __all__ = [
     "IN_MOVED_TO",
     "IN_MOVE_SELF",
     "IN_ONLYDIR",
+    "IN_Q_OVERFLOW",
     "Event",
     "INotify",
 ]
@@ -43,6 +44,8 @@ IN_CREATE: Final = 0x100
 IN_DELETE: Final = 0x200
 IN_DELETE_SELF: Final = 0x400
 IN_MOVE_SELF: Final = 0x800
+IN_Q_OVERFLOW: Final = 0x4000
+"""The kernel's queue overflowed (``wd`` -1): events were lost."""
 IN_IGNORED: Final = 0x8000
 IN_ONLYDIR: Final = 0x1000000
 

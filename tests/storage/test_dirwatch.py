@@ -1,4 +1,5 @@
-"""The directory watch of the rollout index: a change of entries by anyone is reported once."""
+"""The directory watch of the rollout index: a change of entries by anyone is reported once, and
+the names of the entries that changed in a followed directory."""
 
 from __future__ import annotations
 
@@ -9,6 +10,9 @@ from pathlib import Path
 
 import pytest
 
+from codex_app_bridge import _inotify
+from codex_app_bridge._inotify import Event
+from codex_app_bridge.storage import _dirwatch as dirwatch_module
 from codex_app_bridge.storage._dirwatch import DirWatch
 
 
@@ -68,3 +72,80 @@ def test_a_watch_dropped_unclosed_gives_its_descriptor_back(watch: DirWatch) -> 
     for _ in range(limit + 10):
         dropped = DirWatch.open()
         assert dropped is not None
+
+
+def test_a_followed_directory_tells_the_names_of_its_changed_entries_once(
+    tmp_path: Path, watch: DirWatch
+) -> None:
+    day = tmp_path / "day"
+    day.mkdir()
+    (day / "old.jsonl").write_bytes(b"")
+    assert watch.names(str(day)) is None  # not watched
+    assert watch.watch(str(day))
+    assert watch.names(str(day)) is None  # watched, not followed: list it
+    watch.follow(str(day))
+    assert watch.names(str(day)) == set()
+    (day / "a.jsonl").write_bytes(b"{}\n")
+    with (day / "old.jsonl").open("ab") as rollout:  # a write changes no entry
+        rollout.write(b"{}\n")
+    os.replace(day / "old.jsonl", tmp_path / "old.jsonl")
+    (tmp_path / "old.jsonl").rename(day / "back.jsonl")
+    (day / "sub").mkdir()
+    assert watch.changed()
+    assert watch.names(str(day)) == {"a.jsonl", "old.jsonl", "back.jsonl", "sub"}
+    assert watch.names(str(day)) == set()  # told once
+    (day / "a.jsonl").unlink()
+    assert watch.names(str(day)) == set()  # not read from the kernel yet
+    assert watch.changed()
+    assert watch.names(str(day)) == {"a.jsonl"}
+
+
+def test_what_the_kernel_cannot_vouch_for_is_not_told(tmp_path: Path, watch: DirWatch) -> None:
+    day, other = tmp_path / "day", tmp_path / "other"
+    day.mkdir()
+    other.mkdir()
+    for path in (day, other):
+        assert watch.watch(str(path))
+        watch.follow(str(path))
+    # more changed names than a listing costs
+    for n in range(dirwatch_module.MAX_NAMES + 1):
+        (day / f"{n}.jsonl").write_bytes(b"")
+    assert watch.changed()
+    assert watch.names(str(day)) is None
+    assert watch.names(str(other)) == set()
+    # the directory moved: its path is watched anew (the watch followed the directory away)
+    watch.follow(str(day))
+    day.rename(tmp_path / "moved")
+    day.mkdir()
+    assert watch.changed()
+    assert watch.names(str(day)) is None
+    assert watch.watch(str(day))
+    watch.follow(str(day))
+    (tmp_path / "moved" / "late.jsonl").write_bytes(b"")
+    (day / "new.jsonl").write_bytes(b"")
+    assert watch.changed()
+    assert watch.names(str(day)) == {"new.jsonl"}
+    # removed
+    shutil.rmtree(day)
+    assert watch.changed()
+    assert watch.names(str(day)) is None
+    # the names read were lost (a transaction rolled back)
+    watch.unfollow()
+    assert watch.names(str(other)) is None
+
+
+def test_a_queue_that_overflowed_tells_no_names(
+    tmp_path: Path, watch: DirWatch, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    day = tmp_path / "day"
+    day.mkdir()
+    assert watch.watch(str(day))
+    watch.follow(str(day))
+    (day / "a.jsonl").write_bytes(b"")
+    inotify = watch._inotify  # pyright: ignore[reportPrivateUsage]
+    real = inotify.read
+    monkeypatch.setattr(
+        inotify, "read", lambda: [*real(), Event(-1, _inotify.IN_Q_OVERFLOW, 0, "")]
+    )
+    assert watch.changed()
+    assert watch.names(str(day)) is None

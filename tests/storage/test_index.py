@@ -436,19 +436,77 @@ def test_files_changed_in_the_same_instant_as_their_listing_are_listed_again(
     assert len(catalog.rows(EVERYTHING)) == 2
 
 
-def test_a_busy_server_lists_the_directory_it_writes_in_once_per_interval(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    # a request after each thread the server creates in today's directory: what it created is
-    # known from its notes; a listing (as many entries as the day's threads) is not repeated
-    listed: list[str] = []
+@pytest.fixture
+def listed(monkeypatch: pytest.MonkeyPatch) -> list[str]:
+    """The directories the index lists (each listing costs as many entries as it holds)."""
+    listings: list[str] = []
     original = index_module.RolloutIndex._list  # pyright: ignore[reportPrivateUsage]
 
     def counting(index: Any, rel_dir: str, mtime_ns: int, changed: set[str]) -> list[str]:
-        listed.append(rel_dir)
+        listings.append(rel_dir)
         return original(index, rel_dir, mtime_ns, changed)
 
     monkeypatch.setattr(index_module.RolloutIndex, "_list", counting)
+    return listings
+
+
+@pytest.mark.skipif(not _inotify(), reason="no inotify here")
+def test_a_directory_listed_once_is_kept_up_to_date_by_the_names_the_kernel_reports(
+    tmp_path: Path, listed: list[str]
+) -> None:
+    # issue 23's soak: today's directory of a busy server grew to 45,000 rollouts, and listing
+    # it again (a change the notes had not told yet, or one in the server's own timestamp tick)
+    # took a third of the process's time by the tenth minute. Once listed under the watch, a
+    # directory is never listed again: the names of the entries that changed are stat-ed
+    catalog = ThreadCatalog(CodexHome(tmp_path))
+    day = _write_thread(catalog, tmp_path, 0, created=START).parent
+    assert catalog.find(_thread_id(0)) is not None  # the first walk, not watched yet
+    _write_thread(None, tmp_path, 1, created=START + timedelta(minutes=1))
+    assert catalog.find(_thread_id(1)) is not None  # watched and listed: followed from now on
+    rel_day = str(day.relative_to(tmp_path))
+    listed.clear()
+    archived = tmp_path / "archived_sessions"
+    archived.mkdir()
+    for n in range(2, 12):  # the server's threads, another process's, in the same tick or not
+        path = _write_thread(
+            catalog if n % 2 else None, tmp_path, n, created=START + timedelta(minutes=n)
+        )
+        if n % 3 == 0:
+            os.utime(day, ns=(0, 0))  # a modification time that tells nothing
+        assert catalog.find(_thread_id(n)) is not None
+        if n % 4 == 0:  # removed, or archived, by another process
+            if n % 8:
+                path.unlink()
+            else:
+                os.replace(path, archived / path.name)
+            found = catalog.find(_thread_id(n))
+            assert (found is None) if n % 8 else (found is not None and found.archived)
+    (day / "notes.txt").write_bytes(b"not a rollout")
+    (day / "sub").mkdir()
+    assert len(catalog.rows(EVERYTHING)) == 10
+    assert rel_day not in listed
+    _assert_current(catalog, tmp_path)  # (a fresh index lists everything)
+    listed.clear()
+    # what the kernel could not report (its queue overflowed, a transaction rolled back): the
+    # directory is listed again, once, and followed again
+    index = catalog.index
+    assert index._watch is not None  # pyright: ignore[reportPrivateUsage]
+    index._watch.unfollow()  # pyright: ignore[reportPrivateUsage]
+    _write_thread(None, tmp_path, 12, created=START + timedelta(minutes=12))
+    assert catalog.find(_thread_id(12)) is not None
+    assert listed.count(rel_day) == 1
+    _write_thread(None, tmp_path, 13, created=START + timedelta(minutes=13))
+    assert catalog.find(_thread_id(13)) is not None
+    assert listed.count(rel_day) == 1
+    _assert_current(catalog, tmp_path)
+
+
+def test_without_inotify_a_busy_server_lists_the_directory_it_writes_in_once_per_interval(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, listed: list[str]
+) -> None:
+    # a request after each thread the server creates in today's directory: what it created is
+    # known from its notes; a listing (as many entries as the day's threads) is not repeated
+    monkeypatch.setattr(index_module.DirWatch, "open", classmethod(lambda cls: None))
     catalog = ThreadCatalog(CodexHome(tmp_path))
     now = [time.time_ns() + 10 * index_module.RACY_NS]  # its parents' creation: not racy
     catalog.index.clock_ns = lambda: now[0]
@@ -484,12 +542,13 @@ def test_a_busy_server_lists_the_directory_it_writes_in_once_per_interval(
     _assert_current(catalog, tmp_path)
 
 
-def test_a_directory_whose_listing_is_long_is_listed_again_less_often(
+def test_without_inotify_a_directory_whose_listing_is_long_is_listed_again_less_often(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     # issue 23's soak: today's directory of a busy server grew to 45,000 rollouts, and its
     # listing once a second (a change in the server's own timestamp tick) took a third of the
     # process's time by the tenth minute; the interval now grows with what a listing takes
+    monkeypatch.setattr(index_module.DirWatch, "open", classmethod(lambda cls: None))
     catalog = ThreadCatalog(CodexHome(tmp_path))
     now = [time.time_ns() + 10 * index_module.RACY_NS]  # its parents' creation: not racy
     catalog.index.clock_ns = lambda: now[0]

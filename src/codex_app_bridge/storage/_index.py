@@ -8,7 +8,12 @@ past what it checked:
 * **Which files**: every directory under ``sessions/`` and ``archived_sessions/`` is kept with its
   modification time; a refresh stats the directories only (a few hundred for years of threads)
   and lists again those that changed, so a file added, removed or moved by anyone (another
-  server, the real binary, a user deleting files) is seen. A directory modified less than
+  server, the real binary, a user deleting files) is seen. Where the kernel watches them
+  (``_dirwatch``: inotify), a directory listed under the watch is never listed again while the
+  watch can vouch for it: the names of the entries that changed since are ``stat``-ed instead
+  (a busy server's day directory holds tens of thousands of rollouts, and one changes with
+  each thread); what follows here is for a directory the watch cannot vouch for (no inotify,
+  a queue that overflowed, a rolled-back transaction). A directory modified less than
   :data:`RACY_NS` before it was listed is listed again (a change within the same timestamp tick
   would not move its time). A directory the server's own notes changed since it was listed
   (it creates, moves or removes rollouts there: today's directory on a busy server) is listed
@@ -64,6 +69,7 @@ from collections.abc import Callable, Iterable, Iterator
 from dataclasses import replace
 from datetime import UTC, date, datetime
 from pathlib import Path
+from stat import S_ISDIR
 from typing import Any, Final, NamedTuple, cast
 
 import orjson
@@ -325,6 +331,8 @@ class RolloutIndex:
             with contextlib.suppress(sqlite3.Error):
                 self._db.close()
             self._db = None
+        if self._watch is not None:  # its followed directories are not in the new database
+            self._watch.unfollow()
         self._settled = False
         self._remove(cause)
 
@@ -351,9 +359,12 @@ class RolloutIndex:
         return _Transaction(db, self._forget_notes)
 
     def _forget_notes(self) -> None:
-        """What the notes told is not in the database (rolled back): list what changed."""
+        """What the notes and the watch's names told is not in the database (rolled back):
+        list what changed."""
         self._notes_lost = True
         self._forget_seen()
+        if self._watch is not None:
+            self._watch.unfollow()
 
     def _forget_seen(self) -> None:
         """Forget what this connection keeps of the ``dirs`` and ``logs`` tables."""
@@ -615,7 +626,13 @@ class RolloutIndex:
         if entry is not None and entry[1] == UNLISTED:
             return
         below = children.get(rel, [])
-        if entry is None or entry[1] != stat.st_mtime_ns or entry[2] - entry[1] < RACY_NS:
+        watch = self._watch
+        names = None if watch is None or entry is None else watch.names(path)
+        if names is not None:  # the kernel tells which entries changed since the listing
+            below = below + [
+                sub for sub in self._apply_names(rel, names, changed) if sub not in below
+            ]
+        elif entry is None or entry[1] != stat.st_mtime_ns or entry[2] - entry[1] < RACY_NS:
             told = (
                 entry is not None
                 and stat.st_mtime_ns <= self._touched.get(rel, -1)
@@ -624,12 +641,58 @@ class RolloutIndex:
             if told:  # the notes tell what the server did there; a later walk lists it
                 self._walk_settled = False
             else:
+                if watch is not None:
+                    watch.follow(path)
                 subdirs = self._list(rel, stat.st_mtime_ns, changed)
                 for gone in set(below) - {f"{rel}/{s}" for s in subdirs}:
                     self._drop_dir(gone, changed)
                 below = [f"{rel}/{sub}" for sub in subdirs]
         for sub in below:
             self._visit(sub, known, children, changed)
+
+    def _apply_names(self, rel_dir: str, names: set[str], changed: set[str]) -> list[str]:
+        """Bring a listed directory's files up to date from the names of the entries that
+        changed since (each ``stat``-ed by its name in the open directory: present and a
+        rollout, indexed if it is not; gone, dropped); the subdirectories among them that are
+        there (those gone are dropped by their visit)."""
+        if not names:
+            return []
+        db = self.db
+        subdirs: list[str] = []
+        added: list[tuple[IndexedFile, int, RolloutFacts | None]] = []
+        gone: list[str] = []
+        try:
+            fd = os.open(self.abs(rel_dir), os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC)
+        except OSError as exc:  # gone since its stat: the next walk drops it
+            _log.debug("cannot open %s: %s", rel_dir, exc)
+            return []
+        try:
+            for name in sorted(names):
+                rel = f"{rel_dir}/{name}"
+                try:
+                    stat = os.stat(name, dir_fd=fd, follow_symlinks=False)
+                except OSError:
+                    gone.append(rel)
+                    continue
+                if S_ISDIR(stat.st_mode):
+                    subdirs.append(rel)
+                    continue
+                rollout = parse_rollout_name(name)
+                if rollout is None:
+                    continue
+                if db.execute("SELECT 1 FROM files WHERE rel = ?", (rel,)).fetchone() is None:
+                    added.append(
+                        (IndexedFile(rel, rollout, _archived(rel)), stat.st_mtime_ns, None)
+                    )
+        finally:
+            os.close(fd)
+        for rel in gone:
+            row = db.execute("SELECT thread_id FROM files WHERE rel = ?", (rel,)).fetchone()
+            if row is not None:
+                db.execute("DELETE FROM files WHERE rel = ?", (rel,))
+                changed.add(row[0])
+        self._insert(added, changed)
+        return subdirs
 
     def has_unlisted(self) -> bool:
         """Whether a day directory's files are not listed yet."""
@@ -662,6 +725,8 @@ class RolloutIndex:
         except OSError:
             self._drop_dir(rel, changed)
             return
+        if self._watch is not None:  # watched since its month's walk saw it
+            self._watch.follow(self.abs(rel))
         for sub in self._list(rel, mtime_ns, changed):  # none where Codex writes
             self._visit(f"{rel}/{sub}", {}, {}, changed)
 
