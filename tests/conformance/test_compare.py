@@ -352,3 +352,56 @@ def test_the_status_after_a_declined_approval_is_put_after_the_item_it_completed
     # a status change anywhere else keeps its place
     assert canonical_order([status, completed, usage]) == [status, completed, usage]
     assert canonical_order([resolved, status, usage]) == [resolved, status, usage]
+
+
+def test_a_forks_usage_replay_and_thread_started_are_put_back_after_its_answer() -> None:
+    fork: dict[str, Any] = {"response": "thread/fork", "result": {"thread": {"id": "<thread:2>"}}}
+    usage: dict[str, Any] = {
+        "method": "thread/tokenUsage/updated",
+        "params": {"threadId": "<thread:2>"},
+    }
+    started: dict[str, Any] = {
+        "method": "thread/started",
+        "params": {"thread": {"id": "<thread:2>"}},
+    }
+    warning: dict[str, Any] = {"method": "warning", "params": {"threadId": "<thread:2>"}}
+    answer: dict[str, Any] = {"response": "turn/start", "result": {"turn": {"id": "<turn:3>"}}}
+    status: dict[str, Any] = {
+        "method": "thread/status/changed",
+        "params": {"threadId": "<thread:2>"},
+    }
+    turn: dict[str, Any] = {"method": "turn/started", "params": {"threadId": "<thread:2>"}}
+    usual = canonical_order([fork, usage, started, warning, answer, status, turn])
+    assert usual == [fork, usage, warning, started, answer, status, turn]
+    assert canonical_order(usual) == usual
+    # 0.163.0 beside CPU burners: the tail after the next turn's start, or after its warning
+    assert canonical_order([fork, warning, answer, status, turn, usage, started]) == usual
+    assert canonical_order([fork, warning, usage, started, answer, status, turn]) == usual
+    # a fork with no usage to replay: thread/started alone
+    alone = canonical_order([fork, started, warning, answer])
+    assert canonical_order([fork, warning, answer, started]) == alone
+
+
+def test_a_forks_tail_keeps_its_place_behind_what_the_next_turn_does_not_send() -> None:
+    fork: dict[str, Any] = {"response": "thread/fork", "result": {"thread": {"id": "<thread:2>"}}}
+    usage: dict[str, Any] = {
+        "method": "thread/tokenUsage/updated",
+        "params": {"threadId": "<thread:2>"},
+    }
+    started: dict[str, Any] = {
+        "method": "thread/started",
+        "params": {"thread": {"id": "<thread:2>"}},
+    }
+    parent: dict[str, Any] = {
+        "method": "thread/status/changed",
+        "params": {"threadId": "<thread:1>"},
+    }
+    read: dict[str, Any] = {"response": "thread/read", "result": {}}
+    for other in (parent, read):
+        assert canonical_order([fork, other, usage, started]) == [fork, other, usage, started]
+    # another thread's thread/started is not this fork's
+    stranger: dict[str, Any] = {
+        "method": "thread/started",
+        "params": {"thread": {"id": "<thread:3>"}},
+    }
+    assert canonical_order([fork, stranger, usage]) == [fork, stranger, usage]

@@ -494,12 +494,78 @@ def _resolved_status_race(before: JsonObject, status: JsonObject, after: JsonObj
     )
 
 
+_FORK_TAIL: Final = ("thread/tokenUsage/updated", "thread/started")
+"""What 0.163.0 sends a fork's client after the ``thread/fork`` answer, in this order: the
+parent's token usage replayed for the new thread, then its ``thread/started``. The fork handler
+(``thread_fork`` in ``codex-rs/app-server``'s thread request processor, upstream source) sends
+the answer, then awaits the usage replay (read back from the rollout) and the goal snapshot
+before it sends ``thread/started``; the client, answered, already starts a turn on the new
+thread, and that request is handled beside it. On a busy machine the tail came last: after the
+turn's model-catalogue ``warning``, its answer, its ``active`` status and ``turn/started`` (once
+in 60 runs of ``revert_fork`` beside four CPU burners; the binary's ``emittedAtMs`` in that
+order too). A CI run beside two burners had the fork's ``warning`` once missing and once extra,
+which is the tail overtaken by the warning alone. The canonical order is the tail right after
+the answer, as the binary sends it otherwise; only what the next request on the new thread
+sends is passed over, so a tail that comes late behind anything else is still a difference."""
+
+
+def _forked_thread(unit: JsonObject) -> object:
+    """The thread id a ``thread/fork`` answer gives (``None``: not such an answer)."""
+    if unit.get("response") != "thread/fork":
+        return None
+    result = unit.get("result")
+    thread = cast(dict[str, object], result).get("thread") if isinstance(result, dict) else None
+    return cast(dict[str, object], thread).get("id") if isinstance(thread, dict) else None
+
+
+def _thread_of(unit: JsonObject) -> object:
+    """The thread a notification is about: its ``threadId``, or the id of the thread a
+    ``thread/started`` announces."""
+    params = unit.get("params")
+    if not isinstance(params, dict):
+        return None
+    params = cast(dict[str, object], params)
+    if unit.get("method") == "thread/started":
+        thread = params.get("thread")
+        return cast(dict[str, object], thread).get("id") if isinstance(thread, dict) else None
+    return params.get("threadId")
+
+
+def _fork_tail_first(out: list[JsonObject]) -> None:
+    """Move each fork's tail (:data:`_FORK_TAIL`) back to right after its answer, over what the
+    client's next request on the new thread sends: a notification about that thread (not its
+    ``thread/started``) or a ``turn/start`` answer. Anything else keeps the tail where it
+    came."""
+    for i, unit in enumerate(out):
+        forked = _forked_thread(unit)
+        if forked is None:
+            continue
+        at = i + 1
+        for method in _FORK_TAIL:
+            j = at
+            while j < len(out):
+                candidate = out[j]
+                if candidate.get("method") == method and _thread_of(candidate) == forked:
+                    out.insert(at, out.pop(j))
+                    at += 1
+                    break
+                passable = candidate.get("response") == "turn/start" or (
+                    candidate.get("method") != "thread/started" and _thread_of(candidate) == forked
+                )
+                if not passable:
+                    break
+                j += 1
+
+
 def canonical_order(units: list[JsonObject]) -> list[JsonObject]:
-    """A ``turn/start`` answer that came after its turn's status change, ``turn/started`` or
-    notifications is put before them; a racing notification right after an answer (or a ``thread/started``) is
-    put before it, and a thread's status after an answered approval after the item it completed
+    """A fork's token-usage replay and ``thread/started`` that came after what the next turn on
+    the new thread sends are put back right after the ``thread/fork`` answer; a ``turn/start``
+    answer that came after its turn's status change, ``turn/started`` or notifications is put
+    before them; a racing notification right after an answer (or a ``thread/started``) is put
+    before it, and a thread's status after an answered approval after the item it completed
     (both sides alike). Idempotent: a stream already in this order stays as it is."""
     out = list(units)
+    _fork_tail_first(out)
     for i in range(1, len(out)):
         if out[i].get("response") != "turn/start":
             continue
