@@ -2,7 +2,8 @@
 request's ``input`` (instruction prose, generated ids) and what it keeps (the conversation),
 that one normaliser numbers a thread the same in the stream and in the requests, across a
 restart, and that a changed, missing or extra request is found. The reference data in
-``tests/data/model_mode`` is well formed and covers every scenario."""
+``tests/data/model_mode`` is well formed and covers every scenario; a raced scenario's other
+outcome differs from its usual one only where the race decides."""
 
 from __future__ import annotations
 
@@ -12,10 +13,13 @@ from typing import Any, cast
 
 from codex_app_bridge.conformance._model_mode import (
     MODEL_SCENARIOS,
+    RACED,
     RunRecord,
     Segment,
     ServerRun,
     compare_runs,
+    compare_with_reference,
+    load_reference,
     mask_input,
     record_run,
     scenario_named,
@@ -196,3 +200,41 @@ def test_every_scenario_has_a_reference_recorded_from_the_real_binary() -> None:
         assert len(record.inputs) == len(record.fields)
         # no instruction prose of the real binary is stored
         assert "You are a coding agent" not in json.dumps(data)
+
+
+def test_every_raced_scenario_has_its_other_outcome_recorded_and_only_those() -> None:
+    names = {p.stem for p in (REFERENCE / RACED).glob("*.json")}
+    assert names == {s.name for s in MODEL_SCENARIOS if s.raced}
+
+
+def test_the_other_outcome_of_a_goal_charged_mid_turn_is_the_call_finishing_first() -> None:
+    """The race of ``goal_budget_mid_turn`` (the get_goal call against the response's usage)
+    decides the mid-turn charge and what follows from it, nothing else: one
+    ``thread/goal/updated`` fewer, no hidden budget message in the follow-up request, and the
+    follow-up's text (the mock answers a tool output last with another text)."""
+    spec = scenario_named("goal_budget_mid_turn")
+    usual = load_reference(REFERENCE, spec.name)
+    raced = load_reference(REFERENCE / RACED, spec.name)
+    found = {(d.kind, d.label) for d in unexplained(spec, compare_runs(spec, usual, raced))}
+    text = {
+        ("changed", "item/agentMessage/delta"),
+        ("changed", "item/completed (agentMessage)"),
+        ("changed", "turn/completed"),
+        ("changed", "thread/read item (agentMessage)"),
+    }
+    assert found == {("missing", "thread/goal/updated"), ("changed", "request 1"), *text}
+
+
+def test_a_raced_scenario_matches_either_outcome_and_no_third() -> None:
+    spec = scenario_named("goal_budget_mid_turn")
+    usual = load_reference(REFERENCE, spec.name)
+    raced = load_reference(REFERENCE / RACED, spec.name)
+    assert unexplained(spec, compare_with_reference(spec, REFERENCE, usual)) == []
+    assert unexplained(spec, compare_with_reference(spec, REFERENCE, raced)) == []
+    third = RunRecord.from_json({**usual.to_json(), "stream": usual.stream[:-1]})
+    assert unexplained(spec, compare_with_reference(spec, REFERENCE, third))
+    # a scenario with one outcome is compared with it alone
+    plain = scenario_named("plain")
+    assert not plain.raced
+    other = RunRecord.from_json({**raced.to_json(), "scenario": "plain"})
+    assert unexplained(plain, compare_with_reference(plain, REFERENCE, other))

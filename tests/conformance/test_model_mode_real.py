@@ -2,7 +2,8 @@
 real binary does: every scenario runs again on the real ``codex app-server`` 0.163.0 against the
 mock, and must equal its reference (same requests, same masked inputs and fields, same
 notifications), apart from what timing decides (``ModelScenario.volatile``: the text streamed
-before an interrupt lands).
+before an interrupt lands; ``ModelScenario.raced``: a scenario the binary ends one of two ways,
+both recorded, and a run must equal one of them).
 
 The 20 MiB event takes the real binary about ten minutes (its SSE parsing is quadratic in the
 event's size); it runs with ``CODEX_BRIDGE_SLOW=1``.
@@ -24,6 +25,7 @@ from codex_app_bridge.conformance._model_mode import (
     MODEL_SCENARIOS,
     ModelResult,
     compare_runs,
+    compare_with_reference,
     load_reference,
     run_model_suite_sync,
     scenario_named,
@@ -46,9 +48,7 @@ def fresh(tmp_path_factory: pytest.TempPathFactory) -> dict[str, ModelResult]:
     record = scratch / "record"
     run_model_suite_sync(FAST, scratch, record=record, servers=("real",), concurrency=REAL_WORKERS)
     return {
-        name: compare_runs(
-            scenario_named(name), load_reference(REFERENCE, name), load_reference(record, name)
-        )
+        name: compare_with_reference(scenario_named(name), REFERENCE, load_reference(record, name))
         for name in FAST
     }
 
