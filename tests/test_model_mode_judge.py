@@ -19,6 +19,7 @@ from codex_app_bridge.conformance._model_mode import (
     ServerRun,
     compare_runs,
     compare_with_reference,
+    goal_updates_last_in_turn,
     load_reference,
     mask_input,
     record_run,
@@ -238,3 +239,31 @@ def test_a_raced_scenario_matches_either_outcome_and_no_third() -> None:
     assert not plain.raced
     other = RunRecord.from_json({**raced.to_json(), "scenario": "plain"})
     assert unexplained(plain, compare_with_reference(plain, REFERENCE, other))
+
+
+def test_a_goal_update_that_overtook_its_turns_events_is_placed_after_them() -> None:
+    def note(method: str, **params: Any) -> dict[str, Any]:
+        return {"method": method, "params": {"threadId": "<thread:1>", **params}}
+
+    def goal(used: int, turn: str | None = "<turn:1>") -> dict[str, Any]:
+        return note("thread/goal/updated", turnId=turn, goal={"tokensUsed": used})
+
+    def delta(text: str) -> dict[str, Any]:
+        return note("item/agentMessage/delta", turnId="<turn:1>", itemId="<item:1>", delta=text)
+
+    started = note("item/started", turnId="<turn:1>")
+    usage = note("thread/tokenUsage/updated", turnId="<turn:1>")
+    limits: dict[str, Any] = {"method": "account/rateLimits/updated", "params": {}}
+    completed = note("item/completed", turnId="<turn:1>")
+    read_state = note("thread/readState/changed")
+    usual = [goal(120), usage, limits, started, delta("ab"), completed, usage, limits, goal(240)]
+    # 0.163.0 beside CPU burners: the turn-end charge between two deltas of the closing message
+    raced = [goal(120), usage, limits, started, delta("a"), goal(240), delta("b"), completed]
+    raced += [usage, limits]
+    placed = goal_updates_last_in_turn([*usual, read_state])
+    assert goal_updates_last_in_turn([*raced, read_state]) == placed
+    assert placed[-3:] == [goal(120), goal(240), read_state]
+    # not over another turn's events, the turn's end, or an update of no turn
+    other = note("item/started", turnId="<turn:2>")
+    assert goal_updates_last_in_turn([goal(1), other]) == [goal(1), other]
+    assert goal_updates_last_in_turn([goal(1, None), usage]) == [goal(1, None), usage]

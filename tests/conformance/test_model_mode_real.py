@@ -3,7 +3,8 @@ real binary does: every scenario runs again on the real ``codex app-server`` 0.1
 mock, and must equal its reference (same requests, same masked inputs and fields, same
 notifications), apart from what timing decides (``ModelScenario.volatile``: the text streamed
 before an interrupt lands; ``ModelScenario.raced``: a scenario the binary ends one of two ways,
-both recorded, and a run must equal one of them).
+both recorded, and a run must equal one of them; where in its turn a goal update lands,
+``goal_updates_last_in_turn``).
 
 The 20 MiB event takes the real binary about ten minutes (its SSE parsing is quadratic in the
 event's size); it runs with ``CODEX_BRIDGE_SLOW=1``.
