@@ -267,3 +267,11 @@ def test_a_goal_update_that_overtook_its_turns_events_is_placed_after_them() -> 
     other = note("item/started", turnId="<turn:2>")
     assert goal_updates_last_in_turn([goal(1), other]) == [goal(1), other]
     assert goal_updates_last_in_turn([goal(1, None), usage]) == [goal(1, None), usage]
+
+
+def test_the_other_outcome_of_an_interrupt_lacks_only_the_rate_limits_of_the_abort() -> None:
+    spec = scenario_named("interrupt")
+    usual = load_reference(REFERENCE, spec.name)
+    raced = load_reference(REFERENCE / RACED, spec.name)
+    found = [(d.kind, d.label) for d in unexplained(spec, compare_runs(spec, usual, raced))]
+    assert found == [("missing", "account/rateLimits/updated")]

@@ -833,6 +833,12 @@ MODEL_SCENARIOS: Final[tuple[ModelScenario, ...]] = (
         f"a slow stream interrupted after {INTERRUPT_AFTER_DELTAS} deltas",
         _interrupt_after(lambda: _nth_delta(INTERRUPT_AFTER_DELTAS), "Write a long essay."),
         volatile=frozenset({"item/agentMessage/delta"}),
+        raced=(
+            "the account/rateLimits/updated 0.163.0 sends while the interrupted turn winds down "
+            "(after the streamed text, before the turn/interrupt answer) was missing once in 23 "
+            "runs of this test beside another pytest worker and two CPU burners; the turn "
+            "suite treats the same notification of its interrupt scenario as optional"
+        ),
     ),
     ModelScenario(
         "dynamic_tool",
