@@ -354,7 +354,8 @@ def test_the_status_after_a_declined_approval_is_put_after_the_item_it_completed
     assert canonical_order([resolved, status, usage]) == [resolved, status, usage]
 
 
-def test_a_forks_usage_replay_and_thread_started_are_put_back_after_its_answer() -> None:
+def _fork_and_its_tail() -> tuple[dict[str, Any], dict[str, Any], dict[str, Any]]:
+    """A ``thread/fork`` answer, then the usage replay and ``thread/started`` of the new thread."""
     fork: dict[str, Any] = {"response": "thread/fork", "result": {"thread": {"id": "<thread:2>"}}}
     usage: dict[str, Any] = {
         "method": "thread/tokenUsage/updated",
@@ -364,6 +365,11 @@ def test_a_forks_usage_replay_and_thread_started_are_put_back_after_its_answer()
         "method": "thread/started",
         "params": {"thread": {"id": "<thread:2>"}},
     }
+    return fork, usage, started
+
+
+def test_a_forks_usage_replay_and_thread_started_are_put_back_after_its_answer() -> None:
+    fork, usage, started = _fork_and_its_tail()
     warning: dict[str, Any] = {"method": "warning", "params": {"threadId": "<thread:2>"}}
     answer: dict[str, Any] = {"response": "turn/start", "result": {"turn": {"id": "<turn:3>"}}}
     status: dict[str, Any] = {
@@ -383,15 +389,7 @@ def test_a_forks_usage_replay_and_thread_started_are_put_back_after_its_answer()
 
 
 def test_a_forks_tail_keeps_its_place_behind_what_the_next_turn_does_not_send() -> None:
-    fork: dict[str, Any] = {"response": "thread/fork", "result": {"thread": {"id": "<thread:2>"}}}
-    usage: dict[str, Any] = {
-        "method": "thread/tokenUsage/updated",
-        "params": {"threadId": "<thread:2>"},
-    }
-    started: dict[str, Any] = {
-        "method": "thread/started",
-        "params": {"thread": {"id": "<thread:2>"}},
-    }
+    fork, usage, started = _fork_and_its_tail()
     parent: dict[str, Any] = {
         "method": "thread/status/changed",
         "params": {"threadId": "<thread:1>"},

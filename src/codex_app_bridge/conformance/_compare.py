@@ -459,13 +459,14 @@ with no model request before it); the canonical order is the answer first, as th
 sends it otherwise."""
 
 
-def _answered_turn(unit: JsonObject) -> object:
-    """The turn id a ``turn/start`` answer gives (``None``: not such an answer)."""
-    if unit.get("response") != "turn/start":
+def _answered_id(unit: JsonObject, method: str, key: str) -> object:
+    """The id of the object ``key`` of the answer to ``method`` (``turn/start``'s ``turn``,
+    ``thread/fork``'s ``thread``); ``None``: not such an answer."""
+    if unit.get("response") != method:
         return None
     result = unit.get("result")
-    turn = cast(dict[str, object], result).get("turn") if isinstance(result, dict) else None
-    return cast(dict[str, object], turn).get("id") if isinstance(turn, dict) else None
+    value = cast(dict[str, object], result).get(key) if isinstance(result, dict) else None
+    return cast(dict[str, object], value).get("id") if isinstance(value, dict) else None
 
 
 def _begins_turn(unit: JsonObject, turn_id: object) -> bool:
@@ -509,15 +510,6 @@ the answer, as the binary sends it otherwise; only what the next request on the 
 sends is passed over, so a tail that comes late behind anything else is still a difference."""
 
 
-def _forked_thread(unit: JsonObject) -> object:
-    """The thread id a ``thread/fork`` answer gives (``None``: not such an answer)."""
-    if unit.get("response") != "thread/fork":
-        return None
-    result = unit.get("result")
-    thread = cast(dict[str, object], result).get("thread") if isinstance(result, dict) else None
-    return cast(dict[str, object], thread).get("id") if isinstance(thread, dict) else None
-
-
 def _thread_of(unit: JsonObject) -> object:
     """The thread a notification is about: its ``threadId``, or the id of the thread a
     ``thread/started`` announces."""
@@ -537,7 +529,7 @@ def _fork_tail_first(out: list[JsonObject]) -> None:
     ``thread/started``) or a ``turn/start`` answer. Anything else keeps the tail where it
     came."""
     for i, unit in enumerate(out):
-        forked = _forked_thread(unit)
+        forked = _answered_id(unit, "thread/fork", "thread")
         if forked is None:
             continue
         at = i + 1
@@ -569,7 +561,7 @@ def canonical_order(units: list[JsonObject]) -> list[JsonObject]:
     for i in range(1, len(out)):
         if out[i].get("response") != "turn/start":
             continue
-        turn_id = _answered_turn(out[i])
+        turn_id = _answered_id(out[i], "turn/start", "turn")
         j = i
         while j > 0 and _begins_turn(out[j - 1], turn_id):
             out[j - 1], out[j] = out[j], out[j - 1]
