@@ -686,11 +686,10 @@ class RolloutIndex:
                     )
         finally:
             os.close(fd)
-        for rel in gone:
-            row = db.execute("SELECT thread_id FROM files WHERE rel = ?", (rel,)).fetchone()
-            if row is not None:
-                db.execute("DELETE FROM files WHERE rel = ?", (rel,))
-                changed.add(row[0])
+        for rel in gone:  # a row is a rollout's, its thread the one its name gives
+            file = self.file(rel)
+            if file is not None and db.execute("DELETE FROM files WHERE rel = ?", (rel,)).rowcount:
+                changed.add(file.name.thread_id)
         self._insert(added, changed)
         return subdirs
 
