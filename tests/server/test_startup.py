@@ -409,8 +409,11 @@ def _thread_start_behind_initialize(tmp_path: Path) -> dict[str, Any]:
         env=bridge_env({"LOG_LEVEL": "ERROR", "ANSWER_ID": "2"}),
         capture_output=True,
         timeout=60,
-        check=True,
+        check=False,
     )
+    # what the process said is kept: it died once with SIGABRT in a loaded CI run, and a
+    # CalledProcessError shows neither stream
+    assert result.returncode == 0, (result.returncode, result.stderr.decode(errors="replace"))
     answers = [orjson.loads(line) for line in result.stdout.splitlines()]
     assert [answer.get("id") for answer in answers if "result" in answer] == [1, 2]
     report: dict[str, Any] = json.loads(result.stderr.decode().strip().splitlines()[-1])
