@@ -17,6 +17,7 @@ from codex_app_bridge.conformance._model_mode import (
     RunRecord,
     Segment,
     ServerRun,
+    command_ends_after_their_item,
     compare_runs,
     compare_with_reference,
     goal_updates_last_in_turn,
@@ -28,6 +29,7 @@ from codex_app_bridge.conformance._model_mode import (
 )
 
 REFERENCE = Path(__file__).resolve().parent / "data" / "model_mode"
+OBSERVED = Path(__file__).resolve().parent / "data" / "model_mode_observed"
 THREAD = "019a0000-0000-7000-8000-000000000001"
 TURN = "019a0000-0000-7000-8000-0000000000aa"
 
@@ -267,6 +269,58 @@ def test_a_goal_update_that_overtook_its_turns_events_is_placed_after_them() -> 
     other = note("item/started", turnId="<turn:2>")
     assert goal_updates_last_in_turn([goal(1), other]) == [goal(1), other]
     assert goal_updates_last_in_turn([goal(1, None), usage]) == [goal(1, None), usage]
+
+
+def test_a_command_end_the_follow_up_request_overtook_is_placed_after_its_item() -> None:
+    """A run of the real binary (pinned to one CPU beside three burners) whose command end came
+    after the follow-up request's token usage and rate limits: a difference against its
+    reference until the re-check places command ends, then none."""
+    spec = scenario_named("shell_session")
+    late = load_reference(OBSERVED, "shell_session_late_end")
+    found = {
+        (d.kind, d.label)
+        for d in unexplained(spec, compare_runs(spec, load_reference(REFERENCE, spec.name), late))
+    }
+    end = "item/completed (commandExecution)"
+    assert found == {("missing", end), ("extra", end)}
+    assert unexplained(spec, compare_with_reference(spec, REFERENCE, late)) == []
+
+
+def test_a_command_end_moves_back_only_to_its_own_item() -> None:
+    def note(method: str, **params: Any) -> dict[str, Any]:
+        return {
+            "method": method,
+            "params": {"threadId": "<thread:1>", "turnId": "<turn:1>", **params},
+        }
+
+    def item(
+        method: str, item_id: str, kind: str = "commandExecution", **fields: Any
+    ) -> dict[str, Any]:
+        return note(method, item={"id": item_id, "type": kind, **fields})
+
+    def delta(item_id: str, text: str) -> dict[str, Any]:
+        return note("item/agentMessage/delta", itemId=item_id, delta=text)
+
+    ran = {"source": "unifiedExecStartup", "status": "completed"}
+    started = item("item/started", "<item:1>", source="agent")
+    output = note("item/commandExecution/outputDelta", itemId="<item:1>", delta="x")
+    end = item("item/completed", "<item:1>", **ran)
+    usage = note("thread/tokenUsage/updated")
+    limits: dict[str, Any] = {"method": "account/rateLimits/updated", "params": {}}
+    message = item("item/started", "<item:2>", "agentMessage")
+    usual = [started, output, end, usage, limits, message, delta("<item:2>", "ab")]
+    # the exit watcher late: after the follow-up's usage, even inside the next message
+    late = [started, output, usage, limits, message, delta("<item:2>", "a"), end]
+    late.append(delta("<item:2>", "b"))
+    assert command_ends_after_their_item(late) == usual
+    assert command_ends_after_their_item(usual) == usual
+    # a declined command's end is the tool's own (not the watcher's): left where it came
+    declined = item("item/completed", "<item:1>", source="agent", status="declined")
+    assert command_ends_after_their_item([started, usage, declined]) == [started, usage, declined]
+    # an end with no notification of its item before it (or only before a restart) stays
+    assert command_ends_after_their_item([usage, end]) == [usage, end]
+    restarted = [started, {"restart": 1}, usage, end]
+    assert command_ends_after_their_item(restarted) == restarted
 
 
 def test_the_other_outcome_of_an_interrupt_lacks_only_the_rate_limits_of_the_abort() -> None:

@@ -81,6 +81,7 @@ __all__ = [
     "ModelResult",
     "ModelScenario",
     "RunRecord",
+    "command_ends_after_their_item",
     "compare_runs",
     "compare_with_reference",
     "format_model_details",
@@ -1589,14 +1590,71 @@ def goal_updates_last_in_turn(units: Sequence[JsonObject]) -> list[JsonObject]:
     return merge_deltas(out)
 
 
+def _exec_end(unit: JsonObject) -> object:
+    """The item id of a command's ``item/completed`` sent by the unified-exec exit watcher (an
+    item that ran: ``source`` ``unifiedExecStartup``); ``None``: not such a unit."""
+    params = unit.get("params")
+    if unit.get("method") != "item/completed" or not isinstance(params, dict):
+        return None
+    item = cast(JsonObject, params).get("item")
+    if not isinstance(item, dict):
+        return None
+    item = cast(JsonObject, item)
+    if item.get("type") != "commandExecution" or item.get("source") != "unifiedExecStartup":
+        return None
+    return item.get("id")
+
+
+def _about_item(unit: JsonObject, item_id: object) -> bool:
+    """Whether ``unit`` is about item ``item_id``: its ``itemId``, or the ``item`` it starts or
+    completes."""
+    params = unit.get("params")
+    if not isinstance(params, dict):
+        return False
+    params = cast(JsonObject, params)
+    item = params.get("item")
+    return params.get("itemId") == item_id or (
+        isinstance(item, dict) and cast(JsonObject, item).get("id") == item_id
+    )
+
+
+def command_ends_after_their_item(units: Sequence[JsonObject]) -> list[JsonObject]:
+    """Each ran command's ``item/completed`` (:func:`_exec_end`) moved back to right after the
+    last notification about its item (its ``item/started``, output deltas, terminal
+    interactions, approval request); the deltas it split are joined again. One with no such
+    notification before it (in the same server process) stays where it came.
+
+    0.163.0 sends a command's end from a task of its own, the exit watcher (``spawn_exit_watcher``
+    in ``codex-rs/core/src/unified_exec/async_watcher.rs``, upstream source), which waits for the
+    process to exit and its output to drain (up to 100 ms of trailing output); the tool has
+    meanwhile answered the model and the turn goes on. On a busy machine the follow-up
+    request's token usage and rate limits came first: CI had ``shell_approval`` and
+    ``apply_patch_escape`` so in one run; ``shell_session`` 3 runs in 18 with the binary on one
+    CPU beside three burners. Only a re-check of the binary against its own recording uses
+    this; the bridge is held to the recorded order."""
+    out = list(units)
+    for i in range(len(out)):
+        item_id = _exec_end(out[i])
+        if item_id is None:
+            continue
+        j = i
+        while j > 0 and "restart" not in out[j - 1] and not _about_item(out[j - 1], item_id):
+            j -= 1
+        if 0 < j < i and _about_item(out[j - 1], item_id):
+            out.insert(j, out.pop(i))
+    return merge_deltas(out)
+
+
 def compare_with_reference(spec: ModelScenario, directory: Path, fresh: RunRecord) -> ModelResult:
     """A new run of the real binary against its outcome recorded in ``directory``, goal updates
-    placed by :func:`goal_updates_last_in_turn` on both sides; for a raced scenario
+    placed by :func:`goal_updates_last_in_turn` and command ends by
+    :func:`command_ends_after_their_item` on both sides; for a raced scenario
     (:attr:`ModelScenario.raced`), against the other recorded outcome when that one explains the
     run and the first does not."""
 
     def placed(record: RunRecord) -> RunRecord:
-        return replace(record, stream=goal_updates_last_in_turn(record.stream))
+        stream = command_ends_after_their_item(goal_updates_last_in_turn(record.stream))
+        return replace(record, stream=stream)
 
     fresh = placed(fresh)
     usual = compare_runs(spec, placed(load_reference(directory, spec.name)), fresh)
