@@ -26,6 +26,7 @@ from codex_app_bridge.conformance._model_mode import (
     record_run,
     scenario_named,
     unexplained,
+    without_time_charges,
 )
 
 REFERENCE = Path(__file__).resolve().parent / "data" / "model_mode"
@@ -321,6 +322,43 @@ def test_a_command_end_moves_back_only_to_its_own_item() -> None:
     assert command_ends_after_their_item([usage, end]) == [usage, end]
     restarted = [started, {"restart": 1}, usage, end]
     assert command_ends_after_their_item(restarted) == restarted
+
+
+def test_a_goal_charged_time_alone_on_a_slow_run_equals_its_reference() -> None:
+    """A run of the real binary (one CPU, three burners) whose failing turn took a whole second:
+    one more ``thread/goal/updated`` (the goal unchanged but for its masked seconds), which
+    the comparison leaves out on both sides."""
+    spec = scenario_named("goal_failed_turn")
+    slow = load_reference(OBSERVED, "goal_failed_turn_time_charge")
+    usual = load_reference(REFERENCE, spec.name)
+
+    def updates(record: RunRecord) -> int:
+        return sum(u.get("method") == "thread/goal/updated" for u in record.stream)
+
+    assert updates(slow) == updates(usual) + 1
+    assert unexplained(spec, compare_with_reference(spec, REFERENCE, slow)) == []
+
+
+def test_only_a_turns_update_that_changes_nothing_but_time_is_left_out() -> None:
+    def goal(turn: str | None, used: int, thread: str = "<thread:1>") -> dict[str, Any]:
+        goal = {"tokensUsed": used, "timeUsedSeconds": "<time>", "status": "active"}
+        return {
+            "method": "thread/goal/updated",
+            "params": {"threadId": thread, "turnId": turn, "goal": goal},
+        }
+
+    usage = {"method": "thread/tokenUsage/updated", "params": {"threadId": "<thread:1>"}}
+    assert without_time_charges(
+        [goal(None, 0), goal("<turn:1>", 120), usage, goal("<turn:2>", 120)]
+    ) == [
+        goal(None, 0),
+        goal("<turn:1>", 120),
+        usage,
+    ]
+    # kept: a change, an announcement (no turn), another thread's, the first after a restart
+    kept = [goal("<turn:1>", 120), goal(None, 120), goal("<turn:1>", 120, "<thread:2>")]
+    kept += [{"restart": 1}, goal("<turn:1>", 120), goal("<turn:1>", 240)]
+    assert without_time_charges(kept) == kept
 
 
 def test_the_other_outcome_of_an_interrupt_lacks_only_the_rate_limits_of_the_abort() -> None:
