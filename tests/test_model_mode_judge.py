@@ -284,6 +284,13 @@ def test_a_command_end_the_follow_up_request_overtook_is_placed_after_its_item()
     }
     end = "item/completed (commandExecution)"
     assert found == {("missing", end), ("extra", end)}
+    # and where: after the follow-up request's usage and rate limits instead of before them
+    where = compare_runs(spec, load_reference(REFERENCE, spec.name), late).where
+    assert [line for line in where if line[:1] in "+-" and line[:3] not in ("---", "+++")] == [
+        f"-{end}",
+        f"+{end}",
+    ]
+    assert where[where.index(f"+{end}") - 1] == " account/rateLimits/updated"
     assert unexplained(spec, compare_with_reference(spec, REFERENCE, late)) == []
 
 

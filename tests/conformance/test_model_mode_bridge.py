@@ -93,7 +93,7 @@ def test_every_difference_is_a_known_one(results: dict[str, ModelResult], name: 
     result = results[name]
     parts = (result.stream, result.reads, result.inputs, result.fields)
     unknown = [d for part in parts for d in part.differences if not known(name, d)]
-    assert unknown == []
+    assert unknown == [], "\n".join(result.where)
 
 
 @pytest.mark.parametrize("run", [1, 2])

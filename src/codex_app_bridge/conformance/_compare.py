@@ -437,6 +437,23 @@ def compare(real: Sequence[JsonObject], bridge: Sequence[JsonObject]) -> Compari
     return result
 
 
+def where_they_differ(
+    real: Sequence[JsonObject], other: Sequence[JsonObject], context: int = 3
+) -> list[str]:
+    """The two unit lists' labels as a unified diff: where a unit went missing, came extra or
+    moved (a moved unit is one missing and one extra, whose places only this shows)."""
+    return list(
+        difflib.unified_diff(
+            [unit_label(u) for u in real],
+            [unit_label(u) for u in other],
+            "real",
+            "other",
+            n=context,
+            lineterm="",
+        )
+    )
+
+
 _RACING: Final = frozenset({"warning", "thread/settings/updated"})
 """Notifications that race the answer to the request that caused them: the real binary sends
 the model-catalogue ``warning`` of a turn, and the ``thread/settings/updated`` of a turn that

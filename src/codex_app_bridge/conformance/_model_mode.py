@@ -59,6 +59,7 @@ from codex_app_bridge.conformance._compare import (
     merge_deltas,
     stream_units,
     thread_read_units,
+    where_they_differ,
 )
 from codex_app_bridge.conformance._drive import DYNAMIC_TOOL, Context, each_on_a_mock, scratch_root
 from codex_app_bridge.conformance.mock_responses import MockResponses
@@ -1465,6 +1466,8 @@ class ModelResult:
     fields: Comparison
     request_counts: tuple[int, int]
     notes: list[str] = field(default_factory=list[str])
+    where: list[str] = field(default_factory=list[str])
+    """Where the compared streams differ (:func:`where_they_differ`); empty when they do not."""
 
     @property
     def notifications(self) -> Comparison:
@@ -1491,6 +1494,7 @@ class ModelResult:
             "fields": self.fields.to_json(),
             "request_counts": list(self.request_counts),
             "notes": self.notes,
+            "where": self.where,
         }
 
 
@@ -1552,16 +1556,19 @@ def compare_runs(spec: ModelScenario, real: RunRecord, bridge: RunRecord) -> Mod
     for who, record in (("real", real), ("bridge", bridge)):
         if record.error:
             notes.append(f"{who} driver error: {record.error}")
+    # again: a reference may have been recorded with an older canonical order
+    real_stream, bridge_stream = _comparable(real.stream), _comparable(bridge.stream)
+    stream = compare(real_stream, bridge_stream)
     return ModelResult(
         spec.name,
         spec.description,
-        # again: a reference may have been recorded with an older canonical order
-        compare(_comparable(real.stream), _comparable(bridge.stream)),
+        stream,
         compare(real.reads, bridge.reads),
         _compare_requests(real.inputs, bridge.inputs),
         _compare_requests(real.fields, bridge.fields),
         (len(real.inputs), len(bridge.inputs)),
         notes,
+        where_they_differ(real_stream, bridge_stream) if stream.differences else [],
     )
 
 
@@ -1846,6 +1853,7 @@ def format_model_details(results: Sequence[ModelResult]) -> str:
         for prefix, d in diffs:
             out.append(f"  {d.kind}: {prefix}{d.label}")
             out.extend(f"      {line}" for line in d.details[:12])
+        out.extend(f"    {line}" for line in r.where)
     return "\n".join(out)
 
 
