@@ -8,9 +8,13 @@ outcome differs from its usual one only where the race decides."""
 from __future__ import annotations
 
 import json
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any, cast
 
+import pytest
+
+from codex_app_bridge.conformance import _model_mode as model_mode
 from codex_app_bridge.conformance._model_mode import (
     MODEL_SCENARIOS,
     RACED,
@@ -23,7 +27,9 @@ from codex_app_bridge.conformance._model_mode import (
     goal_updates_last_in_turn,
     load_reference,
     mask_input,
+    recheck_real,
     record_run,
+    save_record,
     scenario_named,
     unexplained,
     without_time_charges,
@@ -227,6 +233,41 @@ def test_the_other_outcome_of_a_goal_charged_mid_turn_is_the_call_finishing_firs
         ("changed", "thread/read item (agentMessage)"),
     }
     assert found == {("missing", "thread/goal/updated"), ("changed", "request 1"), *text}
+
+
+def test_a_recheck_runs_a_differing_scenario_once_more_and_judges_the_second_run(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """``recheck_real`` with the binary's runs played from records: a scenario equal at once is
+    run once; one that differed once and then not is judged by its second run and returned as
+    raced, with where it differed; one that differs twice stays a difference."""
+
+    def cut(name: str) -> RunRecord:
+        usual = load_reference(REFERENCE, name)
+        return RunRecord.from_json({**usual.to_json(), "stream": usual.stream[:-1]})
+
+    runs = {
+        "plain": [load_reference(REFERENCE, "plain")],
+        "interrupt": [cut("interrupt"), load_reference(REFERENCE, "interrupt")],
+        "compact": [cut("compact"), cut("compact")],
+    }
+    asked: list[list[str]] = []
+
+    def played(names: Sequence[str], scratch: Path, *, record: Path, **_: object) -> list[object]:
+        asked.append(list(names))
+        for name in names:
+            save_record(record, runs[name].pop(0))
+        return []
+
+    monkeypatch.setattr(model_mode, "run_model_suite_sync", played)
+    results, raced = recheck_real(list(runs), REFERENCE, tmp_path)
+    assert asked == [["plain", "interrupt", "compact"], ["interrupt", "compact"]]
+    assert list(raced) == ["interrupt"]
+    assert raced["interrupt"].where
+    assert unexplained(scenario_named("interrupt"), raced["interrupt"])
+    assert unexplained(scenario_named("interrupt"), results["interrupt"]) == []
+    assert unexplained(scenario_named("plain"), results["plain"]) == []
+    assert unexplained(scenario_named("compact"), results["compact"])
 
 
 def test_a_raced_scenario_matches_either_outcome_and_no_third() -> None:
