@@ -27,6 +27,17 @@ REAL_WORKERS = 1
 its reference records is what it does one run at a time, as it was recorded."""
 
 
+RACED_RUN = "the real binary raced in its first run of "
+"""How a :class:`RacedRun` warning begins: a module that runs the real binary a second time
+shows it (``pytest.mark.filterwarnings(f"default:{RACED_RUN}")``; the suite turns warnings
+into errors)."""
+
+
+class RacedRun(UserWarning):
+    """A scenario's first run on the real binary differed and its second did not: a race of the
+    binary's tasks the comparison does not place yet (the message says where)."""
+
+
 class BridgeModelRuns:
     """The bridge's model-mode runs of this session, compared with :data:`REFERENCE`: each
     scenario is played the first time a module asks for it; its artefacts stay under

@@ -33,22 +33,14 @@ from codex_app_bridge.conformance._model_mode import (
     scenario_named,
     unexplained,
 )
-from tests.conformance.conftest import REAL_WORKERS, REFERENCE
+from tests.conformance.conftest import RACED_RUN, REAL_WORKERS, REFERENCE, RacedRun
 from tests.conftest import bridge_env
-
-RACED_RUN = "the real binary raced in its first run of "
-"""How a ``RacedRun`` warning begins: shown, not raised (the suite turns warnings into errors)."""
 
 pytestmark = [pytest.mark.conformance, pytest.mark.filterwarnings(f"default:{RACED_RUN}")]
 
 SLOW = os.environ.get("CODEX_BRIDGE_SLOW") == "1"
 SLOW_SCENARIOS = frozenset({"huge_event"})
 FAST = [s.name for s in MODEL_SCENARIOS if s.name not in SLOW_SCENARIOS]
-
-
-class RacedRun(UserWarning):
-    """A scenario's first run on the real binary differed from its reference and its second
-    did not (``recheck_real``): a race of the binary's tasks not yet placed."""
 
 
 @pytest.fixture(scope="module")

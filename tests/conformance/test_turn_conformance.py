@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import subprocess
 import sys
+import warnings
 from collections import Counter
 from pathlib import Path
 
@@ -23,12 +24,13 @@ from codex_app_bridge.conformance import (
     real_codex_command,
     write_codex_config,
 )
+from codex_app_bridge.conformance._compare import Comparison, Difference
 from codex_app_bridge.conformance._drive import SCENARIO_SPECS
 from codex_app_bridge.conformance._suite import ScenarioResult, run_suite_sync
-from tests.conformance.conftest import REAL_WORKERS
+from tests.conformance.conftest import RACED_RUN, REAL_WORKERS, RacedRun
 from tests.conftest import bridge_env
 
-pytestmark = pytest.mark.conformance
+pytestmark = [pytest.mark.conformance, pytest.mark.filterwarnings(f"default:{RACED_RUN}")]
 
 THRESHOLD = 92.0
 """The total match percentage, in percent (80.3 before the thread fields, read state, revert
@@ -64,17 +66,61 @@ REAL_EXTRA_FIELDS = {
 }
 
 
-@pytest.fixture(scope="module")
-def results(tmp_path_factory: pytest.TempPathFactory) -> dict[str, ScenarioResult]:
-    scratch: Path = tmp_path_factory.mktemp("conformance")
-    # every wait inside has its own timeout (turns 90 s, sessions 180 s)
-    found = run_suite_sync(scratch=scratch, keep=False, concurrency=REAL_WORKERS)
-    return {r.name: r for r in found}
-
-
 def labels(result: ScenarioResult) -> Counter[tuple[str, str]]:
     diffs = [*result.stream.differences, *result.reads.differences]
     return Counter((d.kind, d.label) for d in diffs)
+
+
+def seen(result: ScenarioResult) -> Counter[tuple[str, str]]:
+    """Its differences but those timing may or may not make (``OPTIONAL``)."""
+    found = labels(result)
+    for optional in OPTIONAL.get(result.name, ()):
+        found.pop(optional, None)
+    return found
+
+
+def unknown(result: ScenarioResult) -> Counter[tuple[str, str]]:
+    """What ``result`` differs by beyond its scenario's known differences (and missing of them)."""
+    found, expected = seen(result), Counter(EXACT.get(result.name, []))
+    return (found - expected) + (expected - found)
+
+
+def test_unknown_is_what_differs_beyond_the_known_and_what_known_went_missing() -> None:
+    def result(name: str, *found: tuple[str, str]) -> ScenarioResult:
+        stream = Comparison(differences=[Difference(kind, label) for kind, label in found])
+        return ScenarioResult(name, "", stream, Comparison())
+
+    fork = EXACT["revert_fork"][0]
+    moved = [("missing", "warning"), ("extra", "warning")]
+    assert not unknown(result("revert_fork", fork))
+    assert not unknown(result("interrupt", ("missing", "account/rateLimits/updated")))
+    assert sorted(unknown(result("revert_fork", fork, *moved)).elements()) == sorted(moved)
+    assert list(unknown(result("revert_fork")).elements()) == [fork]
+
+
+@pytest.fixture(scope="module")
+def results(tmp_path_factory: pytest.TempPathFactory) -> dict[str, ScenarioResult]:
+    """Every scenario on both servers; one that differed other than as known runs once more and
+    its second run is judged, the first shown as a ``RacedRun`` warning (the real binary's
+    tasks race on a busy machine: ``recheck_real`` in model mode says more)."""
+    scratch: Path = tmp_path_factory.mktemp("conformance")
+    # every wait inside has its own timeout (turns 90 s, sessions 180 s)
+    found = {
+        r.name: r for r in run_suite_sync(scratch=scratch, keep=False, concurrency=REAL_WORKERS)
+    }
+    again = [name for name, r in found.items() if unknown(r)]
+    if again:
+        scratch = tmp_path_factory.mktemp("conformance-again")
+        second = {
+            r.name: r for r in run_suite_sync(again, scratch, keep=False, concurrency=REAL_WORKERS)
+        }
+        for name in again:
+            if unknown(second[name]):
+                continue
+            first = sorted(unknown(found[name]).elements())
+            warnings.warn(RacedRun(f"{RACED_RUN}{name}: {first}"), stacklevel=1)
+            found[name] = second[name]
+    return found
 
 
 def test_total_match_is_at_least_the_threshold(results: dict[str, ScenarioResult]) -> None:
@@ -93,10 +139,7 @@ def test_every_scenario_ran_on_both_servers(results: dict[str, ScenarioResult]) 
 
 @pytest.mark.parametrize("name", sorted(EXACT))
 def test_scenario_differs_exactly_as_known(results: dict[str, ScenarioResult], name: str) -> None:
-    seen = labels(results[name])
-    for optional in OPTIONAL.get(name, ()):
-        seen.pop(optional, None)
-    assert seen == Counter(EXACT[name])
+    assert seen(results[name]) == Counter(EXACT[name])
 
 
 @pytest.mark.parametrize("name", sorted(set(EXACT)))
