@@ -23,8 +23,9 @@ REFERENCE = Path(__file__).resolve().parents[1] / "data" / "model_mode"
 WORKERS = os.cpu_count() or 1
 REAL_WORKERS = 1
 """The real binary races itself under load (a command's ``item/completed`` went missing from
-``shell_for_session`` with two of its runs beside two CPU burners on 2 cores: a red CI): what
-its reference records is what it does one run at a time, as it was recorded."""
+``shell_for_session`` with two of its runs beside two CPU burners on 2 cores: a red CI; that
+one is its exit watcher, now placed by ``command_ends_after_their_item``): one run at a time,
+as its reference was recorded, keeps such races rare."""
 
 
 RACED_RUN = "the real binary raced in its first run of "
