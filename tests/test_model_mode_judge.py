@@ -15,6 +15,7 @@ from typing import Any, cast
 import pytest
 
 from codex_app_bridge.conformance import _model_mode as model_mode
+from codex_app_bridge.conformance.__main__ import main as conformance_main
 from codex_app_bridge.conformance._model_mode import (
     MODEL_SCENARIOS,
     RACED,
@@ -235,22 +236,17 @@ def test_the_other_outcome_of_a_goal_charged_mid_turn_is_the_call_finishing_firs
     assert found == {("missing", "thread/goal/updated"), ("changed", "request 1"), *text}
 
 
-def test_a_recheck_runs_a_differing_scenario_once_more_and_judges_the_second_run(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    """``recheck_real`` with the binary's runs played from records: a scenario equal at once is
-    run once; one that differed once and then not is judged by its second run and returned as
-    raced, with where it differed; one that differs twice stays a difference."""
+def cut(name: str) -> RunRecord:
+    """The reference of ``name`` without its last stream unit: an outcome no placement explains."""
+    usual = load_reference(REFERENCE, name)
+    return RunRecord.from_json({**usual.to_json(), "stream": usual.stream[:-1]})
 
-    def cut(name: str) -> RunRecord:
-        usual = load_reference(REFERENCE, name)
-        return RunRecord.from_json({**usual.to_json(), "stream": usual.stream[:-1]})
 
-    runs = {
-        "plain": [load_reference(REFERENCE, "plain")],
-        "interrupt": [cut("interrupt"), load_reference(REFERENCE, "interrupt")],
-        "compact": [cut("compact"), cut("compact")],
-    }
+def play_the_binary(
+    monkeypatch: pytest.MonkeyPatch, runs: dict[str, list[RunRecord]]
+) -> list[list[str]]:
+    """The real binary's runs played from ``runs`` (each scenario's outcomes, in the order its
+    runs come); the names of each run asked for are appended to the list returned."""
     asked: list[list[str]] = []
 
     def played(names: Sequence[str], scratch: Path, *, record: Path, **_: object) -> list[object]:
@@ -260,6 +256,45 @@ def test_a_recheck_runs_a_differing_scenario_once_more_and_judges_the_second_run
         return []
 
     monkeypatch.setattr(model_mode, "run_model_suite_sync", played)
+    return asked
+
+
+def test_the_recheck_command_says_run_by_run_what_differed_and_where(
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    runs = {
+        "plain": [load_reference(REFERENCE, "plain")] * 2,
+        "compact": [cut("compact"), load_reference(REFERENCE, "compact")],
+    }
+    play_the_binary(monkeypatch, runs)
+    argv = ["--model-mode", "--recheck", "2", "--reference", str(REFERENCE)]
+    assert conformance_main([*argv, "--scenario", "plain", "--scenario", "compact"]) == 1
+    out = capsys.readouterr().out.splitlines()
+    assert [line for line in out if line.startswith(("run ", "after "))] == [
+        "run 1: compact: [('missing', 'check deltas == completed text')]",
+        "after 1 of 2: {'compact': 1}",
+        "after 2 of 2: {'compact': 1}",
+    ]
+    assert "    -check deltas == completed text" in out
+    # nothing differed: exit 0
+    play_the_binary(monkeypatch, {"plain": [load_reference(REFERENCE, "plain")]})
+    assert conformance_main([*argv[:2], "1", *argv[3:], "--scenario", "plain"]) == 0
+    assert capsys.readouterr().out.splitlines() == ["after 1 of 1: no differences"]
+
+
+def test_a_recheck_runs_a_differing_scenario_once_more_and_judges_the_second_run(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """``recheck_real`` with the binary's runs played from records: a scenario equal at once is
+    run once; one that differed once and then not is judged by its second run and returned as
+    raced, with where it differed; one that differs twice stays a difference."""
+
+    runs = {
+        "plain": [load_reference(REFERENCE, "plain")],
+        "interrupt": [cut("interrupt"), load_reference(REFERENCE, "interrupt")],
+        "compact": [cut("compact"), cut("compact")],
+    }
+    asked = play_the_binary(monkeypatch, runs)
     results, raced = recheck_real(list(runs), REFERENCE, tmp_path)
     assert asked == [["plain", "interrupt", "compact"], ["interrupt", "compact"]]
     assert list(raced) == ["interrupt"]

@@ -25,6 +25,7 @@ import pytest
 
 from codex_app_bridge.conformance._model_mode import (
     MODEL_SCENARIOS,
+    SLOW_SCENARIOS,
     ModelResult,
     compare_runs,
     load_reference,
@@ -39,7 +40,6 @@ from tests.conftest import bridge_env
 pytestmark = [pytest.mark.conformance, pytest.mark.filterwarnings(f"default:{RACED_RUN}")]
 
 SLOW = os.environ.get("CODEX_BRIDGE_SLOW") == "1"
-SLOW_SCENARIOS = frozenset({"huge_event"})
 FAST = [s.name for s in MODEL_SCENARIOS if s.name not in SLOW_SCENARIOS]
 
 

@@ -21,6 +21,10 @@ sent the mock (real/bridge), and how many requests' masked ``input`` and other f
 ``--reference DIR`` compares the bridge with the real binary's recorded outcomes in DIR
 (``tests/data/model_mode``) instead of running the binary; ``--record DIR`` writes the real
 binary's outcomes there; ``--servers real`` runs the real binary alone (with ``--record``).
+``--recheck N --reference DIR`` runs the real binary alone N times, each run against the
+outcomes recorded in DIR, and says run by run which scenarios differed and where their streams
+did (``ModelResult.where``): how the binary's races were hunted (beside load, e.g. the binary
+pinned to one CPU with busy loops: ``taskset -c 0``); exit 1 when any run differed.
 With ``--clients``, model mode also runs the client libraries' flows
 (:mod:`._model_client_flows`: the official SDK and ``codex-app-server-client`` against a mocked
 model) and compares what each client saw, step by step, and the requests the mock got.
@@ -30,8 +34,10 @@ from __future__ import annotations
 
 import argparse
 import json
+import shutil
 import sys
 import tempfile
+from collections import Counter
 from collections.abc import Sequence
 from dataclasses import replace
 from pathlib import Path
@@ -40,17 +46,22 @@ import anyio
 
 from codex_app_bridge.conformance._client_flows import CLIENTS as CLIENT_FLOWS
 from codex_app_bridge.conformance._compare import Comparison
-from codex_app_bridge.conformance._drive import PENDING_SCENARIOS
+from codex_app_bridge.conformance._drive import PENDING_SCENARIOS, scratch_root
 from codex_app_bridge.conformance._matrix import PENDING as PENDING_CLIENTS
 from codex_app_bridge.conformance._matrix import ClientResult, run_matrix
 from codex_app_bridge.conformance._model_mode import (
+    MODEL_SCENARIOS,
+    SLOW_SCENARIOS,
     ClientComparison,
     format_client_table,
     format_model_details,
     format_model_table,
+    real_against_reference,
     run_client_flows,
     run_model_suite_sync,
+    scenario_named,
     total_notifications,
+    unexplained,
 )
 from codex_app_bridge.conformance._suite import ScenarioResult, run_suite_sync
 
@@ -167,6 +178,13 @@ def main(argv: Sequence[str] | None = None) -> int:
         default="real,bridge",
         help="model mode: which servers run (real,bridge | real | bridge)",
     )
+    parser.add_argument(
+        "--recheck",
+        type=int,
+        metavar="N",
+        help="model mode: run the real binary N times against the outcomes in --reference and "
+        "say, run by run, which scenarios differed and where (a race hunt: run it beside load)",
+    )
     parser.add_argument("--json", type=Path, metavar="FILE", help="write the results as JSON")
     parser.add_argument("--scratch", type=Path, metavar="DIR", help="keep artefacts here")
     args = parser.parse_args(argv)
@@ -200,7 +218,40 @@ def main(argv: Sequence[str] | None = None) -> int:
     return 0
 
 
+def _recheck(parser: argparse.ArgumentParser, args: argparse.Namespace) -> int:
+    """``--recheck N``: the real binary's runs against their recorded outcomes, N times; exit 1
+    when any run differed."""
+    if args.reference is None:
+        parser.error("--recheck needs --reference DIR (the recorded real outcomes)")
+    if args.recheck < 1:
+        parser.error("--recheck: at least 1 run")
+    names = args.scenarios or [s.name for s in MODEL_SCENARIOS if s.name not in SLOW_SCENARIOS]
+    differed: Counter[str] = Counter()
+    with scratch_root(args.scratch, "codex-model-recheck-") as root:
+        for run in range(1, args.recheck + 1):
+            try:
+                results = real_against_reference(names, args.reference, root / f"run{run}")
+            except ValueError as exc:
+                parser.error(str(exc))
+            except ImportError as exc:
+                parser.exit(2, f"{parser.prog}: needs the real codex binary ({exc})\n")
+            for name, result in results.items():
+                found = unexplained(scenario_named(name), result)
+                if not found:
+                    continue
+                differed[name] += 1
+                print(f"run {run}: {name}: {[(d.kind, d.label) for d in found]}")
+                print("\n".join(f"    {line}" for line in result.where))
+            said = dict(differed) or "no differences"
+            print(f"after {run} of {args.recheck}: {said}", flush=True)
+            if args.scratch is None:  # a run's artefacts are kept only where asked
+                shutil.rmtree(root / f"run{run}", ignore_errors=True)
+    return 1 if differed else 0
+
+
 def _model_mode(parser: argparse.ArgumentParser, args: argparse.Namespace) -> int:
+    if args.recheck is not None:
+        return _recheck(parser, args)
     servers = tuple(s for s in str(args.servers).split(",") if s)
     if not set(servers) <= {"real", "bridge"} or not servers:
         parser.error(f"--servers: real and/or bridge, not {args.servers!r}")
