@@ -11,6 +11,7 @@ at a time; the real binary's run one at a time (``REAL_WORKERS``).
 from __future__ import annotations
 
 import os
+import warnings
 from collections.abc import Iterable
 from pathlib import Path
 
@@ -37,6 +38,11 @@ into errors)."""
 class RacedRun(UserWarning):
     """A scenario's first run on the real binary differed and its second did not: a race of the
     binary's tasks the comparison does not place yet (the message says where)."""
+
+
+def report_raced(name: str, what: str) -> None:
+    """Show that scenario ``name``'s first run raced (``what``: how it differed, and where)."""
+    warnings.warn(RacedRun(f"{RACED_RUN}{name}: {what}"), stacklevel=2)
 
 
 class BridgeModelRuns:

@@ -18,7 +18,6 @@ from __future__ import annotations
 import os
 import subprocess
 import sys
-import warnings
 from pathlib import Path
 
 import pytest
@@ -34,7 +33,7 @@ from codex_app_bridge.conformance._model_mode import (
     scenario_named,
     unexplained,
 )
-from tests.conformance.conftest import RACED_RUN, REAL_WORKERS, REFERENCE, RacedRun
+from tests.conformance.conftest import RACED_RUN, REAL_WORKERS, REFERENCE, report_raced
 from tests.conftest import bridge_env
 
 pytestmark = [pytest.mark.conformance, pytest.mark.filterwarnings(f"default:{RACED_RUN}")]
@@ -52,8 +51,7 @@ def fresh(tmp_path_factory: pytest.TempPathFactory) -> dict[str, ModelResult]:
     results, raced = recheck_real(FAST, REFERENCE, scratch, concurrency=REAL_WORKERS)
     for name, first in raced.items():
         found = [(d.kind, d.label) for d in unexplained(scenario_named(name), first)]
-        where = "\n".join(first.where)
-        warnings.warn(RacedRun(f"{RACED_RUN}{name}: {found}\n{where}"), stacklevel=1)
+        report_raced(name, "\n".join([str(found), *first.where]))
     return results
 
 

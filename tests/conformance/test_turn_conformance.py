@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import subprocess
 import sys
-import warnings
 from collections import Counter
 from pathlib import Path
 
@@ -25,9 +24,9 @@ from codex_app_bridge.conformance import (
     write_codex_config,
 )
 from codex_app_bridge.conformance._compare import Comparison, Difference
-from codex_app_bridge.conformance._drive import SCENARIO_SPECS
+from codex_app_bridge.conformance._drive import SCENARIO_SPECS, judge_second_runs
 from codex_app_bridge.conformance._suite import ScenarioResult, run_suite_sync
-from tests.conformance.conftest import RACED_RUN, REAL_WORKERS, RacedRun
+from tests.conformance.conftest import RACED_RUN, REAL_WORKERS, report_raced
 from tests.conftest import bridge_env
 
 pytestmark = [pytest.mark.conformance, pytest.mark.filterwarnings(f"default:{RACED_RUN}")]
@@ -108,18 +107,15 @@ def results(tmp_path_factory: pytest.TempPathFactory) -> dict[str, ScenarioResul
     found = {
         r.name: r for r in run_suite_sync(scratch=scratch, keep=False, concurrency=REAL_WORKERS)
     }
-    again = [name for name, r in found.items() if unknown(r)]
-    if again:
+
+    def run_again(names: list[str]) -> dict[str, ScenarioResult]:
         scratch = tmp_path_factory.mktemp("conformance-again")
-        second = {
-            r.name: r for r in run_suite_sync(again, scratch, keep=False, concurrency=REAL_WORKERS)
-        }
-        for name in again:
-            if unknown(second[name]):
-                continue
-            first = sorted(unknown(found[name]).elements())
-            warnings.warn(RacedRun(f"{RACED_RUN}{name}: {first}"), stacklevel=1)
-            found[name] = second[name]
+        results = run_suite_sync(names, scratch, keep=False, concurrency=REAL_WORKERS)
+        return {r.name: r for r in results}
+
+    raced = judge_second_runs(found, lambda result: bool(unknown(result)), run_again)
+    for name, first in raced.items():
+        report_raced(name, str(sorted(unknown(first).elements())))
     return found
 
 

@@ -61,7 +61,13 @@ from codex_app_bridge.conformance._compare import (
     thread_read_units,
     where_they_differ,
 )
-from codex_app_bridge.conformance._drive import DYNAMIC_TOOL, Context, each_on_a_mock, scratch_root
+from codex_app_bridge.conformance._drive import (
+    DYNAMIC_TOOL,
+    Context,
+    each_on_a_mock,
+    judge_second_runs,
+    scratch_root,
+)
 from codex_app_bridge.conformance.mock_responses import MockResponses
 from codex_app_bridge.conformance.real_codex import (
     JsonObject,
@@ -1670,7 +1676,7 @@ def command_ends_after_their_item(units: Sequence[JsonObject]) -> list[JsonObjec
     process to exit and its output to drain (up to 100 ms of trailing output); the tool has
     meanwhile answered the model and the turn goes on. On a busy machine the follow-up
     request's token usage and rate limits came first: CI had ``shell_approval`` and
-    ``apply_patch_escape`` so in one run; ``shell_session`` 3 runs in 18 with the binary on one
+    ``apply_patch_escape`` so in one run; ``shell_session`` 4 runs in 30 with the binary on one
     CPU beside three burners. Only a re-check of the binary against its own recording uses
     this; the bridge is held to the recorded order."""
     out = list(units)
@@ -1731,22 +1737,19 @@ def recheck_real(
     the second run is judged. The results, and the first runs that differed where the second
     did not.
 
-    0.163.0 sends from several tasks at once, and on a busy machine a notification can overtake
-    another in a way the comparison does not place yet (each found so far is placed, from the
-    upstream source: :func:`command_ends_after_their_item`, :func:`goal_updates_last_in_turn`,
-    :func:`without_time_charges`, ``canonical_order``). A difference the binary makes every
-    time is still one; one it made once is returned to be reported, with where it was."""
-
+    Each race found so far is placed, from the upstream source
+    (:func:`command_ends_after_their_item`, :func:`goal_updates_last_in_turn`,
+    :func:`without_time_charges`, ``canonical_order``); :func:`judge_second_runs` covers the
+    next. A difference the binary makes every time is still one; one it made once is returned
+    to be reported, with where it was."""
     results = real_against_reference(names, reference, scratch / "first", concurrency=concurrency)
-    again = [name for name, r in results.items() if unexplained(scenario_named(name), r)]
-    raced: dict[str, ModelResult] = {}
-    if again:
-        second = real_against_reference(
+    raced = judge_second_runs(
+        results,
+        lambda result: bool(unexplained(scenario_named(result.name), result)),
+        lambda again: real_against_reference(
             again, reference, scratch / "again", concurrency=concurrency
-        )
-        for name in again:
-            if not unexplained(scenario_named(name), second[name]):
-                raced[name], results[name] = results[name], second[name]
+        ),
+    )
     return results, raced
 
 
