@@ -161,12 +161,12 @@ probes = {
 for name, probe in probes.items():
     try:
         probe()
-        print(name, "ok")
+        print("probe", name, "ok")
     except OSError as e:
-        print(name, os.strerror(e.errno))
+        print("probe", name, os.strerror(e.errno))
 """
 """What a sandboxed command may do with sockets and a few other system calls (x86_64 numbers),
-one line per probe: ``ok`` or the error."""
+one line per probe: ``probe <name> ok`` or the error."""
 
 _DENIED = "Operation not permitted"
 _EXPECTED = {
@@ -202,7 +202,17 @@ _EXPECTED = {
 
 
 def _probe_lines(text: str) -> dict[str, str]:
-    return dict(line.split(" ", 1) for line in text.strip().splitlines() if " " in line)
+    """The probe's own lines of a command's output, by probe name. The command runs in a login
+    shell, whose start-up may write too: pyenv's ``rehash`` in ``.bashrc`` printed "pyenv: cannot
+    rehash: ... isn't writable" inside the sandbox while another test's shell held its lock."""
+    lines = (line.split(" ", 2) for line in text.strip().splitlines())
+    return {words[1]: words[2] for words in lines if len(words) == 3 and words[0] == "probe"}
+
+
+def test_only_the_probes_own_lines_are_read() -> None:
+    noise = "pyenv: cannot rehash: /root/.pyenv/shims isn't writable"
+    text = f"{noise}\nprobe inet Operation not permitted\nprobe unix ok\n"
+    assert _probe_lines(text) == {"inet": "Operation not permitted", "unix": "ok"}
 
 
 def _real_sandbox_probe(work: Path, home: Path, network: bool) -> dict[str, str]:
